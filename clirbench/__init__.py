@@ -1,0 +1,2 @@
+"""clirbench: cross-lingual retrieval benchmark harness."""
+__version__ = "0.1.0"

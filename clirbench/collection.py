@@ -1,0 +1,72 @@
+"""Collections and pools: the data that scenarios produce and retrievers consume."""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+
+@dataclass(frozen=True)
+class Text:
+    """A document or a query: stable id, text, language tag (ISO 639-1 where one exists)."""
+
+    id: str
+    text: str
+    lang: str
+    item: str = ""  # ties the translations of one passage (or question) together
+    meta: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({}), compare=False)
+
+
+@dataclass(frozen=True)
+class ParallelCollection:
+    """A parallel data set: per language, one passage per item and aligned questions.
+
+    ``passages[lang][item]`` is the passage text of ``item`` in ``lang``;
+    ``questions[lang]`` lists the questions (``Text.item`` is the question's gold passage item,
+    ``Text.id`` the question id shared across languages).
+    """
+
+    task: str
+    languages: tuple[str, ...]
+    passages: Mapping[str, Mapping[str, str]]
+    questions: Mapping[str, tuple[Text, ...]]
+    source: Mapping[str, object] = field(default_factory=dict)  # where it was read from, file hashes
+
+
+@dataclass(frozen=True)
+class Pool:
+    """What one retrieval run ranks: documents, queries of one language, qrels, exclusions.
+
+    ``exclusions[qid]`` are documents removed from that query's ranking (multi-1).
+    """
+
+    task: str
+    scenario: str
+    pool_mode: str
+    doc_langs: tuple[str, ...]
+    query_lang: str
+    docs: tuple[Text, ...]
+    queries: tuple[Text, ...]
+    qrels: Mapping[str, Mapping[str, int]]
+    exclusions: Mapping[str, frozenset[str]] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """Hierarchical id, e.g. ``xquad/multi/en-zh/q-zh`` (``+per-query`` for that pool mode)."""
+        mode = "" if self.pool_mode == "unique" else f"+{self.pool_mode}"
+        return f"{self.task}/{self.scenario}{mode}/{'-'.join(self.doc_langs)}/q-{self.query_lang}"
+
+    @property
+    def num_docs(self) -> int:
+        return len(self.docs)
+
+    def qrels_hash(self) -> str:
+        """SHA-256 over the sorted qrels and exclusions: identifies what was judged."""
+        h = hashlib.sha256()
+        for qid in sorted(self.qrels):
+            for did in sorted(self.qrels[qid]):
+                h.update(f"{qid}\t{did}\t{self.qrels[qid][did]}\n".encode())
+            for did in sorted(self.exclusions.get(qid, ())):
+                h.update(f"{qid}\t{did}\tX\n".encode())
+        return h.hexdigest()

@@ -1,0 +1,92 @@
+"""Task cards: the declarative description of a task (``tasks/<id>.yaml``), validated loudly."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..errors import MalformedDataError
+from ..scenarios import POOL_MODES, SCENARIOS
+_REQUIRED = ("id", "name", "description", "kind", "source", "languages", "scenarios",
+             "main_measures", "license", "citation")
+
+
+@dataclass(frozen=True)
+class TaskCard:
+    id: str
+    name: str
+    description: str
+    kind: str
+    source: Mapping[str, Any]
+    languages: tuple[str, ...]
+    scenarios: tuple[str, ...]
+    main_measures: Mapping[str, tuple[str, ...]]
+    license: str
+    citation: str
+    pivot: str | None = None
+    pool_modes: tuple[str, ...] = ("unique",)
+    expected: Mapping[str, int] = field(default_factory=dict)
+    files_sha256: Mapping[str, str] = field(default_factory=dict)
+
+
+def cards_dir() -> Path:
+    """The folder of task cards: ``tasks/`` in a checkout, ``clirbench/_task_cards`` in a wheel."""
+    here = Path(__file__).resolve().parent.parent
+    for candidate in (here.parent / "tasks", here / "_task_cards"):
+        if candidate.is_dir():
+            return candidate
+    raise MalformedDataError("clirbench installation is incomplete: no task cards folder found")
+
+
+def parse_card(data: Mapping[str, Any], origin: str) -> TaskCard:
+    """Validate one card's fields and build a TaskCard; errors name the file and the field."""
+    if not isinstance(data, Mapping):
+        raise MalformedDataError(f"{origin}: a task card must be a mapping")
+    missing = [k for k in _REQUIRED if k not in data]
+    if missing:
+        raise MalformedDataError(f"{origin}: missing field(s) {', '.join(missing)}")
+    unknown = set(data) - set(TaskCard.__dataclass_fields__)
+    if unknown:
+        raise MalformedDataError(f"{origin}: unknown field(s) {', '.join(sorted(unknown))}")
+    scenarios = tuple(data["scenarios"])
+    bad = [s for s in scenarios if s not in SCENARIOS]
+    if bad:
+        raise MalformedDataError(f"{origin}: unknown scenario(s) {', '.join(bad)}")
+    pool_modes = tuple(data.get("pool_modes", ("unique",)))
+    if any(m not in POOL_MODES for m in pool_modes):
+        raise MalformedDataError(f"{origin}: pool_modes must be among {', '.join(POOL_MODES)}")
+    main = {k: tuple(v) for k, v in dict(data["main_measures"]).items()}
+    if set(main) - set(scenarios):
+        raise MalformedDataError(f"{origin}: main_measures names a scenario the task lacks")
+    languages = tuple(data["languages"])
+    pivot = data.get("pivot")
+    if pivot is not None and pivot not in languages:
+        raise MalformedDataError(f"{origin}: pivot {pivot!r} is not among the languages")
+    sha = dict(data.get("files_sha256") or {})
+    if set(sha) - set(languages):
+        raise MalformedDataError(f"{origin}: files_sha256 names a language the task lacks")
+    return TaskCard(
+        id=str(data["id"]), name=str(data["name"]), description=str(data["description"]),
+        kind=str(data["kind"]), source=dict(data["source"]), languages=languages,
+        scenarios=scenarios, main_measures=main, license=str(data["license"]),
+        citation=str(data["citation"]), pivot=pivot, pool_modes=pool_modes,
+        expected=dict(data.get("expected") or {}), files_sha256=sha,
+    )
+
+
+def load_cards(folder: Path | None = None) -> dict[str, TaskCard]:
+    """All task cards in ``folder`` (default: the installed cards), by task id."""
+    import yaml
+
+    folder = folder or cards_dir()
+    cards: dict[str, TaskCard] = {}
+    for path in sorted(folder.glob("*.yaml")):
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except yaml.YAMLError as exc:
+            raise MalformedDataError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+        card = parse_card(data, str(path))
+        if card.id != path.stem:
+            raise MalformedDataError(f"{path}: id {card.id!r} does not match the file name")
+        cards[card.id] = card
+    return cards
