@@ -1,0 +1,383 @@
+"""Ranks of relevant documents under trec_eval's tie rule (DESIGN.md section 4).
+
+Documents sort by score descending; equal scores sort by doc id descending, compared byte-wise
+(trec_eval's ``strcmp(p2->docno, p1->docno)``). For valid UTF-8, byte order equals Python's
+code-point order of ``str``, so plain ``sorted`` gives it. trec_eval stores scores as C ``float``,
+so "equal" means equal after rounding to float32 (0.3 and 0.30000000000000004 tie there, so do
+1e20 and 1.000000000001e20): every function here rounds scores to float32 before comparing.
+Rank = 1 + number of documents sorting before.
+
+Evaluated queries follow pytrec_eval: a query is evaluated when it has a non-empty qrels entry
+(judged, even if every grade is 0) and was ranked (pool path: it is in ``query_ids``; run path:
+it is a key of the run, even with no documents). Queries outside the qrels are dropped. A query
+whose judgements are all grade <= 0 is kept with no rows: the trec_eval measures give it 0 (as
+pytrec_eval does), the rank-set measures (MaxR, Complete@K, SameLangFirst, ...) NaN.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+
+import numpy as np
+
+__all__ = ["RankTable", "tie_keys", "rank_relevant", "rank_run", "rank_run_arrays"]
+
+_CHUNK = 1 << 20  # elements per temporary: small enough for malloc to reuse (no fresh page faults)
+_TIE_PAIRS = 1 << 20  # tied (entry, relevant doc) pairs held before switching to vocabulary-wide keys
+
+
+@dataclass(frozen=True)
+class RankTable:
+    """Ranks of every relevant (grade > 0) judgement, flat, grouped by query."""
+
+    query_ids: tuple[str, ...]  # n evaluated queries, in order
+    num_docs: np.ndarray  # (n,) float: |D| after exclusions; nan if unknown (TREC runs)
+    qidx: np.ndarray  # (m,) int64 index into query_ids, sorted ascending
+    rank: np.ndarray  # (m,) float64, 1-based; inf when not retrieved and |D| unknown
+    grade: np.ndarray  # (m,) float64 > 0
+    same_lang: np.ndarray | None = None  # (m,) bool: doc language == query language
+
+    def __post_init__(self) -> None:
+        n, m = len(self.query_ids), len(self.qidx)
+        if self.num_docs.shape != (n,):
+            raise ValueError(f"num_docs has shape {self.num_docs.shape}, expected ({n},)")
+        for name in ("rank", "grade") + (("same_lang",) if self.same_lang is not None else ()):
+            if getattr(self, name).shape != (m,):
+                raise ValueError(f"{name} has shape {getattr(self, name).shape}, expected ({m},)")
+        if m and (self.qidx[0] < 0 or self.qidx[-1] >= n or np.any(np.diff(self.qidx) < 0)):
+            raise ValueError("qidx must be sorted ascending and index query_ids")
+        if m and not np.all(self.grade > 0):
+            raise ValueError("RankTable holds relevant judgements only (grade > 0)")
+
+    @property
+    def num_rel(self) -> np.ndarray:
+        """(n,) number of relevant documents per query."""
+        return np.bincount(self.qidx, minlength=len(self.query_ids))
+
+
+def tie_keys(doc_ids: Sequence[str]) -> np.ndarray:
+    """int64 key per doc: its position in byte-wise ascending id order (bigger key sorts earlier on equal score)."""
+    ids = list(doc_ids)
+    if ids and max(map(len, ids)) <= 64 and not any("\x00" in d for d in ids):
+        arr = np.array(ids)  # numpy 'U' compares code points = UTF-8 byte order (no NULs here)
+        order = np.argsort(arr, kind="stable")
+        dup = np.flatnonzero(arr[order[1:]] == arr[order[:-1]])
+        if len(dup):
+            raise ValueError(f"duplicate doc id {ids[order[dup[0]]]!r}")
+    else:
+        order = np.asarray(sorted(range(len(ids)), key=ids.__getitem__), dtype=np.int64)
+        for a, b in zip(order, order[1:]):
+            if ids[a] == ids[b]:
+                raise ValueError(f"duplicate doc id {ids[a]!r}")
+    keys = np.empty(len(ids), dtype=np.int64)
+    keys[order] = np.arange(len(ids), dtype=np.int64)
+    return keys
+
+
+def _as_trec_scores(a: np.ndarray) -> np.ndarray:
+    """Scores as trec_eval compares them: float32 (a copy unless already float32)."""
+    flat = a.reshape(-1)
+    if np.issubdtype(a.dtype, np.floating) and any(np.isnan(flat[ix]).any() for ix in _chunks(len(flat))):
+        raise ValueError("NaN score")
+    with np.errstate(over="ignore"):
+        return a.astype(np.float32, copy=False)
+
+
+def _doc_index(doc_ids: Sequence[str]) -> dict[str, int]:
+    index = {d: i for i, d in enumerate(doc_ids)}
+    if len(index) != len(doc_ids):
+        raise ValueError("duplicate doc ids")
+    return index
+
+
+def _finish(query_ids, num_docs, t, rank, grade, same) -> RankTable:
+    order = np.lexsort((np.asarray(rank, dtype=np.float64), t))
+    arrays = dict(
+        num_docs=np.array(num_docs, dtype=np.float64),
+        qidx=np.asarray(t, dtype=np.int64)[order],
+        rank=np.asarray(rank, dtype=np.float64)[order],
+        grade=np.asarray(grade, dtype=np.float64)[order],
+        same_lang=None if same is None else np.asarray(same, dtype=bool)[order],
+    )
+    for a in arrays.values():
+        if a is not None:
+            a.flags.writeable = False
+    return RankTable(query_ids=tuple(query_ids), **arrays)
+
+
+def rank_relevant(
+    blocks: Iterable[tuple[int, np.ndarray]],
+    doc_ids: Sequence[str],
+    query_ids: Sequence[str],
+    qrels: Mapping[str, Mapping[str, int]],
+    exclusions: Mapping[str, Collection[str]] = {},
+    doc_langs: Sequence[str] | None = None,
+    query_lang: str | None = None,
+) -> RankTable:
+    """Exact ranks of relevant docs from score rows over the whole pool.
+
+    ``blocks`` yields ``(start, scores)``, ``scores`` of shape (b, len(doc_ids)) for
+    ``query_ids[start:start+b]``; -inf marks a document the retriever did not return (it sorts
+    after every returned one, by the same tie rule). Excluded docs leave the ranking and |D|.
+    Every evaluated query (non-empty qrels) must be covered by exactly one block.
+    """
+    doc_ids, query_ids = list(doc_ids), list(query_ids)
+    n_docs, n_q = len(doc_ids), len(query_ids)
+    dindex = _doc_index(doc_ids)
+    keys = tie_keys(doc_ids)
+    if doc_langs is not None and len(doc_langs) != n_docs:
+        raise ValueError(f"doc_langs has {len(doc_langs)} entries for {n_docs} docs")
+    if len(set(query_ids)) != n_q:
+        raise ValueError("duplicate query ids")
+
+    evaluated = [i for i, q in enumerate(query_ids) if qrels.get(q)]
+    t_of_row = np.full(n_q, -1, dtype=np.int64)
+    t_of_row[evaluated] = np.arange(len(evaluated))
+    rel_row, rel_col, rel_grade, ex_row, ex_col = [], [], [], [], []
+    num_docs = np.full(len(evaluated), float(n_docs))
+    for t, i in enumerate(evaluated):
+        q = query_ids[i]
+        excl = set()
+        for d in exclusions.get(q, ()):
+            if d not in dindex:
+                raise ValueError(f"excluded doc {d!r} of query {q!r} is not in the pool")
+            excl.add(dindex[d])
+        num_docs[t] -= len(excl)
+        ex_row.extend([i] * len(excl))
+        ex_col.extend(sorted(excl))
+        for d, g in qrels[q].items():
+            if d not in dindex:
+                raise ValueError(f"qrels doc {d!r} of query {q!r} is not in the pool")
+            if g > 0:
+                if dindex[d] in excl:
+                    raise ValueError(f"relevant doc {d!r} of query {q!r} is excluded")
+                rel_row.append(i)
+                rel_col.append(dindex[d])
+                rel_grade.append(g)
+    rel_row = np.asarray(rel_row, dtype=np.int64)
+    rel_col = np.asarray(rel_col, dtype=np.int64)
+    ex_row = np.asarray(ex_row, dtype=np.int64)
+    ex_col = np.asarray(ex_col, dtype=np.int64)
+    rank = np.full(len(rel_row), np.nan)
+
+    seen = np.zeros(n_q, dtype=bool)
+    for start, scores in blocks:
+        scores = np.asarray(scores)
+        if scores.ndim != 2 or scores.shape[1] != n_docs:
+            raise ValueError(f"score block has shape {scores.shape}, expected (b, {n_docs})")
+        stop = start + scores.shape[0]
+        if start < 0 or stop > n_q:
+            raise ValueError(f"score block rows {start}:{stop} outside {n_q} queries")
+        if seen[start:stop].any():
+            raise ValueError(f"score block rows {start}:{stop} overlap an earlier block")
+        seen[start:stop] = True
+        if np.issubdtype(scores.dtype, np.floating) and np.isnan(scores).any():
+            raise ValueError(f"NaN score in rows {start}:{stop}")
+        lo, hi = np.searchsorted(rel_row, [start, stop])
+        step = max(1, _CHUNK // max(n_docs, 1))
+        for a in range(lo, hi, step):
+            b = min(a + step, hi)
+            rows, cols = rel_row[a:b], rel_col[a:b]
+            block = _as_trec_scores(scores[rows - start])  # a copy: the caller's array is untouched
+            e_lo, e_hi = np.searchsorted(ex_row, rows), np.searchsorted(ex_row, rows, side="right")
+            cnt = e_hi - e_lo
+            if cnt.sum():
+                r = np.repeat(np.arange(len(rows)), cnt)
+                e = np.repeat(e_lo - np.cumsum(cnt) + cnt, cnt) + np.arange(cnt.sum())
+                block[r, ex_col[e]] = np.nan  # NaN compares False: excluded docs never sort before
+            s = block[np.arange(len(rows)), cols][:, None]
+            beats = (block > s) | ((block == s) & (keys[None, :] > keys[cols][:, None]))
+            rank[a:b] = 1 + np.count_nonzero(beats, axis=1)
+    missing = [query_ids[i] for i in evaluated if not seen[i]]
+    if missing:
+        raise ValueError(f"no scores for {len(missing)} evaluated queries, e.g. {missing[0]!r}")
+
+    same = None
+    if doc_langs is not None and query_lang is not None:
+        same = np.asarray(doc_langs, dtype=object)[rel_col] == query_lang if len(rel_col) else np.zeros(0, bool)
+    return _finish([query_ids[i] for i in evaluated], num_docs, t_of_row[rel_row], rank, rel_grade, same)
+
+
+class _Ties:
+    """Counts, per relevant row, tied entries whose doc id sorts first (byte-wise greater).
+
+    Ids are compared only for the docs that tie (usually few); past a size, it switches to the
+    tie keys of the whole vocabulary.
+    """
+
+    def __init__(self, doc_ids: Sequence[str], rel_col: np.ndarray, n_rows: int) -> None:
+        self.doc_ids, self.rel_col = doc_ids, rel_col
+        self.keys: np.ndarray | None = None
+        self.rows: list[np.ndarray] = []
+        self.docs: list[np.ndarray] = []
+        self.pending = 0
+        self.extra = np.zeros(n_rows, dtype=np.int64)
+
+    def add(self, rows: np.ndarray, docs: np.ndarray) -> None:
+        if self.keys is not None:
+            k = self.keys
+            self.extra += np.bincount(rows[k[docs] > k[self.rel_col[rows]]], minlength=len(self.extra))
+            return
+        self.rows.append(rows)
+        self.docs.append(docs)
+        self.pending += len(rows)
+        if self.pending > max(_TIE_PAIRS, len(self.doc_ids) // 4):
+            self.keys = tie_keys(self.doc_ids)
+            rows, docs = np.concatenate(self.rows), np.concatenate(self.docs)
+            self.rows, self.docs = [], []
+            self.add(rows, docs)
+
+    def counts(self) -> np.ndarray:
+        if self.rows:
+            rows, docs = np.concatenate(self.rows), np.concatenate(self.docs)
+            ids = self.doc_ids
+            a = np.array([ids[i] for i in docs.tolist()], dtype=object)
+            b = np.array([ids[i] for i in self.rel_col[rows].tolist()], dtype=object)
+            self.extra += np.bincount(rows[a > b], minlength=len(self.extra))  # str order = byte order
+            self.rows, self.docs = [], []
+        return self.extra
+
+
+def _chunks(n: int) -> Iterator[slice]:
+    return (slice(a, min(a + _CHUNK, n)) for a in range(0, n, _CHUNK))
+
+
+def _where(mask_of: Callable[[slice], np.ndarray], n: int) -> np.ndarray:
+    """np.flatnonzero over [0, n) computed chunk by chunk (no n-sized temporary)."""
+    parts = [ix.start + np.flatnonzero(mask_of(ix)) for ix in _chunks(n)]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+def rank_run_arrays(
+    qidx: np.ndarray,
+    doc: np.ndarray,
+    score: np.ndarray,
+    query_ids: Sequence[str],
+    doc_ids: Sequence[str],
+    qrels: Mapping[str, Mapping[str, int]],
+) -> RankTable:
+    """Ranks of relevant docs from a top-k run held as flat arrays.
+
+    Entry i says: query ``query_ids[qidx[i]]`` retrieved ``doc_ids[doc[i]]`` with ``score[i]``
+    (any order; no duplicate (query, doc) pairs). Every query of ``query_ids`` with non-empty qrels
+    is evaluated, even with no entries (pytrec_eval evaluates an empty run dict too). Relevant docs
+    not retrieved get rank inf, |D| is nan; qrels docs absent from ``doc_ids`` are not retrieved.
+    Cost: one chunked pass over the entries per retrieved relevant doc of the query that has most
+    of them, restricted to the queries that still have one; temporaries stay chunk-sized.
+    """
+    qidx, doc, score = np.asarray(qidx), np.asarray(doc), np.asarray(score)
+    if not (qidx.ndim == doc.ndim == score.ndim == 1 and len(qidx) == len(doc) == len(score)):
+        raise ValueError("qidx, doc and score must be 1-d arrays of equal length")
+    n, n_q, n_docs = len(qidx), len(query_ids), len(doc_ids)
+    if n and (qidx.min() < 0 or qidx.max() >= n_q or doc.min() < 0 or doc.max() >= n_docs):
+        raise ValueError("qidx or doc index out of range")
+    score = _as_trec_scores(score)
+    if all(np.all(qidx[ix.start + 1:ix.stop + 1] >= qidx[ix]) for ix in _chunks(n - 1)):
+        bounds = np.arange(n_q + 1, dtype=qidx.dtype if n_q < np.iinfo(qidx.dtype).max else np.int64)
+        run_len = np.diff(np.searchsorted(qidx, bounds))  # grouped by query (same dtype: no copy)
+    else:
+        run_len = sum((np.bincount(qidx[ix], minlength=n_q) for ix in _chunks(n)), np.zeros(n_q, np.int64))
+    evaluated = [i for i, q in enumerate(query_ids) if qrels.get(q)]
+    t_of_row = np.full(n_q, -1, dtype=np.int64)
+    t_of_row[evaluated] = np.arange(len(evaluated))
+
+    # index only the relevant docs: a dict over a large vocabulary costs more than everything else
+    wanted = {d for i in evaluated for d, g in qrels[query_ids[i]].items() if g > 0}
+    dindex: dict[str, int] = {}
+    for i, d in enumerate(doc_ids):
+        if d in wanted:
+            if d in dindex:
+                raise ValueError(f"duplicate doc id {d!r}")
+            dindex[d] = i
+    rel_row, rel_col, rel_grade = [], [], []
+    for i in evaluated:
+        for d, g in qrels[query_ids[i]].items():
+            if g > 0:
+                rel_row.append(i)
+                rel_col.append(dindex.get(d, -1))
+                rel_grade.append(g)
+    rel_row = np.asarray(rel_row, dtype=np.int64)
+    rel_col = np.asarray(rel_col, dtype=np.int64)
+    rank = np.full(len(rel_row), np.inf)
+
+    # Which run entries are relevant: filter by doc first (cheap), then match (query, doc) keys.
+    known = np.flatnonzero(rel_col >= 0)
+    rel_key = rel_row[known] * n_docs + rel_col[known]
+    order = np.argsort(rel_key, kind="stable")
+    sorted_key = rel_key[order]
+    is_rel_doc = np.zeros(n_docs, dtype=bool)
+    is_rel_doc[rel_col[known]] = True
+    entries, whiches = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    for ix in _chunks(n if len(sorted_key) else 0):
+        cand = ix.start + np.flatnonzero(is_rel_doc[doc[ix]])
+        cand_key = qidx[cand].astype(np.int64) * n_docs + doc[cand]
+        pos = np.minimum(np.searchsorted(sorted_key, cand_key), len(sorted_key) - 1)
+        hit = sorted_key[pos] == cand_key
+        entries.append(cand[hit])
+        whiches.append(known[order[pos[hit]]])
+    entry = np.concatenate(entries)  # run entries that are relevant judgements
+    which = np.concatenate(whiches)  # their rows in rel_*
+    if len(np.unique(which)) != len(which):
+        raise ValueError("duplicate (query, doc) pair in run")
+    if len(entry):
+        _rank_entries(qidx, doc, score, run_len, entry, which, _Ties(doc_ids, rel_col, len(rank)), rank)
+    num_docs = np.full(len(evaluated), np.nan)
+    return _finish([query_ids[i] for i in evaluated], num_docs, t_of_row[rel_row], rank, rel_grade, None)
+
+
+def _rank_entries(qidx, doc, score, run_len, entry, which, ties: _Ties, rank: np.ndarray) -> None:
+    """rank[which[i]] = 1 + number of entries of its query sorting before relevant entry[i]."""
+    n, n_q = len(qidx), len(run_len)
+    ent_q, ent_s = qidx[entry].astype(np.int64), score[entry]
+    # slot j = j-th retrieved relevant doc of its query; one pass per slot
+    o = np.argsort(ent_q, kind="stable")
+    ent_q, ent_s, which = ent_q[o], ent_s[o], which[o]
+    starts = np.flatnonzero(np.r_[True, np.diff(ent_q) != 0])
+    slot = np.arange(len(ent_q)) - np.repeat(starts, np.diff(np.r_[starts, len(ent_q)]))
+    per_q = np.bincount(ent_q, minlength=n_q)
+    subset = None  # positions of the entries still worth scanning (None: all)
+    size = n
+    for j in range(int(slot.max()) + 1):
+        sel = slot == j
+        active = per_q > j
+        need = int(run_len[active].sum())
+        if need * 16 < size:  # few entries left: keep their positions (at most size / 2 bytes)
+            subset = _where(lambda ix: active[qidx[ix]], n) if subset is None else subset[active[qidx[subset]]]
+            size = len(subset)
+        local = need * 2 < size  # else filter inside each chunk
+        thr = np.full(n_q, np.nan, dtype=np.float32)  # NaN: no relevant doc in this slot
+        thr[ent_q[sel]] = ent_s[sel]
+        row_of_q = np.full(n_q, -1, dtype=np.int64)
+        row_of_q[ent_q[sel]] = which[sel]
+        counts = np.zeros(n_q, dtype=np.int64)
+        for ix in _chunks(size):
+            pos = np.arange(ix.start, ix.stop) if subset is None else subset[ix]
+            if subset is None and not local:
+                pos = ix
+            cq = qidx[pos]
+            if local:
+                keep = np.flatnonzero(active[cq])
+                pos, cq = (pos[keep] if subset is not None else ix.start + keep), cq[keep]
+            cs, ts = score[pos], thr[cq]
+            counts += np.bincount(cq[cs > ts], minlength=n_q)
+            tie = np.flatnonzero(cs == ts)
+            if len(tie):
+                ties.add(row_of_q[cq[tie]], doc[pos][tie])
+        rank[which[sel]] = 1 + counts[ent_q[sel]]
+    rank += ties.counts()
+
+
+def rank_run(run: Mapping[str, Mapping[str, float]], qrels: Mapping[str, Mapping[str, int]]) -> RankTable:
+    """Ranks of relevant docs in a TREC run ``{qid: {docid: score}}``; pool unknown (|D| = nan).
+
+    Evaluated queries are those pytrec_eval evaluates: in the run (even with no docs) and with
+    non-empty qrels, in run order.
+    """
+    vocab: dict[str, int] = {}
+    qs = [q for q in run if qrels.get(q)]
+    sizes = [len(run[q]) for q in qs]
+    total = sum(sizes)
+    doc = np.fromiter((vocab.setdefault(d, len(vocab)) for q in qs for d in run[q]), np.int64, count=total)
+    score = np.fromiter((s for q in qs for s in run[q].values()), np.float64, count=total)  # rounded later
+    qidx = np.repeat(np.arange(len(qs), dtype=np.int64), sizes)
+    return rank_run_arrays(qidx, doc, score, qs, list(vocab), qrels)

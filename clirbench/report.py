@@ -1,0 +1,51 @@
+"""Compact text tables of a run's results (rounding happens here, for display only)."""
+from __future__ import annotations
+
+from .scenarios import SCENARIOS
+
+
+def _cell(entry: dict | None) -> str:
+    if entry is None or entry.get("value") is None:
+        return "-"
+    v, lo, hi = entry["value"], entry.get("ci_low"), entry.get("ci_high")
+    if lo is None or hi is None:
+        return f"{v:.2f}"
+    return f"{v:.2f} [{lo:.2f},{hi:.2f}]"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
+    fmt = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
+    return [fmt(header), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows]
+
+
+def format_outcomes(report) -> str:
+    """One table per scenario with its main measures (value [95% CI]), then the gaps."""
+    from .measures import MAIN_MEASURES
+
+    lines: list[str] = []
+    outcomes = list(report.outcomes)
+    for scenario in SCENARIOS:
+        rows = [o for o in outcomes if o.record["scenario"] == scenario]
+        if not rows:
+            continue
+        names = [str(m) for m in MAIN_MEASURES[scenario]]
+        header = ["pool", "docs", "q", "|D|", "n"] + names
+        body = []
+        for o in rows:
+            r = o.record
+            mode = "" if r["pool_mode"] == "unique" else f" ({r['pool_mode']})"
+            body.append([f"{r['task']['id']}/{scenario}{mode}", "+".join(r["doc_langs"]), r["query_lang"],
+                         str(r["pool_size"]), str(r["num_queries"])]
+                        + [_cell(r["measures"].get(n)) for n in names])
+        lines += [f"== {scenario}"] + _table(header, body) + [""]
+    for path, gap in report.gaps:
+        l1, l2 = gap["doc_langs"]
+        cells = ", ".join(
+            f"{name} {g['diff']:+.2f} [{g['ci_low']:+.2f},{g['ci_high']:+.2f}] p={g['p_value']:.3g}"
+            for name, g in gap["measures"].items())
+        lines.append(f"gap {gap['scenario']} {l1}+{l2} (q {l2} minus q {l1}): {cells}")
+    reused = sum(o.reused for o in outcomes)
+    out_dir = outcomes[0].path.parents[3] if outcomes else None
+    lines.append(f"{len(outcomes)} pools ({reused} reused) in {report.seconds:.1f} s; results under {out_dir}")
+    return "\n".join(lines)

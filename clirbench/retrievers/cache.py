@@ -1,0 +1,257 @@
+"""On-disk embedding cache keyed by model id + revision + prompt + role + sha256 of the text.
+
+Layout: ``root/<sha256(json([model_id, revision, prompt, role]))[:16]>/`` holds ``meta.json`` and
+append-only shards ``<name>.vecs.npy`` (float32, n x d) + ``<name>.hashes.npy`` (uint8, n x 32,
+the texts' sha256 digests). Each file is written to a temp file and moved into place; the hashes
+file goes last and marks the shard complete, so a killed run leaves only whole shards and the next
+run resumes from them. Shards are read through memory maps, only the rows asked for.
+Every vector served or encoded is also kept in memory, so one process encodes or reads each
+distinct text once, however many pools it appears in.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import time
+import uuid
+import warnings
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+__all__ = ["EmbeddingCache", "space_key"]
+
+_FORMAT = 1
+
+
+def space_key(model_id: str, revision: str, prompt: str, role: str) -> str:
+    """Folder name of one embedding space."""
+    return hashlib.sha256(json.dumps([model_id, revision, prompt, role]).encode()).hexdigest()[:16]
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+
+
+def _save_atomic(path: Path, array: np.ndarray) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            np.save(handle, array)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+class _Space:
+    """Vectors of one (model, revision, prompt, role): an in-memory memo backed by a shard folder."""
+
+    def __init__(self, meta: dict, folder: Path | None) -> None:
+        self.meta = meta
+        self.folder = folder
+        self.dim: int | None = None
+        self.vecs = np.zeros((0, 0), dtype=np.float32)
+        self.n = 0
+        self.memo: dict[bytes, int] = {}  # digest -> row of self.vecs
+        self.disk: dict[bytes, tuple[int, int]] = {}  # digest -> (shard number, row)
+        self.shards: list[Path] = []  # vecs files, by shard number
+        self.seen: set[str] = set()  # shard names already indexed
+        self._maps: dict[int, np.ndarray] = {}
+
+    # -- disk ----------------------------------------------------------------------------------
+    def refresh(self) -> None:
+        """Index shards written since the last look (by this or another process)."""
+        if self.folder is None or not self.folder.is_dir():
+            return
+        if self.dim is None:
+            meta_path = self.folder / "meta.json"
+            if meta_path.is_file():
+                meta = json.loads(meta_path.read_text(encoding="utf-8"))
+                for k in ("model_id", "revision", "prompt", "role"):
+                    if meta.get(k) != self.meta[k]:
+                        raise ValueError(f"embedding cache {self.folder} holds {meta.get(k)!r} for {k}, expected {self.meta[k]!r}")
+                self.dim = int(meta["dim"])
+        for hpath in sorted(self.folder.glob("*.hashes.npy")):
+            name = hpath.name[: -len(".hashes.npy")]
+            if name in self.seen:
+                continue
+            self.seen.add(name)
+            vpath = self.folder / f"{name}.vecs.npy"
+            try:
+                hashes = np.load(hpath)
+                vecs = np.load(vpath, mmap_mode="r")
+            except (OSError, ValueError) as e:
+                warnings.warn(f"embedding cache: skipping unreadable shard {hpath}: {e}", stacklevel=3)
+                continue
+            if hashes.ndim != 2 or hashes.shape[1] != 32 or vecs.ndim != 2 or len(vecs) != len(hashes) \
+                    or vecs.dtype != np.float32 or (self.dim is not None and vecs.shape[1] != self.dim):
+                warnings.warn(f"embedding cache: skipping inconsistent shard {hpath}", stacklevel=3)
+                continue
+            self.dim = vecs.shape[1] if self.dim is None else self.dim
+            number = len(self.shards)
+            self.shards.append(vpath)
+            self._maps[number] = vecs
+            keys = np.ascontiguousarray(hashes).view(np.dtype("V32")).ravel().tolist()
+            for row, key in enumerate(keys):
+                self.disk.setdefault(key, (number, row))
+
+    def read(self, keys: list[bytes]) -> list[bytes]:
+        """Move ``keys`` found on disk into the memo; returns those found."""
+        found = [k for k in keys if k in self.disk]
+        if not found:
+            return found
+        where = np.array([self.disk[k] for k in found], dtype=np.int64)
+        out = np.empty((len(found), self.dim), dtype=np.float32)
+        for number in np.unique(where[:, 0]):
+            sel = np.flatnonzero(where[:, 0] == number)
+            rows = where[sel, 1]
+            order = np.argsort(rows)
+            out[sel[order]] = self._maps[int(number)][rows[order]]
+        self.add(found, out)
+        return found
+
+    def write(self, keys: list[bytes], vecs: np.ndarray) -> None:
+        if self.folder is None:
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        meta_path = self.folder / "meta.json"
+        if not meta_path.is_file():
+            from ..atomic import write_text_atomic
+
+            write_text_atomic(meta_path, json.dumps({**self.meta, "dim": int(vecs.shape[1]), "format": _FORMAT}, indent=1))
+        name = f"{int(time.time() * 1000):013d}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        hashes = np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(len(keys), 32)
+        _save_atomic(self.folder / f"{name}.vecs.npy", np.ascontiguousarray(vecs, dtype=np.float32))
+        _save_atomic(self.folder / f"{name}.hashes.npy", hashes)  # last: marks the shard complete
+        self.seen.add(name)
+
+    # -- memory --------------------------------------------------------------------------------
+    def reserve(self, extra: int, dim: int) -> None:
+        if self.vecs.shape[1] not in (0, dim) and self.n:
+            raise ValueError(f"encoder returned {dim}-d vectors, the cache holds {self.vecs.shape[1]}-d")
+        need = self.n + extra
+        if need > len(self.vecs) or self.vecs.shape[1] != dim:
+            cap = max(need, int(len(self.vecs) * 1.5))
+            grown = np.empty((cap, dim), dtype=np.float32)
+            if self.n:
+                grown[: self.n] = self.vecs[: self.n]
+            self.vecs = grown
+
+    def add(self, keys: list[bytes], vecs: np.ndarray) -> None:
+        if self.dim is None:
+            self.dim = vecs.shape[1]
+        if vecs.shape != (len(keys), self.dim):
+            raise ValueError(f"expected vectors of shape ({len(keys)}, {self.dim}), got {vecs.shape}")
+        self.reserve(len(keys), self.dim)
+        self.vecs[self.n: self.n + len(keys)] = vecs
+        for i, k in enumerate(keys):
+            self.memo[k] = self.n + i
+        self.n += len(keys)
+
+    def view(self) -> np.ndarray:
+        v = self.vecs[: self.n]
+        v.flags.writeable = False
+        return v
+
+
+class EmbeddingCache:
+    """Embeddings by (model id, revision, prompt, role, text); ``root=None`` keeps them in memory only.
+
+    Counters, over distinct texts per ``embed`` call: ``hits`` (served from memory or disk),
+    ``misses`` (had to be encoded), ``encoded`` (texts actually sent to the encoder; fewer than
+    ``misses`` after an interrupted encode), ``loaded`` (vectors read from disk).
+    """
+
+    def __init__(self, root: str | os.PathLike | None = None) -> None:
+        self.root = Path(root) if root is not None else None
+        self.hits = self.misses = self.encoded = self.loaded = 0
+        self._spaces: dict[str, _Space] = {}
+
+    def stats(self) -> dict[str, int]:
+        return {"hits": self.hits, "misses": self.misses, "encoded": self.encoded, "loaded": self.loaded}
+
+    def _space(self, encoder, role: str) -> _Space:
+        meta = {"model_id": str(encoder.model_id), "revision": str(encoder.revision),
+                "prompt": str(encoder.prompt(role)), "role": role}
+        key = space_key(meta["model_id"], meta["revision"], meta["prompt"], role)
+        if key not in self._spaces:
+            self._spaces[key] = _Space(meta, None if self.root is None else self.root / key)
+        return self._spaces[key]
+
+    def embed_rows(self, encoder, texts: Sequence[str], role: str, batch_size: int | None = None,
+                   progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """``(vectors, rows)``: text i's embedding is ``vectors[rows[i]]`` (a shared, read-only array).
+
+        Equal texts get the same row, hence bit-identical vectors. Missing texts are encoded in
+        chunks of ``batch_size`` (default 8 x the encoder's batch size), longest first, each
+        chunk written to disk before the next starts.
+        """
+        if role not in ("query", "document"):
+            raise ValueError(f"role must be 'query' or 'document', not {role!r}")
+        space = self._space(encoder, role)
+        position: dict[str, int] = {}
+        distinct: list[str] = []
+        rows_of_text = np.empty(len(texts), dtype=np.int64)
+        for i, t in enumerate(texts):
+            j = position.get(t)
+            if j is None:
+                j = position[t] = len(distinct)
+                distinct.append(t)
+            rows_of_text[i] = j
+        keys = [_digest(t) for t in distinct]
+
+        todo = [i for i, k in enumerate(keys) if k not in space.memo]
+        if todo:
+            space.refresh()
+            found = set(space.read([keys[i] for i in todo]))
+            self.loaded += len(found)
+            todo = [i for i in todo if keys[i] not in found]
+        self.hits += len(distinct) - len(todo)
+        self.misses += len(todo)
+
+        if todo:
+            chunk = int(batch_size or 8 * (getattr(encoder, "batch_size", None) or 32))
+            todo.sort(key=lambda i: -len(distinct[i]))
+            bar = None
+            if progress:
+                from tqdm.auto import tqdm
+
+                bar = tqdm(total=len(todo), desc=f"encode {'queries' if role == 'query' else 'documents'} ({space.meta['model_id']})",
+                           unit="text")
+            try:
+                for a in range(0, len(todo), chunk):
+                    part = todo[a: a + chunk]
+                    vecs = np.asarray(encoder.encode([distinct[i] for i in part], role))
+                    self.encoded += len(part)
+                    if vecs.ndim != 2 or len(vecs) != len(part):
+                        raise ValueError(f"encoder returned shape {vecs.shape} for {len(part)} texts")
+                    if not np.isfinite(vecs).all():
+                        raise ValueError("encoder returned non-finite values")
+                    vecs = np.ascontiguousarray(vecs, dtype=np.float32)
+                    part_keys = [keys[i] for i in part]
+                    space.write(part_keys, vecs)
+                    space.add(part_keys, vecs)
+                    if bar is not None:
+                        bar.update(len(part))
+            finally:
+                if bar is not None:
+                    bar.close()
+
+        memo = space.memo
+        rows = np.fromiter((memo[k] for k in keys), dtype=np.int64, count=len(keys))[rows_of_text]
+        return space.view(), rows
+
+    def embed(self, encoder, texts: Sequence[str], role: str, batch_size: int | None = None,
+              progress: bool = False) -> np.ndarray:
+        """float32 (len(texts), d): the embeddings of ``texts`` for ``role``, encoding only what is missing."""
+        vecs, rows = self.embed_rows(encoder, texts, role, batch_size, progress)
+        if len(rows) == 0:
+            return np.zeros((0, vecs.shape[1] if vecs.ndim == 2 else 0), dtype=np.float32)
+        return vecs[rows]

