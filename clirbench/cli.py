@@ -12,7 +12,7 @@ EXIT_USAGE = 2
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line instead of usage + message
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+        self.exit(EXIT_USAGE, f"clirbench: error: {message}\n")
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -129,7 +129,10 @@ COMMANDS = {"tasks": cmd_tasks, "run": cmd_run, "evaluate": cmd_evaluate, "compa
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, or a usage error already printed on one line
+        return int(exc.code or 0)
     if args.version:
         from . import __version__
         print(f"clirbench {__version__}")

