@@ -50,6 +50,7 @@ class Pool:
     queries: tuple[Text, ...]
     qrels: Mapping[str, Mapping[str, int]]
     exclusions: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    source: Mapping[str, object] = field(default_factory=dict, compare=False)  # origin, revision, file hashes
 
     @property
     def name(self) -> str:

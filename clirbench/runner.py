@@ -7,11 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-import numpy as np
 
 from .collection import Pool
 from .errors import ClirbenchError, UnknownNameError
-from .scenarios import SCENARIOS, build_pools
 
 DEFAULT_OUTPUT = "results"
 
@@ -20,38 +18,6 @@ def default_cache_dir() -> Path:
     """``$CLIRBENCH_CACHE_DIR``, else ``~/.cache/clirbench``."""
     env = os.environ.get("CLIRBENCH_CACHE_DIR")
     return Path(env) if env else Path.home() / ".cache" / "clirbench"
-
-
-def parse_langs(spec: str | Sequence[str], available: Sequence[str], pivot: str | None) -> list[tuple[str, str]]:
-    """Language pairs from ``en,zh`` (one pair), ``en+all`` (en with every other) or ``en+de,zh``."""
-    if not isinstance(spec, str):
-        spec = ",".join(spec)
-    spec = spec.replace(" ", "")
-    if "+" in spec:
-        first, rest = spec.split("+", 1)
-        others = [l for l in available if l != first] if rest == "all" else rest.split(",")
-        pairs = [(first, other) for other in others]
-    else:
-        parts = spec.split(",")
-        if len(parts) != 2:
-            raise UnknownNameError(f"--langs {spec!r}: expected two languages like en,zh or en+all")
-        pairs = [(parts[0], parts[1])]
-    unknown = sorted({l for pair in pairs for l in pair if l not in available})
-    if unknown:
-        raise UnknownNameError(f"unknown language(s) {', '.join(unknown)}; available: {', '.join(available)}")
-    if any(a == b for a, b in pairs):
-        raise UnknownNameError(f"--langs {spec!r}: a pair needs two different languages")
-    return pairs
-
-
-def parse_scenarios(spec: str | Sequence[str]) -> tuple[str, ...]:
-    names = spec.split(",") if isinstance(spec, str) else list(spec)
-    if names in (["all"], []):
-        return SCENARIOS
-    unknown = [s for s in names if s not in SCENARIOS]
-    if unknown:
-        raise UnknownNameError(f"unknown scenario(s) {', '.join(unknown)}; available: all, {', '.join(SCENARIOS)}")
-    return tuple(names)
 
 
 @dataclass(frozen=True)
@@ -79,14 +45,7 @@ def run(model, task: str = "xquad", langs: str | Sequence[str] = "en,zh", scenar
 
     t_start = time.perf_counter()
     task_obj = get_task(task)
-    card = task_obj.card
-    pairs = parse_langs(langs, card.languages, card.pivot)
-    scenario_names = parse_scenarios(scenarios)
-    if query_langs:
-        task_obj.check_languages(query_langs)
-    needed = sorted({l for pair in pairs for l in pair})
-    collection = task_obj.load(needed, data_dir=data_dir)
-    pools = build_pools(collection, pairs, scenario_names, query_langs, pool_mode)
+    pools = task_obj.pools(langs, scenarios, query_langs, pool_mode, data_dir)
     if not pools:
         raise ClirbenchError("nothing to run: no pool matches these languages and query languages")
 
@@ -111,7 +70,7 @@ def run(model, task: str = "xquad", langs: str | Sequence[str] = "en,zh", scenar
     if hasattr(retriever, "progress"):
         retriever.progress = progress
     for pool, path in _progress(todo, progress, "pools"):
-        record = _evaluate_pool(pool, retriever, settings, collection.source, path)
+        record = _evaluate_pool(pool, retriever, settings, path)
         outcomes.append(PoolOutcome(pool.name, path, record, False))
     order = {p.name: i for i, p in enumerate(pools)}
     outcomes.sort(key=lambda o: order[o.pool_name])
@@ -202,7 +161,7 @@ def _progress(items, enabled: bool, desc: str):
     return tqdm(items, desc=desc, unit="pool")
 
 
-def _evaluate_pool(pool: Pool, retriever, settings: _Settings, source, path: Path) -> dict:
+def _evaluate_pool(pool: Pool, retriever, settings: _Settings, path: Path) -> dict:
     """Encode, score, rank, measure and write one pool; returns the written record."""
     from .measures import compute
     from .ranking import rank_relevant
@@ -228,8 +187,8 @@ def _evaluate_pool(pool: Pool, retriever, settings: _Settings, source, path: Pat
         spec=retriever.spec, model_id=desc.pop("model_id", None), revision=desc.pop("revision", None),
         prompts=desc.pop("prompts", {}) or {}, settings={k: v for k, v in desc.items() if k != "spec"})
     result = Result(
-        task=TaskRef(id=pool.task, source=str(source.get("origin")), revision=source.get("revision"),
-                     files_sha256=source.get("files_sha256") or None),
+        task=TaskRef(id=pool.task, source=str(pool.source.get("origin")), revision=pool.source.get("revision"),
+                     files_sha256=pool.source.get("files_sha256") or None),
         qrels_sha256=pool.qrels_hash(), scenario=pool.scenario, pool_mode=pool.pool_mode,
         pool_size=len(pool.docs), doc_langs=pool.doc_langs, query_lang=pool.query_lang,
         num_queries=len(table.query_ids), retriever=retriever_ref, measures=summary,

