@@ -28,8 +28,8 @@ def query_language_gap(path_l1: str | Path, path_l2: str | Path, measures: Seque
     languages. Returns ``{pool fields, measures: {name: {diff, ci_low, ci_high, p_value, n}}}``.
     """
     r1, r2 = read_result(path_l1), read_result(path_l2)
-    same = (r1.task.id, r1.scenario, r1.pool_mode, r1.doc_langs, r1.retriever.spec) == \
-           (r2.task.id, r2.scenario, r2.pool_mode, r2.doc_langs, r2.retriever.spec)
+    same = (r1.task.id, r1.subset, r1.scenario, r1.pool_mode, r1.doc_langs, r1.retriever.spec) == \
+           (r2.task.id, r2.subset, r2.scenario, r2.pool_mode, r2.doc_langs, r2.retriever.spec)
     if not same or r1.scenario not in BILINGUAL_SCENARIOS or len(r1.doc_langs) != 2:
         raise ClirbenchError(f"{path_l1} and {path_l2} are not one bilingual pool with two query languages")
     l1, l2 = r1.doc_langs
@@ -52,7 +52,7 @@ def query_language_gap(path_l1: str | Path, path_l2: str | Path, measures: Seque
                      "ci_low": float(np.atleast_1d(boot["ci_low"])[j]),
                      "ci_high": float(np.atleast_1d(boot["ci_high"])[j]),
                      "p_value": float(p[j]), "n": int(np.atleast_1d(boot["n"])[j])}
-    return {"task": r1.task.id, "scenario": r1.scenario, "pool_mode": r1.pool_mode,
+    return {"task": r1.task.id, "subset": r1.subset, "scenario": r1.scenario, "pool_mode": r1.pool_mode,
             "doc_langs": [l1, l2], "retriever": r1.retriever.spec,
             "definition": f"mean with queries in {l2} minus mean with queries in {l1}, paired by question",
             "bootstrap": {"resamples": resamples, "seed": seed, "permutations": permutations},

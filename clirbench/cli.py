@@ -31,6 +31,8 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scenario", default="all", help="all or a comma list of multi, multi-1, mono-same, mono-cross")
     p.add_argument("--query-lang", default=None, help="restrict query languages (comma list)")
     p.add_argument("--pool", default="unique", choices=["unique", "per-query"], help="pool mode")
+    p.add_argument("--task-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="a task-specific option (repeatable), e.g. split=test")
     p.add_argument("--data-dir", default=None, help="folder with the task's files (else $CLIRBENCH_DATA_DIR/<task>, else the hub)")
     p.add_argument("--output", default="results", help="results folder (default: ./results)")
     p.add_argument("--cache-dir", default=None, help="embedding cache (default: $CLIRBENCH_CACHE_DIR or ~/.cache/clirbench)")
@@ -67,6 +69,16 @@ def _split(value: str | None) -> list[str] | None:
     return [v.strip() for v in value.split(",") if v.strip()] if value else None
 
 
+def _options(pairs: list[str]) -> dict[str, str]:
+    options = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--task-option {pair!r}: expected KEY=VALUE")
+        options[key.replace("-", "_")] = value
+    return options
+
+
 def cmd_tasks(args) -> int:
     from .tasks import list_tasks
 
@@ -97,7 +109,7 @@ def cmd_run(args) -> int:
         output_dir=args.output, cache_dir=args.cache_dir, measures=_split(args.measures),
         resamples=args.resamples, seed=args.seed, overwrite=args.overwrite,
         query_prompt=args.query_prompt, doc_prompt=args.doc_prompt, batch_size=args.batch_size,
-        device=args.device, progress=not args.no_progress)
+        device=args.device, progress=not args.no_progress, task_options=_options(args.task_option))
     print(format_outcomes(report))
     return 0
 

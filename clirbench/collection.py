@@ -51,12 +51,14 @@ class Pool:
     qrels: Mapping[str, Mapping[str, int]]
     exclusions: Mapping[str, frozenset[str]] = field(default_factory=dict)
     source: Mapping[str, object] = field(default_factory=dict, compare=False)  # origin, revision, file hashes
+    subset: str = ""  # e.g. a data set inside a task (ko-en: belebele, strategyqa) or a locale
 
     @property
     def name(self) -> str:
         """Hierarchical id, e.g. ``xquad/multi/en-zh/q-zh`` (``+per-query`` for that pool mode)."""
         mode = "" if self.pool_mode == "unique" else f"+{self.pool_mode}"
-        return f"{self.task}/{self.scenario}{mode}/{'-'.join(self.doc_langs)}/q-{self.query_lang}"
+        task = f"{self.task}/{self.subset}" if self.subset else self.task
+        return f"{task}/{self.scenario}{mode}/{'-'.join(self.doc_langs)}/q-{self.query_lang}"
 
     @property
     def num_docs(self) -> int:

@@ -1,7 +1,7 @@
 """Compact text tables of a run's results (rounding happens here, for display only)."""
 from __future__ import annotations
 
-from .scenarios import SCENARIOS
+from .scenarios import RETRIEVAL, SCENARIOS
 
 
 def _cell(entry: dict | None) -> str:
@@ -21,21 +21,20 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 def format_outcomes(report) -> str:
     """One table per scenario with its main measures (value [95% CI]), then the gaps."""
-    from .measures import MAIN_MEASURES
-
     lines: list[str] = []
     outcomes = list(report.outcomes)
-    for scenario in SCENARIOS:
+    for scenario in (*SCENARIOS, RETRIEVAL):
         rows = [o for o in outcomes if o.record["scenario"] == scenario]
         if not rows:
             continue
-        names = [str(m) for m in MAIN_MEASURES[scenario]]
+        names = list(report.main_measures.get(scenario) or rows[0].record["measures"])
         header = ["pool", "docs", "q", "|D|", "n"] + names
         body = []
         for o in rows:
             r = o.record
             mode = "" if r["pool_mode"] == "unique" else f" ({r['pool_mode']})"
-            body.append([f"{r['task']['id']}/{scenario}{mode}", "+".join(r["doc_langs"]), r["query_lang"],
+            task = f"{r['task']['id']}/{r['subset']}" if r.get("subset") else r["task"]["id"]
+            body.append([f"{task}/{scenario}{mode}", "+".join(r["doc_langs"]), r["query_lang"],
                          str(r["pool_size"]), str(r["num_queries"])]
                         + [_cell(r["measures"].get(n)) for n in names])
         lines += [f"== {scenario}"] + _table(header, body) + [""]

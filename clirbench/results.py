@@ -279,6 +279,7 @@ class Result:
     timings_s: Timings = field(default_factory=Timings)
     hardware: Hardware | None = None  # None: filled from hardware_info()
     translation: Mapping[str, Any] | None = None
+    subset: str = ""  # a data set or locale inside the task ("" when the task has one)
     created_at: str = field(default_factory=_utc_now)
     per_query_file: str = ""
     clirbench_version: str = __version__
@@ -317,6 +318,7 @@ class Result:
             "schema_version": self.schema_version,
             "clirbench_version": self.clirbench_version,
             "task": self.task.to_dict(),
+            "subset": self.subset,
             "qrels_sha256": self.qrels_sha256,
             "scenario": self.scenario,
             "pool_mode": self.pool_mode,
@@ -344,7 +346,7 @@ class Result:
             raise ValueError(f"schema_version {version} is newer than this clirbench reads ({SCHEMA_VERSION}); upgrade clirbench")
         if version < 1:
             raise ValueError(f"schema_version must be >= 1, got {version}")
-        known = ("schema_version", "clirbench_version", "task", "qrels_sha256", "scenario", "pool_mode",
+        known = ("schema_version", "clirbench_version", "task", "subset", "qrels_sha256", "scenario", "pool_mode",
                  "pool_size", "doc_langs", "query_lang", "num_queries", "retriever", "translation",
                  "measures", "bootstrap", "timings_s", "hardware", "created_at", "per_query_file")
         _no_extra(data, known, "")
@@ -359,6 +361,7 @@ class Result:
             raise ValueError(f"created_at is not an ISO timestamp: {created!r}") from None
         return cls(
             task=TaskRef.from_dict(_section(data, "task")),
+            subset=_get(data, "subset", (str,), "", ""),
             qrels_sha256=_get(data, "qrels_sha256", (str,), ""),
             scenario=_get(data, "scenario", (str,), ""),
             pool_mode=_get(data, "pool_mode", (str,), ""),
@@ -382,7 +385,8 @@ class Result:
     @property
     def pool_key(self) -> tuple:
         """What must match for two results to be compared query by query."""
-        return (self.task.id, self.scenario, self.pool_mode, self.doc_langs, self.query_lang, self.qrels_sha256)
+        return (self.task.id, self.subset, self.scenario, self.pool_mode, self.doc_langs, self.query_lang,
+                self.qrels_sha256)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -607,10 +611,11 @@ def _slug(text: str) -> str:
 
 
 def result_path(output_dir: str | os.PathLike, retriever_spec: str, task: str, scenario: str,
-                pool_mode: str, doc_langs: Sequence[str], query_lang: str) -> Path:
-    """``<out>/<retriever slug>/<task>/<scenario>/<pool_mode>/<L1>-<L2>.q-<Lq>.json``."""
+                pool_mode: str, doc_langs: Sequence[str], query_lang: str, subset: str = "") -> Path:
+    """``<out>/<retriever slug>/<task>[/<subset>]/<scenario>/<pool_mode>/<L1>-<L2>.q-<Lq>.json``."""
     if isinstance(doc_langs, str):
         doc_langs = [doc_langs]
     langs = "-".join(_slug(l) for l in doc_langs)
-    return (Path(output_dir) / _slug(retriever_spec) / _slug(task) / _slug(scenario) / _slug(pool_mode)
+    task_dir = Path(_slug(task)) / _slug(subset) if subset else Path(_slug(task))
+    return (Path(output_dir) / _slug(retriever_spec) / task_dir / _slug(scenario) / _slug(pool_mode)
             / f"{langs}.q-{_slug(query_lang)}.json")

@@ -5,7 +5,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 
 from .collection import Pool
@@ -35,7 +35,7 @@ def run(model, task: str = "xquad", langs: str | Sequence[str] = "en,zh", scenar
         output_dir=DEFAULT_OUTPUT, cache_dir=None, measures: Sequence[str] | None = None,
         resamples: int = 1000, seed: int = 42, overwrite: bool = False,
         query_prompt: str | None = None, doc_prompt: str | None = None, batch_size: int | None = None,
-        device: str | None = None, progress: bool = True) -> "RunReport":
+        device: str | None = None, progress: bool = True, task_options: dict | None = None) -> "RunReport":
     """Evaluate ``model`` (a spec string or a Retriever) on every pool of the sweep.
 
     Finished pools whose result file exists with the same settings are reused, unless ``overwrite``.
@@ -45,7 +45,7 @@ def run(model, task: str = "xquad", langs: str | Sequence[str] = "en,zh", scenar
 
     t_start = time.perf_counter()
     task_obj = get_task(task)
-    pools = task_obj.pools(langs, scenarios, query_langs, pool_mode, data_dir)
+    pools = task_obj.pools(langs, scenarios, query_langs, pool_mode, data_dir, **(task_options or {}))
     if not pools:
         raise ClirbenchError("nothing to run: no pool matches these languages and query languages")
 
@@ -76,7 +76,7 @@ def run(model, task: str = "xquad", langs: str | Sequence[str] = "en,zh", scenar
     outcomes.sort(key=lambda o: order[o.pool_name])
     gaps = write_gaps(outcomes, resamples=resamples, seed=seed)
     return RunReport(outcomes=tuple(outcomes), gaps=tuple(gaps),
-                     seconds=time.perf_counter() - t_start)
+                     main_measures=dict(task_obj.card.main_measures), seconds=time.perf_counter() - t_start)
 
 
 @dataclass(frozen=True)
@@ -85,6 +85,7 @@ class RunReport:
 
     outcomes: tuple[PoolOutcome, ...]
     gaps: tuple[tuple[Path, dict], ...]
+    main_measures: Mapping[str, Sequence[str]]  # per scenario, from the task card
     seconds: float
 
 
@@ -129,7 +130,7 @@ def _result_path(output_dir, retriever, pool: Pool) -> Path:
     from .results import result_path
 
     return result_path(output_dir, retriever.spec, pool.task, pool.scenario, pool.pool_mode,
-                       pool.doc_langs, pool.query_lang)
+                       pool.doc_langs, pool.query_lang, pool.subset)
 
 
 def _reusable(path: Path, pool: Pool, settings: _Settings) -> dict | None:
@@ -189,7 +190,7 @@ def _evaluate_pool(pool: Pool, retriever, settings: _Settings, path: Path) -> di
     result = Result(
         task=TaskRef(id=pool.task, source=str(pool.source.get("origin")), revision=pool.source.get("revision"),
                      files_sha256=pool.source.get("files_sha256") or None),
-        qrels_sha256=pool.qrels_hash(), scenario=pool.scenario, pool_mode=pool.pool_mode,
+        subset=pool.subset, qrels_sha256=pool.qrels_hash(), scenario=pool.scenario, pool_mode=pool.pool_mode,
         pool_size=len(pool.docs), doc_langs=pool.doc_langs, query_lang=pool.query_lang,
         num_queries=len(table.query_ids), retriever=retriever_ref, measures=summary,
         bootstrap=BootstrapSettings(resamples=settings.resamples, seed=settings.seed),
@@ -209,10 +210,10 @@ def write_gaps(outcomes: Sequence[PoolOutcome], resamples: int = 1000, seed: int
     for o in outcomes:
         r = o.record
         if r["scenario"] in BILINGUAL_SCENARIOS and len(r["doc_langs"]) == 2:
-            key = (r["scenario"], r["pool_mode"], tuple(r["doc_langs"]))
+            key = (r.get("subset", ""), r["scenario"], r["pool_mode"], tuple(r["doc_langs"]))
             by_pool.setdefault(key, {})[r["query_lang"]] = o
     gaps = []
-    for (scenario, _, (l1, l2)), found in by_pool.items():
+    for (_, scenario, _, (l1, l2)), found in by_pool.items():
         if l1 in found and l2 in found:
             names = [str(m) for m in MAIN_MEASURES[scenario] if not m.of_mean]
             gaps.append(write_gap(found[l1].path, found[l2].path, names, resamples, seed))

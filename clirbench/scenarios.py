@@ -9,6 +9,7 @@ from .collection import ParallelCollection, Pool, Text
 from .errors import UnknownNameError
 
 SCENARIOS = ("multi", "multi-1", "mono-same", "mono-cross")
+RETRIEVAL = "retrieval"  # the one scenario of a non-parallel (BEIR-style) task: its own qrels
 POOL_MODES = ("unique", "per-query")
 
 

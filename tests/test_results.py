@@ -64,7 +64,7 @@ def test_dict_round_trip_and_typed_parts():
 
 def test_keys_as_in_design():
     d = make_result().to_dict()
-    assert list(d) == ["schema_version", "clirbench_version", "task", "qrels_sha256", "scenario", "pool_mode",
+    assert list(d) == ["schema_version", "clirbench_version", "task", "subset", "qrels_sha256", "scenario", "pool_mode",
                        "pool_size", "doc_langs", "query_lang", "num_queries", "retriever", "translation",
                        "measures", "bootstrap", "timings_s", "hardware", "created_at", "per_query_file"]
     assert d["measures"]["nDCG@10"] == {"value": 0.5, "ci_low": 0.25, "ci_high": 0.75, "n": 4}

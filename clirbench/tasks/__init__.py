@@ -15,36 +15,56 @@ __all__ = ["Task", "TaskCard", "get_task", "list_tasks", "SCENARIOS", "POOL_MODE
 
 @dataclass(frozen=True)
 class Task:
-    """A task card plus its loader."""
+    """A task card plus its loader module ``clirbench.tasks.<id>`` (``-`` becomes ``_``).
+
+    A ``parallel`` task's module defines ``load(card, languages, data_dir) -> ParallelCollection``
+    and gets the bilingual-pool scenarios; a ``retrieval`` task's module defines
+    ``pools(card, langs, scenarios, query_langs, data_dir, **options) -> list[Pool]``.
+    """
 
     card: TaskCard
+    module: str = ""  # loader module; default from the task id
 
     @property
     def id(self) -> str:
         return self.card.id
 
+    def _loader(self):
+        import importlib
+
+        name = self.module or f"{__name__}.{self.card.id.replace('-', '_')}"
+        try:
+            return importlib.import_module(name)
+        except ModuleNotFoundError:
+            raise UnknownNameError(f"task {self.card.id!r} has no loader ({name})") from None
+
     def load(self, languages: Sequence[str] | None = None, data_dir=None) -> ParallelCollection:
+        """The parallel collection in ``languages`` (default: all of the task's languages)."""
+        if self.card.kind != "parallel":
+            raise UnknownNameError(f"task {self.id} is not a parallel task; use Task.pools")
         languages = tuple(languages or self.card.languages)
         self.check_languages(languages)
-        if self.card.id == "xquad":
-            from .xquad import load_xquad
-            return load_xquad(self.card, languages, data_dir)
-        raise UnknownNameError(f"task {self.card.id!r} has no loader yet")  # pragma: no cover
+        return self._loader().load(self.card, languages, data_dir)
 
     def pools(self, langs: str | Sequence[str] | None = None, scenarios: str | Sequence[str] = "all",
-              query_langs: Sequence[str] | None = None, pool_mode: str = "unique", data_dir=None) -> list[Pool]:
+              query_langs: Sequence[str] | None = None, pool_mode: str = "unique", data_dir=None,
+              **options) -> list[Pool]:
         """Every distinct pool of a sweep over language pairs, scenarios and query languages."""
         from ..scenarios import build_pools, parse_langs, parse_scenarios
 
+        if query_langs:
+            self.check_languages(query_langs)
+        if self.card.kind != "parallel":
+            return self._loader().pools(self.card, langs=langs, scenarios=scenarios,
+                                        query_langs=query_langs, data_dir=data_dir, **options)
+        if options:
+            raise UnknownNameError(f"task {self.id} takes no option(s) {', '.join(options)}")
         if pool_mode not in self.card.pool_modes:
             raise UnknownNameError(f"task {self.id} has no pool mode {pool_mode!r}; available: "
                                    f"{', '.join(self.card.pool_modes)}")
         pairs = parse_langs(langs or f"{self.card.pivot}+all", self.card.languages)
-        scenario_names = parse_scenarios(scenarios)
-        if query_langs:
-            self.check_languages(query_langs)
         collection = self.load(sorted({l for pair in pairs for l in pair}), data_dir=data_dir)
-        return build_pools(collection, pairs, scenario_names, query_langs, pool_mode)
+        return build_pools(collection, pairs, parse_scenarios(scenarios), query_langs, pool_mode)
 
     def check_languages(self, languages: Sequence[str]) -> None:
         unknown = [l for l in languages if l not in self.card.languages]
@@ -74,7 +94,20 @@ def list_tasks() -> list[Task]:
 
 
 def get_task(task_id: str) -> Task:
-    """The task named ``task_id``; one-line error listing the known ones otherwise."""
+    """The task named ``task_id``; one-line error listing the known ones otherwise.
+
+    ``<kind>:<argument>`` (e.g. ``parallel:items.jsonl``, ``beir:dir``) builds a task from the
+    user's own data through ``clirbench.tasks.<kind>_data.make_task(argument)``.
+    """
+    if ":" in task_id:
+        import importlib
+
+        kind, argument = task_id.split(":", 1)
+        try:
+            module = importlib.import_module(f"{__name__}.{kind}_data")
+        except ModuleNotFoundError:
+            raise UnknownNameError(f"unknown task kind {kind!r} in {task_id!r}") from None
+        return module.make_task(argument)
     cards = _cards()
     if task_id not in cards:
         raise UnknownNameError(f"unknown task {task_id!r}; available: {', '.join(sorted(cards))}")

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import MalformedDataError
-from ..scenarios import POOL_MODES, SCENARIOS
+from ..scenarios import POOL_MODES, RETRIEVAL, SCENARIOS
 _REQUIRED = ("id", "name", "description", "kind", "source", "languages", "scenarios",
              "main_measures", "license", "citation")
 
@@ -49,7 +49,10 @@ def parse_card(data: Mapping[str, Any], origin: str) -> TaskCard:
     if unknown:
         raise MalformedDataError(f"{origin}: unknown field(s) {', '.join(sorted(unknown))}")
     scenarios = tuple(data["scenarios"])
-    bad = [s for s in scenarios if s not in SCENARIOS]
+    kinds = {"parallel": SCENARIOS, "retrieval": (RETRIEVAL,)}
+    if data["kind"] not in kinds:
+        raise MalformedDataError(f"{origin}: kind must be one of {', '.join(kinds)}")
+    bad = [s for s in scenarios if s not in kinds[data["kind"]]]
     if bad:
         raise MalformedDataError(f"{origin}: unknown scenario(s) {', '.join(bad)}")
     pool_modes = tuple(data.get("pool_modes", ("unique",)))

@@ -71,7 +71,7 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def load_xquad(card: TaskCard, languages: Sequence[str], data_dir=None) -> ParallelCollection:
+def load(card: TaskCard, languages: Sequence[str], data_dir=None) -> ParallelCollection:
     """Load ``languages`` of XQuAD and check that they align paragraph by paragraph, id by id."""
     folder = find_local_dir(card, data_dir)
     raw, hashes = {}, {}
