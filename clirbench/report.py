@@ -19,6 +19,24 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return [fmt(header), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows]
 
 
+def _task_summaries(records: list[dict]) -> list[str]:
+    """Tables a task's loader adds (``summary_table(records)``: ko-en's CROSS-/MONO-AVG, LazRetrieval's average)."""
+    import importlib
+
+    lines = []
+    for task_id in dict.fromkeys(r["task"]["id"] for r in records):
+        if ":" in task_id:
+            continue
+        try:
+            module = importlib.import_module(f"clirbench.tasks.{task_id.replace('-', '_')}")
+        except ImportError:
+            continue
+        table = getattr(module, "summary_table", lambda _: "")(records)
+        if table:
+            lines += [table, ""]
+    return lines
+
+
 def format_outcomes(report) -> str:
     """One table per scenario with its main measures (value [95% CI]), then the gaps."""
     lines: list[str] = []
@@ -38,6 +56,7 @@ def format_outcomes(report) -> str:
                          str(r["pool_size"]), str(r["num_queries"])]
                         + [_cell(r["measures"].get(n)) for n in names])
         lines += [f"== {scenario}"] + _table(header, body) + [""]
+    lines += _task_summaries([o.record for o in outcomes])
     for path, gap in report.gaps:
         l1, l2 = gap["doc_langs"]
         cells = ", ".join(

@@ -30,7 +30,7 @@ from .errors import DataNotFoundError, MalformedDataError
 __all__ = [
     "SCHEMA_VERSION", "TaskRef", "RetrieverRef", "MeasureValue", "BootstrapSettings", "Timings",
     "Hardware", "Result", "PerQuery", "summarise", "write_result", "read_result", "read_per_query",
-    "hardware_info", "result_path", "per_query_name",
+    "hardware_info", "result_path", "per_query_name", "breakdown", "add_breakdown",
 ]
 
 SCHEMA_VERSION = 1
@@ -282,6 +282,8 @@ class Result:
     subset: str = ""  # a data set or locale inside the task ("" when the task has one)
     created_at: str = field(default_factory=_utc_now)
     per_query_file: str = ""
+    # optional: {field: {group: {"n": queries, measure: mean}}}, e.g. CLIRudit by discipline
+    breakdown: Mapping[str, Mapping[str, Mapping[str, float]]] | None = None
     clirbench_version: str = __version__
     schema_version: int = SCHEMA_VERSION
 
@@ -299,6 +301,8 @@ class Result:
         object.__setattr__(self, "doc_langs", tuple(self.doc_langs))
         if self.translation is not None:
             object.__setattr__(self, "translation", _freeze(self.translation))
+        if self.breakdown is not None:
+            object.__setattr__(self, "breakdown", _check_breakdown(self.breakdown))
         for name, cls in (*_COERCE.items(), ("hardware", Hardware)):
             if not isinstance(getattr(self, name), cls):
                 raise ValueError(f"{name} must be a {cls.__name__} or a dict")
@@ -334,6 +338,7 @@ class Result:
             "hardware": self.hardware.to_dict(),
             "created_at": self.created_at,
             "per_query_file": self.per_query_file,
+            **({} if self.breakdown is None else {"breakdown": _thaw(self.breakdown)}),
         }
 
     @classmethod
@@ -348,7 +353,7 @@ class Result:
             raise ValueError(f"schema_version must be >= 1, got {version}")
         known = ("schema_version", "clirbench_version", "task", "subset", "qrels_sha256", "scenario", "pool_mode",
                  "pool_size", "doc_langs", "query_lang", "num_queries", "retriever", "translation",
-                 "measures", "bootstrap", "timings_s", "hardware", "created_at", "per_query_file")
+                 "measures", "bootstrap", "timings_s", "hardware", "created_at", "per_query_file", "breakdown")
         _no_extra(data, known, "")
         doc_langs = _get(data, "doc_langs", (list,), "")
         if not all(isinstance(l, str) for l in doc_langs):
@@ -378,6 +383,7 @@ class Result:
             translation=_get(data, "translation", (Mapping, type(None)), "", None),
             created_at=created,
             per_query_file=_get(data, "per_query_file", (str,), ""),
+            breakdown=_get(data, "breakdown", (Mapping, type(None)), "", None),
             clirbench_version=_get(data, "clirbench_version", (str,), ""),
             schema_version=version,
         )
@@ -387,6 +393,56 @@ class Result:
         """What must match for two results to be compared query by query."""
         return (self.task.id, self.subset, self.scenario, self.pool_mode, self.doc_langs, self.query_lang,
                 self.qrels_sha256)
+
+
+def _check_breakdown(value: Mapping) -> Mapping:
+    """Validate ``{field: {group: {"n": int, measure: float or None}}}`` and freeze it."""
+    for fld, groups in value.items():
+        if not isinstance(groups, Mapping):
+            raise ValueError(f"breakdown.{fld} must be an object of groups")
+        for group, cell in groups.items():
+            if not isinstance(cell, Mapping) or not isinstance(cell.get("n"), int) or isinstance(cell.get("n"), bool):
+                raise ValueError(f"breakdown.{fld}.{group} must be an object with an integer n")
+            for name, v in cell.items():
+                if name != "n" and v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+                    raise ValueError(f"breakdown.{fld}.{group}.{name} must be a number or null")
+    return _freeze({f: {g: {k: (float(v) if k != "n" and v is not None else v) for k, v in c.items()}
+                        for g, c in gs.items()} for f, gs in value.items()})
+
+
+def breakdown(query_ids: Sequence[str], values: Mapping[str, np.ndarray],
+              groups: Mapping[str, Sequence[str]]) -> dict[str, dict[str, float | int | None]]:
+    """Per group: ``n`` (queries in it) and each measure's mean over them (NaN values left out).
+
+    ``groups[qid]`` lists a query's groups (a query may be in several); queries without one are
+    left out of every group.
+    """
+    members: dict[str, list[int]] = {}
+    for i, qid in enumerate(query_ids):
+        for g in groups.get(qid, ()):
+            members.setdefault(str(g), []).append(i)
+    out: dict[str, dict[str, float | int | None]] = {}
+    for g in sorted(members):
+        idx = np.asarray(members[g])
+        cell: dict[str, float | int | None] = {"n": int(len(idx))}
+        for name, vec in values.items():
+            col = np.asarray(vec, dtype=np.float64)[idx]
+            col = col[~np.isnan(col)]
+            cell[name] = float(col.mean()) if len(col) else None
+        out[g] = cell
+    return out
+
+
+def add_breakdown(path: str | os.PathLike, field: str, groups: Mapping[str, Sequence[str]]) -> dict:
+    """Compute the breakdown of the result at ``path`` from its per-query table; rewrite it atomically."""
+    result = read_result(path)
+    per_query = read_per_query(path)
+    table = breakdown(per_query.query_ids, per_query.values, groups)
+    merged = {**_thaw(result.breakdown or {}), field: table}
+    updated = dataclasses.replace(result, breakdown=merged)
+    body = json.dumps(updated.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    write_text_atomic(path, body)
+    return table
 
 
 # ---------------------------------------------------------------------------------------------

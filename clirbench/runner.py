@@ -30,13 +30,16 @@ class PoolOutcome:
     reused: bool
 
 
-def run(model, task: str = "xquad", langs: str | Sequence[str] = "en,zh", scenarios="all",
+def run(model, task: str = "xquad", langs: str | Sequence[str] | None = None, scenarios="all",
         query_langs: Sequence[str] | None = None, pool_mode: str = "unique", data_dir=None,
         output_dir=DEFAULT_OUTPUT, cache_dir=None, measures: Sequence[str] | None = None,
         resamples: int = 1000, seed: int = 42, overwrite: bool = False,
         query_prompt: str | None = None, doc_prompt: str | None = None, batch_size: int | None = None,
         device: str | None = None, progress: bool = True, task_options: dict | None = None) -> "RunReport":
     """Evaluate ``model`` (a spec string or a Retriever) on every pool of the sweep.
+
+    ``langs`` picks language pairs for parallel tasks (``en,zh``, ``en+all``; default: the pivot
+    with every other language) and what the task's loader documents for the others.
 
     Finished pools whose result file exists with the same settings are reused, unless ``overwrite``.
     """
@@ -69,8 +72,11 @@ def run(model, task: str = "xquad", langs: str | Sequence[str] = "en,zh", scenar
 
     if hasattr(retriever, "progress"):
         retriever.progress = progress
+    breakdown = getattr(task_obj.loader(), "write_breakdown", None)
     for pool, path in _progress(todo, progress, "pools"):
         record = _evaluate_pool(pool, retriever, settings, path)
+        if breakdown is not None and breakdown(path, pool) is not None:
+            record = read_result_dict(path)
         outcomes.append(PoolOutcome(pool.name, path, record, False))
     order = {p.name: i for i, p in enumerate(pools)}
     outcomes.sort(key=lambda o: order[o.pool_name])
@@ -113,6 +119,12 @@ class _Settings:
                 return what
         missing = [str(m) for m in self.measures if str(m) not in result.measures]
         return f"measures ({', '.join(missing)})" if missing else None
+
+
+def read_result_dict(path: Path) -> dict:
+    from .results import read_result
+
+    return read_result(path).to_dict()
 
 
 def _measures(names: Sequence[str] | None):

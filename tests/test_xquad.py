@@ -18,7 +18,7 @@ def xquad():
 
 def test_card_and_registry_agree():
     task = get_task("xquad")
-    assert [t.id for t in list_tasks()] == ["xquad"]
+    assert "xquad" in [t.id for t in list_tasks()]
     assert task.card.languages == ("ar", "de", "el", "en", "es", "hi", "ro", "ru", "th", "tr", "vi", "zh")
     assert set(task.card.files_sha256) == set(task.card.languages)
 

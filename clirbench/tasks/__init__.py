@@ -29,7 +29,8 @@ class Task:
     def id(self) -> str:
         return self.card.id
 
-    def _loader(self):
+    def loader(self):
+        """The loader module (``load``/``pools`` and optional hooks such as ``write_breakdown``)."""
         import importlib
 
         name = self.module or f"{__name__}.{self.card.id.replace('-', '_')}"
@@ -42,9 +43,9 @@ class Task:
         """The parallel collection in ``languages`` (default: all of the task's languages)."""
         if self.card.kind != "parallel":
             raise UnknownNameError(f"task {self.id} is not a parallel task; use Task.pools")
-        languages = tuple(languages or self.card.languages)
+        languages = tuple(self.canonical_languages(list(languages or ())) or self.card.languages)
         self.check_languages(languages)
-        return self._loader().load(self.card, languages, data_dir)
+        return self.loader().load(self.card, languages, data_dir)
 
     def pools(self, langs: str | Sequence[str] | None = None, scenarios: str | Sequence[str] = "all",
               query_langs: Sequence[str] | None = None, pool_mode: str = "unique", data_dir=None,
@@ -52,10 +53,11 @@ class Task:
         """Every distinct pool of a sweep over language pairs, scenarios and query languages."""
         from ..scenarios import build_pools, parse_langs, parse_scenarios
 
+        langs, query_langs = self.canonical_languages(langs), self.canonical_languages(query_langs)
         if query_langs:
             self.check_languages(query_langs)
         if self.card.kind != "parallel":
-            return self._loader().pools(self.card, langs=langs, scenarios=scenarios,
+            return self.loader().pools(self.card, langs=langs, scenarios=scenarios,
                                         query_langs=query_langs, data_dir=data_dir, **options)
         if options:
             raise UnknownNameError(f"task {self.id} takes no option(s) {', '.join(options)}")
@@ -74,13 +76,30 @@ class Task:
                 f"available: {', '.join(self.card.languages)}")
 
     def locate(self, data_dir=None) -> str:
-        """Where the data would be read from, for `clirbench tasks`."""
-        from .xquad import find_local_dir
+        """Where the data would be read from, or why not (for `clirbench tasks`).
+
+        The loader module's ``locate(card, data_dir)`` if it has one, else the card's local files.
+        """
+        from . import hub
+
+        from ..errors import ClirbenchError
+
         try:
-            folder = find_local_dir(self.card, data_dir)
-        except Exception as exc:  # noqa: BLE001 - shown as text
+            return getattr(self.loader(), "locate", hub.locate)(self.card, data_dir)
+        except (ClirbenchError, OSError) as exc:
             return f"not found ({exc})"
-        return str(folder) if folder is not None else f"hub:{self.card.source.get('hub')} (no local files)"
+
+    def canonical_languages(self, spec):
+        """``spec`` (``en,zh``, ``en+all`` or a list) with each code mapped by the loader's
+        ``canonical_language(card, code)`` when it has one (Belebele: ``ko`` → ``kor_Hang``)."""
+        import re
+
+        fn = getattr(self.loader(), "canonical_language", None) if spec else None
+        if fn is None:
+            return spec
+        if isinstance(spec, str):
+            return re.sub(r"[^,+\s]+", lambda m: m.group() if m.group() == "all" else fn(self.card, m.group()), spec)
+        return [fn(self.card, code) for code in spec]
 
 
 @lru_cache(maxsize=1)

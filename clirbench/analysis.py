@@ -1,0 +1,198 @@
+"""Language analyzers for lexical retrieval: language tag -> function from text to index terms.
+
+Every analyzer first applies NFKC and lower-casing, then splits text into words the way Lucene's
+StandardTokenizer roughly does (letters, marks and digits; each Han or Hiragana character is a
+word of its own; Thai, Hangul and Katakana runs stay together), then by kind:
+
+- ``snowball``: stop words removed, then the Snowball stemmer of the language (PyStemmer).
+  English uses ``porter`` (the original Porter stemmer, as Lucene's and Pyserini's English
+  analyzer), drops possessive ``'s`` first and Lucene's 33 English stop words.
+- ``thai``: dictionary word segmentation (pythainlp ``newmm``) and pythainlp's Thai stop words.
+- ``cjk`` (zh, ja, ko): overlapping character bigrams of each run of Han, Hiragana, Katakana and
+  Hangul characters (a run of one character gives a unigram), as Lucene's CJKAnalyzer; other
+  words are kept whole; the English stop words of Lucene's CJK analyzer are dropped.
+- ``plain`` (any other language, e.g. vi): words only.
+
+Stop word lists come from bm25s (NLTK's Snowball-derived lists; Lucene's for English) where it has
+the language, pythainlp for Thai; other languages get none (``describe()`` says which).
+"""
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+__all__ = ["Analyzer", "get_analyzer", "analyze", "normalise", "base_lang", "SNOWBALL", "CJK_LANGS",
+           "analyzer_table"]
+
+# ISO 639-1 -> Snowball algorithm (PyStemmer names); English uses Porter, as Lucene does
+SNOWBALL = {
+    "ar": "arabic", "hy": "armenian", "eu": "basque", "ca": "catalan", "cs": "czech", "da": "danish",
+    "nl": "dutch", "en": "porter", "eo": "esperanto", "et": "estonian", "fi": "finnish", "fr": "french",
+    "de": "german", "el": "greek", "hi": "hindi", "hu": "hungarian", "id": "indonesian", "ga": "irish",
+    "it": "italian", "lt": "lithuanian", "ne": "nepali", "no": "norwegian", "nb": "norwegian",
+    "nn": "norwegian", "fa": "persian", "pl": "polish", "pt": "portuguese", "ro": "romanian",
+    "ru": "russian", "sr": "serbian", "st": "sesotho", "es": "spanish", "sv": "swedish", "ta": "tamil",
+    "tr": "turkish", "yi": "yiddish",
+}
+CJK_LANGS = frozenset({"zh", "ja", "ko"})
+# bm25s stop word tables by language (names of its constants)
+_BM25S_STOPWORDS = {
+    "en": "STOPWORDS_EN", "de": "STOPWORDS_GERMAN", "nl": "STOPWORDS_DUTCH", "fr": "STOPWORDS_FRENCH",
+    "es": "STOPWORDS_SPANISH", "pt": "STOPWORDS_PORTUGUESE", "it": "STOPWORDS_ITALIAN",
+    "ru": "STOPWORDS_RUSSIAN", "sv": "STOPWORDS_SWEDISH", "no": "STOPWORDS_NORWEGIAN",
+    "nb": "STOPWORDS_NORWEGIAN", "nn": "STOPWORDS_NORWEGIAN", "tr": "STOPWORDS_TURKISH",
+    "da": "STOPWORDS_DANISH",
+}
+# three-letter codes (ISO 639-2/3, e.g. from Belebele's kor_Hang) of the languages handled specially
+_THREE = {
+    "ara": "ar", "arb": "ar", "hye": "hy", "eus": "eu", "cat": "ca", "ces": "cs", "dan": "da", "nld": "nl",
+    "eng": "en", "epo": "eo", "est": "et", "ekk": "et", "fin": "fi", "fra": "fr", "deu": "de", "ell": "el",
+    "hin": "hi", "hun": "hu", "ind": "id", "gle": "ga", "ita": "it", "lit": "lt", "npi": "ne", "nep": "ne",
+    "nor": "no", "nob": "nb", "nno": "nn", "fas": "fa", "pes": "fa", "pol": "pl", "por": "pt", "ron": "ro",
+    "rus": "ru", "srp": "sr", "sot": "st", "spa": "es", "swe": "sv", "tam": "ta", "tur": "tr", "yid": "yi",
+    "tha": "th", "zho": "zh", "cmn": "zh", "jpn": "ja", "kor": "ko", "vie": "vi",
+}
+_CJK_SCRIPTS = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}"
+_POSSESSIVE = r"(?<=[\p{L}\p{N}])['\u2019]s\b"
+
+
+def normalise(text: str) -> str:
+    """NFKC, then lower-case: applied to every text before any other step."""
+    return unicodedata.normalize("NFKC", text).lower()
+
+
+def base_lang(lang: str) -> str:
+    """``"zh-CN"`` -> ``"zh"``, ``"kor_Hang"`` -> ``"ko"``: the language part, ISO 639-1 where known."""
+    code = lang.strip().lower().replace("_", "-").split("-", 1)[0]
+    return _THREE.get(code, code)
+
+
+@lru_cache(maxsize=None)
+def _patterns():
+    import regex
+
+    word = r"[\p{L}\p{M}\p{N}]"
+    not_cjk = rf"(?![{_CJK_SCRIPTS}])"
+    return {
+        # CJK runs, numbers like 3.14 or 1,000, other words (letters, marks, digits)
+        "cjk": regex.compile(rf"([{_CJK_SCRIPTS}]+)|(\p{{N}}+(?:[.,]\p{{N}}+)*|(?:{not_cjk}{word})+)"),
+        # Han and Hiragana one character each (as UAX#29), Katakana and Hangul runs, other words
+        "words": regex.compile(rf"[\p{{Han}}\p{{Hiragana}}]|\p{{Katakana}}+|\p{{Hangul}}+"
+                               rf"|\p{{N}}+(?:[.,]\p{{N}}+)*|(?:{not_cjk}{word})+"),
+        "possessive": regex.compile(_POSSESSIVE),
+        "has_word": regex.compile(rf"{word}"),
+    }
+
+
+@lru_cache(maxsize=None)
+def _stemmer(algorithm: str):
+    import Stemmer
+
+    return Stemmer.Stemmer(algorithm)
+
+
+def _bm25s_stopwords(lang: str) -> frozenset[str]:
+    from bm25s import stopwords
+
+    return frozenset(normalise(w) for w in getattr(stopwords, _BM25S_STOPWORDS[lang]))
+
+
+def _thai():
+    try:
+        from pythainlp.corpus import thai_stopwords
+        from pythainlp.tokenize import word_tokenize
+    except ImportError:
+        from .errors import ClirbenchError
+
+        raise ClirbenchError("analysing Thai needs pythainlp (pip install pythainlp)") from None
+    return word_tokenize, thai_stopwords
+
+
+@dataclass(frozen=True)
+class Analyzer:
+    """Text -> index terms for one language; ``kind`` is snowball, thai, cjk or plain."""
+
+    lang: str
+    kind: str
+    stemmer: str | None = None  # Snowball algorithm
+    stopwords: frozenset[str] = field(default=frozenset(), repr=False)
+    stopword_source: str | None = None
+
+    def __call__(self, text: str) -> list[str]:
+        text = normalise(text)
+        pats = _patterns()
+        if self.kind == "cjk":
+            tokens = []
+            for m in pats["cjk"].finditer(text):
+                run = m.group(1)
+                if run is None:
+                    tokens.append(m.group(2))
+                elif len(run) == 1:
+                    tokens.append(run)
+                else:
+                    tokens.extend(run[i:i + 2] for i in range(len(run) - 1))
+        elif self.kind == "thai":
+            word_tokenize, _ = _thai()
+            tokens = []
+            for t in word_tokenize(text, engine="newmm", keep_whitespace=False):
+                t = t.strip()
+                if t and pats["has_word"].search(t):
+                    # a segment may still hold punctuation or non-Thai words: split as elsewhere
+                    tokens.extend(pats["words"].findall(t))
+        else:
+            if self.lang == "en":
+                text = pats["possessive"].sub("", text)
+            tokens = pats["words"].findall(text)
+        if self.stopwords:
+            tokens = [t for t in tokens if t not in self.stopwords]
+        if self.stemmer:
+            tokens = _stemmer(self.stemmer).stemWords(tokens)
+        return tokens
+
+    def describe(self) -> dict:
+        return {"lang": self.lang, "kind": self.kind, "stemmer": self.stemmer,
+                "stopwords": self.stopword_source, "num_stopwords": len(self.stopwords),
+                "normalisation": "NFKC + lowercase"}
+
+    def summary(self) -> str:
+        """One line, e.g. ``snowball german; stop words: bm25s STOPWORDS_GERMAN (231)``."""
+        kind = {"snowball": f"snowball {self.stemmer}", "cjk": "cjk bigrams", "thai": "thai newmm words",
+                "plain": "words"}[self.kind]
+        stop = f"{self.stopword_source} ({len(self.stopwords)})" if self.stopwords else "none"
+        return f"{kind}; stop words: {stop}"
+
+
+@lru_cache(maxsize=None)
+def get_analyzer(lang: str) -> Analyzer:
+    """The analyzer for a language tag (ISO 639-1, or e.g. ``zh-CN``, ``kor_Hang``); ``plain`` if unknown."""
+    code = base_lang(lang)
+    if code in CJK_LANGS:
+        return Analyzer(code, "cjk", None, _bm25s_stopwords("en"), "bm25s STOPWORDS_EN (Lucene English)")
+    if code == "th":
+        _, thai_stopwords = _thai()
+        return Analyzer(code, "thai", None, frozenset(normalise(w) for w in thai_stopwords()),
+                        "pythainlp thai_stopwords")
+    stop, source = frozenset(), None
+    if code in _BM25S_STOPWORDS:
+        stop, source = _bm25s_stopwords(code), f"bm25s {_BM25S_STOPWORDS[code]}"
+    if code in SNOWBALL:
+        return Analyzer(code, "snowball", SNOWBALL[code], stop, source)
+    return Analyzer(code, "plain", None, stop, source)
+
+
+def analyzer_table() -> dict[str, str]:
+    """Summary of every language with its own analyzer (``*``: any other language), for result records."""
+    out = {}
+    for code in sorted(set(SNOWBALL) | CJK_LANGS | {"th"}):
+        try:
+            out[code] = get_analyzer(code).summary()
+        except ValueError as exc:  # e.g. pythainlp missing
+            out[code] = f"unavailable: {exc}"
+    out["*"] = "words; stop words: none"
+    return out
+
+
+def analyze(text: str, lang: str) -> list[str]:
+    """Index terms of ``text`` analysed as language ``lang``."""
+    return get_analyzer(lang)(text)

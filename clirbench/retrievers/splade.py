@@ -1,0 +1,436 @@
+"""Learned sparse retrieval (spec ``splade:<model>``): sentence-transformers' SparseEncoder, scipy sparse scoring.
+
+Documents and queries are encoded once into vocabulary-sized sparse vectors (SPLADE++, the
+multilingual sparse models, inference-free ones: whatever ``SparseEncoder`` loads;
+``encode_query`` / ``encode_document`` apply the model's own prompts and routing). Vectors are
+cached on disk as scipy CSR shards keyed by model id + revision + prompt + role + sha256 of the
+text. Scores are exact inner products through an inverted index: the documents' CSR matrix
+transposed (term -> postings) multiplied by blocks of query rows, accumulated in float64 and
+returned as float32 rows over the pool; no matrix of vocabulary size is ever made dense. Copies
+of one text share one vector and one score column, so they tie exactly.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import time
+import uuid
+import warnings
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from ..atomic import write_bytes_atomic
+from ..collection import Text
+from ..errors import ClirbenchError
+from .encoders import _batches, _locate, _saved_prompts
+
+__all__ = ["SparseEncoderModel", "SparseVectorCache", "SpladeRetriever", "from_spec"]
+
+MAX_BLOCK_BYTES = 128 << 20  # float64 score block of (rows x pool size)
+_FORMAT = 1
+
+
+def _csr(data, indices, indptr, shape):
+    import scipy.sparse as sp
+
+    return sp.csr_matrix((data, indices, indptr), shape=shape)
+
+
+def _empty(n: int, dim: int):
+    return _csr(np.zeros(0, np.float32), np.zeros(0, np.int32), np.zeros(n + 1, np.int64), (n, dim))
+
+
+# ----------------------------------------------------------------------------------------- encoder
+
+
+class SparseEncoderModel:
+    """A sentence-transformers ``SparseEncoder`` by hub id or local directory; loads on first ``encode``.
+
+    ``query_prompt`` / ``doc_prompt`` override the model's own prompts when given.
+    """
+
+    def __init__(self, name_or_path: str, device: str | None = None, batch_size: int | None = None,
+                 query_prompt: str | None = None, doc_prompt: str | None = None,
+                 revision: str | None = None, max_active_dims: int | None = None,
+                 show_progress: bool = False) -> None:
+        name = str(name_or_path)
+        self.name = name.rstrip("/") if len(name) > 1 else name
+        self._folder, self.revision, hub_id = _locate(self.name, revision)
+        self.model_id = hub_id or self.name
+        self._device = device
+        self.batch_size = int(batch_size) if batch_size else 32
+        self.max_active_dims = max_active_dims
+        self.show_progress = show_progress
+        self._explicit = {"query": query_prompt, "document": doc_prompt}
+        saved = _saved_prompts(self._folder)
+        self._prompts = {role: (p if p is not None else saved.get(role, "")) for role, p in self._explicit.items()}
+        self._model = None
+
+    def prompt(self, role: str) -> str:
+        if role not in ("query", "document"):
+            raise ValueError(f"role must be 'query' or 'document', not {role!r}")
+        return self._prompts[role]
+
+    @property
+    def device(self) -> str:
+        if self._device is None:
+            import torch
+
+            self._device = "cuda" if torch.cuda.is_available() else "cpu"
+        return self._device
+
+    def _load(self):
+        if self._model is not None:
+            return self._model
+        try:
+            from sentence_transformers import SparseEncoder
+        except ImportError:
+            raise ClirbenchError("splade retrievers need sentence-transformers >= 5: pip install 'clirbench[dense]'") from None
+        kwargs: dict[str, Any] = {"device": self.device}
+        if self._folder is not None:
+            target, kwargs["local_files_only"] = str(self._folder), True
+        else:
+            target, kwargs["revision"] = self.name, self.revision
+        try:
+            model = SparseEncoder(target, **kwargs)
+        except Exception as e:
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise ClirbenchError(f"could not load sparse model {self.name!r}: {first}") from e
+        limit = _max_positions(model)
+        if limit and (model.max_seq_length is None or model.max_seq_length > limit):
+            model.max_seq_length = limit  # longer texts are truncated, never an index error
+        model.eval()
+        self._model = model
+        return model
+
+    def encode(self, texts: Sequence[str], role: str):
+        """scipy CSR float32 (len(texts), vocabulary size), zeros dropped, indices sorted.
+
+        Encodes one batch per call and makes each batch's (batch x vocabulary) output sparse at
+        once: sentence-transformers' own sparse output splits its sparse tensor row by row, which
+        is slow on CPU, and a dense output for all texts would be vocabulary-sized.
+        """
+        import scipy.sparse as sp
+
+        role = self._role(role)
+        model = self._load()
+        texts = list(texts)
+        dim = model.get_embedding_dimension() or 0
+        if not texts:
+            return _empty(0, dim)
+        fn = model.encode_query if role == "query" else model.encode_document
+        kwargs: dict[str, Any] = dict(batch_size=self.batch_size, show_progress_bar=False,
+                                      convert_to_tensor=True, convert_to_sparse_tensor=False, save_to_cpu=True)
+        if self._explicit[role] is not None:
+            kwargs["prompt"] = self._explicit[role]
+        if self.max_active_dims is not None:
+            kwargs["max_active_dims"] = self.max_active_dims
+        parts = []
+        for a in _batches(len(texts), self.batch_size, self.show_progress, f"splade {role}"):
+            emb = fn(texts[a:a + self.batch_size], **kwargs)
+            if emb.is_sparse:
+                emb = emb.to_dense()
+            part = sp.csr_matrix(emb.detach().float().cpu().numpy().reshape(-1, emb.shape[-1]), dtype=np.float32)
+            part.eliminate_zeros()
+            parts.append(part)
+        out = sp.vstack(parts, format="csr") if len(parts) > 1 else parts[0]
+        out.sort_indices()
+        return out
+
+    @staticmethod
+    def _role(role: str) -> str:
+        if role not in ("query", "document"):
+            raise ValueError(f"role must be 'query' or 'document', not {role!r}")
+        return role
+
+    def settings_key(self) -> str:
+        """What, besides model, revision, prompt and role, changes the vectors."""
+        return f"max_active_dims={self.max_active_dims}"
+
+    def describe(self) -> dict:
+        import importlib.metadata as md
+
+        out = {
+            "model_id": self.model_id,
+            "revision": self.revision,
+            "prompts": dict(self._prompts),
+            "library": f"sentence-transformers {md.version('sentence-transformers')} SparseEncoder",
+            "device": self.device,
+            "max_active_dims": self.max_active_dims,
+        }
+        if self.name != self.model_id:
+            out["path"] = self.name
+        if self._model is not None:
+            out["max_seq_length"] = self._model.max_seq_length
+        return out
+
+
+def _max_positions(model) -> int | None:
+    try:
+        config = model.transformers_model.config
+    except Exception:
+        return None
+    n = getattr(config, "max_position_embeddings", None)
+    if not n:
+        return None
+    # RoBERTa-style models reserve padding_idx + 1 positions
+    return int(n) - (int(config.pad_token_id) + 1 if getattr(config, "model_type", "") in ("roberta", "xlm-roberta") else 0)
+
+
+# ----------------------------------------------------------------------------------------- cache
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+
+
+class _Space:
+    """Sparse vectors of one (model, revision, prompt, role, settings): memory memo + shard folder."""
+
+    def __init__(self, meta: dict, folder: Path | None) -> None:
+        self.meta, self.folder = meta, folder
+        self.dim: int | None = None
+        self.mats: list = []  # CSR matrices: loaded shards and freshly encoded chunks
+        self.memo: dict[bytes, tuple[int, int]] = {}  # digest -> (matrix, row)
+        self.disk: dict[bytes, tuple[Path, int]] = {}  # digest -> (shard file, row), not yet loaded
+        self.loaded: dict[Path, int] = {}  # shard file -> matrix number
+        self.seen: set[str] = set()
+
+    def refresh(self) -> None:
+        if self.folder is None or not self.folder.is_dir():
+            return
+        for hpath in sorted(self.folder.glob("*.hashes.npy")):
+            name = hpath.name[: -len(".hashes.npy")]
+            if name in self.seen:
+                continue
+            self.seen.add(name)
+            try:
+                hashes = np.load(hpath)
+            except (OSError, ValueError) as e:
+                warnings.warn(f"sparse cache: skipping unreadable shard {hpath}: {e}", stacklevel=3)
+                continue
+            if hashes.ndim != 2 or hashes.shape[1] != 32:
+                warnings.warn(f"sparse cache: skipping inconsistent shard {hpath}", stacklevel=3)
+                continue
+            keys = np.ascontiguousarray(hashes).view(np.dtype("V32")).ravel().tolist()
+            vpath = self.folder / f"{name}.npz"
+            for row, key in enumerate(keys):
+                self.disk.setdefault(key, (vpath, row))
+
+    def read(self, keys: list[bytes]) -> list[bytes]:
+        """Load the shards holding ``keys`` into memory; returns the keys found."""
+        import scipy.sparse as sp
+
+        found = []
+        for k in keys:
+            where = self.disk.get(k)
+            if where is None:
+                continue
+            path, row = where
+            number = self.loaded.get(path)
+            if number is None:
+                try:
+                    mat = sp.load_npz(path).tocsr()
+                except (OSError, ValueError) as e:
+                    warnings.warn(f"sparse cache: skipping unreadable shard {path}: {e}", stacklevel=3)
+                    for key, (p, _) in list(self.disk.items()):
+                        if p == path:
+                            del self.disk[key]
+                    continue
+                if self.dim is not None and mat.shape[1] != self.dim:
+                    warnings.warn(f"sparse cache: skipping shard {path} of dimension {mat.shape[1]}", stacklevel=3)
+                    continue
+                self.dim = mat.shape[1]
+                number = self.loaded[path] = len(self.mats)
+                self.mats.append(mat.astype(np.float32, copy=False))
+            self.memo[k] = (number, row)
+            found.append(k)
+        return found
+
+    def write(self, keys: list[bytes], mat) -> None:
+        if self.folder is None:
+            return
+        import scipy.sparse as sp
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        meta_path = self.folder / "meta.json"
+        if not meta_path.is_file():
+            meta = {**self.meta, "dim": int(mat.shape[1]), "format": _FORMAT}
+            write_bytes_atomic(meta_path, json.dumps(meta, indent=1).encode())
+        name = f"{int(time.time() * 1000):013d}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        buffer = io.BytesIO()
+        sp.save_npz(buffer, mat, compressed=False)
+        write_bytes_atomic(self.folder / f"{name}.npz", buffer.getvalue())
+        buffer = io.BytesIO()
+        np.save(buffer, np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(len(keys), 32))
+        write_bytes_atomic(self.folder / f"{name}.hashes.npy", buffer.getvalue())  # last: marks it complete
+        self.seen.add(name)
+
+    def add(self, keys: list[bytes], mat) -> None:
+        if self.dim is not None and mat.shape[1] != self.dim:
+            raise ValueError(f"encoder returned {mat.shape[1]}-d vectors, the cache holds {self.dim}-d")
+        self.dim = mat.shape[1]
+        number = len(self.mats)
+        self.mats.append(mat)
+        for row, k in enumerate(keys):
+            self.memo[k] = (number, row)
+
+    def gather(self, keys: list[bytes]):
+        """CSR rows of ``keys`` (all in the memo), in order."""
+        import scipy.sparse as sp
+
+        if not keys:
+            return _empty(0, self.dim or 0)
+        where = np.array([self.memo[k] for k in keys], dtype=np.int64)
+        parts, order = [], []
+        for number in np.unique(where[:, 0]):
+            sel = np.flatnonzero(where[:, 0] == number)
+            parts.append(self.mats[int(number)][where[sel, 1]])
+            order.append(sel)
+        stacked = sp.vstack(parts, format="csr") if len(parts) > 1 else parts[0]
+        perm = np.concatenate(order)
+        if len(parts) > 1 or not np.array_equal(perm, np.arange(len(perm))):
+            stacked = stacked[np.argsort(perm, kind="stable")]
+        return stacked.tocsr()
+
+
+class SparseVectorCache:
+    """Sparse vectors by (model id, revision, prompt, role, settings, text); ``root=None``: memory only.
+
+    Layout: ``root/<sha256(json(key))[:16]>/`` with ``meta.json`` and shards ``<name>.npz`` (scipy
+    CSR) + ``<name>.hashes.npy`` (n x 32 sha256 digests, written last: marks the shard complete).
+    Counters over distinct texts: ``hits``, ``misses``, ``encoded``, ``loaded``.
+    """
+
+    def __init__(self, root: str | os.PathLike | None = None) -> None:
+        self.root = Path(root) if root is not None else None
+        self.hits = self.misses = self.encoded = self.loaded = 0
+        self._spaces: dict[str, _Space] = {}
+
+    def stats(self) -> dict[str, int]:
+        return {"hits": self.hits, "misses": self.misses, "encoded": self.encoded, "loaded": self.loaded}
+
+    def _space(self, encoder, role: str) -> _Space:
+        meta = {"model_id": str(encoder.model_id), "revision": str(encoder.revision),
+                "prompt": str(encoder.prompt(role)), "role": role, "settings": str(encoder.settings_key())}
+        key = hashlib.sha256(json.dumps(["sparse", meta["model_id"], meta["revision"], meta["prompt"], role,
+                                         meta["settings"]]).encode()).hexdigest()[:16]
+        if key not in self._spaces:
+            self._spaces[key] = _Space(meta, None if self.root is None else self.root / key)
+        return self._spaces[key]
+
+    def vectors_rows(self, encoder, texts: Sequence[str], role: str, chunk: int = 1024):
+        """``(matrix, rows)``: text i's vector is ``matrix[rows[i]]``; ``matrix`` holds each distinct text once."""
+        if role not in ("query", "document"):
+            raise ValueError(f"role must be 'query' or 'document', not {role!r}")
+        space = self._space(encoder, role)
+        position: dict[str, int] = {}
+        distinct: list[str] = []
+        rows = np.empty(len(texts), dtype=np.int64)
+        for i, t in enumerate(texts):
+            j = position.get(t)
+            if j is None:
+                j = position[t] = len(distinct)
+                distinct.append(t)
+            rows[i] = j
+        keys = [_digest(t) for t in distinct]
+        todo = [i for i, k in enumerate(keys) if k not in space.memo]
+        if todo:
+            space.refresh()
+            found = set(space.read([keys[i] for i in todo]))
+            self.loaded += len(found)
+            todo = [i for i in todo if keys[i] not in found]
+        self.hits += len(distinct) - len(todo)
+        self.misses += len(todo)
+        todo.sort(key=lambda i: -len(distinct[i]))
+        for a in range(0, len(todo), chunk):
+            part = todo[a: a + chunk]
+            mat = encoder.encode([distinct[i] for i in part], role)
+            self.encoded += len(part)
+            if mat.shape[0] != len(part):
+                raise ValueError(f"encoder returned {mat.shape[0]} vectors for {len(part)} texts")
+            if not np.isfinite(mat.data).all():
+                raise ValueError("encoder returned non-finite values")
+            mat = mat.astype(np.float32, copy=False).tocsr()
+            part_keys = [keys[i] for i in part]
+            space.write(part_keys, mat)
+            space.add(part_keys, mat)
+        return space.gather(keys), rows
+
+    def vectors(self, encoder, texts: Sequence[str], role: str):
+        """CSR float32 (len(texts), vocabulary size), one row per text."""
+        mat, rows = self.vectors_rows(encoder, texts, role)
+        return mat[rows]
+
+
+# ----------------------------------------------------------------------------------------- retriever
+
+
+def _texts(items: Sequence[Text] | Sequence[str]) -> list[str]:
+    return [t if isinstance(t, str) else t.text for t in items]
+
+
+class SpladeRetriever:
+    """Exact sparse inner products ``q . d`` over the pool via a CSR inverted index (see module doc)."""
+
+    def __init__(self, encoder, cache: SparseVectorCache | None = None, spec: str | None = None,
+                 max_block_bytes: int = MAX_BLOCK_BYTES) -> None:
+        self.encoder = encoder
+        self.cache = cache if cache is not None else SparseVectorCache(None)
+        self.spec = spec or f"splade:{encoder.model_id}"
+        self.max_block_bytes = int(max_block_bytes)
+        self.progress = False
+
+    def describe(self) -> dict:
+        out = {"spec": self.spec, "family": "splade",
+               "similarity": "inner product of sparse vectors, exact (scipy CSR inverted index, float64 sums)",
+               "score_dtype": "float32"}
+        enc = self.encoder.describe() if hasattr(self.encoder, "describe") else {
+            "model_id": self.encoder.model_id, "revision": self.encoder.revision}
+        out.update({k: v for k, v in enc.items() if k not in out})
+        return out
+
+    def _sync_progress(self) -> None:
+        if hasattr(self.encoder, "show_progress"):
+            self.encoder.show_progress = self.progress
+
+    def prepare(self, queries: Sequence[Text], docs: Sequence[Text]) -> None:
+        """Encode every missing document and query now."""
+        self._sync_progress()
+        self.cache.vectors_rows(self.encoder, _texts(docs), "document")
+        self.cache.vectors_rows(self.encoder, _texts(queries), "query")
+
+    def score(self, queries: Sequence[Text], docs: Sequence[Text]) -> Iterator[tuple[int, np.ndarray]]:
+        """Yield ``(start, scores[b, len(docs)])`` float32 blocks, each query row exactly once."""
+        self._sync_progress()
+        D, drows = self.cache.vectors_rows(self.encoder, _texts(docs), "document")
+        Q, qrows = self.cache.vectors_rows(self.encoder, _texts(queries), "query")
+        n_q, n_d = len(qrows), len(drows)
+        if n_d == 0:
+            for start in range(0, n_q, 4096):
+                yield start, np.zeros((min(4096, n_q - start), 0), dtype=np.float32)
+            return
+        if Q.shape[1] != D.shape[1]:
+            raise ValueError(f"query vectors have {Q.shape[1]} dimensions, document vectors {D.shape[1]}")
+        index = D.T.astype(np.float64).tocsr()  # term -> postings over the distinct documents
+        Q = Q.astype(np.float64)
+        step = max(1, self.max_block_bytes // max(1, 8 * (D.shape[0] + n_d)))
+        for start in range(0, n_q, step):
+            stop = min(start + step, n_q)
+            distinct = (Q[qrows[start:stop]] @ index).toarray()  # (b, distinct docs)
+            yield start, distinct[:, drows].astype(np.float32)
+
+
+def from_spec(arg: str, options: dict) -> SpladeRetriever:
+    """``splade:<hub id or local path>``, e.g. ``splade:naver/splade-cocondenser-ensembledistil``."""
+    if not arg:
+        raise ClirbenchError("retriever 'splade:' needs a model: splade:<hub id or local path>")
+    encoder = SparseEncoderModel(arg, device=options.get("device"), batch_size=options.get("batch_size"),
+                                 query_prompt=options.get("query_prompt"), doc_prompt=options.get("doc_prompt"))
+    cache_dir = options.get("cache_dir")
+    cache = SparseVectorCache(Path(cache_dir) / "sparse" if cache_dir is not None else None)
+    return SpladeRetriever(encoder, cache, spec=f"splade:{encoder.name}")

@@ -1,0 +1,83 @@
+"""``beir:<dir>``: bring your own BEIR-format collection (``corpus.jsonl``, ``queries.jsonl``, ``qrels/``).
+
+Optional ``lang`` fields on documents and queries make it multilingual: one pool per query
+language over all documents, with ``doc_langs`` the sorted set of document languages, so a
+mixed-language corpus gets SameLangFirst. Options (``--task-option``): ``split`` (default
+``test``), ``lang`` (the tag of records without ``lang``; default ``und``).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..errors import DataNotFoundError
+from ..scenarios import RETRIEVAL
+from . import Task
+from .beir_format import (UNDETERMINED, check_qrels, check_scenarios, no_options, pools_by_query_lang,
+                          qrels_path, read_corpus, read_qrels, read_queries, sha256_file)
+from .cards import TaskCard, parse_card
+
+_FILES = "corpus.jsonl, queries.jsonl and qrels/<split>.tsv"
+
+
+def _langs_in(path: Path) -> set[str]:
+    """Language tags a JSON Lines file declares (``und`` for records without one); a cheap scan."""
+    langs: set[str] = set()
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            if not line.strip():
+                continue
+            if '"lang"' in line:
+                try:
+                    lang = json.loads(line).get("lang")
+                except (json.JSONDecodeError, AttributeError):
+                    lang = None  # reported with its line number when the pools are read
+                langs.add(lang if isinstance(lang, str) and lang else UNDETERMINED)
+            else:
+                langs.add(UNDETERMINED)
+    return langs
+
+
+def make_task(argument: str) -> Task:
+    """A retrieval task over the BEIR folder ``argument`` (id ``beir-<folder name>``)."""
+    folder = Path(argument).expanduser()
+    missing = [name for name in ("corpus.jsonl", "queries.jsonl") if not (folder / name).is_file()]
+    if not folder.is_dir() or missing or not (folder / "qrels").is_dir():
+        raise DataNotFoundError(f"beir:{argument}: expected {_FILES} in {folder}")
+    doc_langs = _langs_in(folder / "corpus.jsonl")
+    query_langs = _langs_in(folder / "queries.jsonl")
+    main = ["nDCG@10", "R@100", "AP@1000"] + (["SameLangFirst"] if len(doc_langs) > 1 else [])
+    card = parse_card({
+        "id": f"beir-{folder.resolve().name}",
+        "name": f"BEIR folder {folder}",
+        "description": f"A BEIR-format collection brought by the user from {folder}.",
+        "kind": "retrieval",
+        "source": {"local_dir": str(folder.resolve()), "format": "beir"},
+        "languages": sorted(doc_langs | query_langs),
+        "scenarios": [RETRIEVAL],
+        "main_measures": {RETRIEVAL: main},
+        "license": "unknown (the user's data)",
+        "citation": "",
+    }, f"beir:{argument}")
+    return Task(card, module=__name__)
+
+
+def pools(card: TaskCard, langs=None, scenarios="all", query_langs=None, data_dir=None, **options):
+    """One pool per query language; ``query_langs`` picks some (``langs`` is not used: the corpus is fixed)."""
+    check_scenarios(scenarios, card.id)
+    split = str(options.pop("split", "test"))
+    default_lang = options.pop("lang", None) or None
+    no_options(options, card.id, ("split", "lang"))
+    folder = Path(data_dir) if data_dir is not None else Path(card.source["local_dir"])
+    qpath = qrels_path(folder, split)
+    if not qpath.is_file():
+        available = sorted(p.stem for p in (folder / "qrels").glob("*.tsv"))
+        raise DataNotFoundError(f"{card.id}: no {qpath}; splits present: {', '.join(available) or 'none'}")
+    qrels = read_qrels(qpath)
+    docs = tuple(read_corpus(folder / "corpus.jsonl", default_lang))
+    queries = tuple(read_queries(folder / "queries.jsonl", default_lang))
+    check_qrels(qrels, (q.id for q in queries), (d.id for d in docs), str(qpath))
+    files = {name: sha256_file(folder / name) for name in ("corpus.jsonl", "queries.jsonl")}
+    files[f"qrels/{split}.tsv"] = sha256_file(qpath)
+    source = {"origin": str(folder), "revision": None, "files_sha256": files, "split": split}
+    return pools_by_query_lang(card.id, docs, queries, qrels, source, query_langs or None)

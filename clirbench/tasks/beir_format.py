@@ -1,0 +1,261 @@
+"""BEIR-format files and the helpers every ``retrieval``-kind task shares.
+
+BEIR layout (one folder): ``corpus.jsonl`` (``_id``, ``title``, ``text``, optional ``lang``, any
+other field kept as metadata), ``queries.jsonl`` (``_id``, ``text``, optional ``lang``) and
+``qrels/<split>.tsv`` (header ``query-id<TAB>corpus-id<TAB>score``). Files are read line by line;
+every error is one line naming ``file:line``. A document's text is ``title + " " + text`` (the
+convention of BEIR's and MTEB's dense evaluation) when it has a title.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from types import MappingProxyType
+from typing import Iterable, Iterator, Mapping, Sequence
+
+from ..collection import Pool, Text
+from ..errors import DataNotFoundError, MalformedDataError, UnknownNameError
+from ..scenarios import RETRIEVAL
+
+__all__ = [
+    "UNDETERMINED", "read_corpus", "read_queries", "read_qrels", "qrels_path", "check_scenarios",
+    "parse_lang_list", "truncate_tokens", "sha256_file", "local_dir", "check_qrels", "pools_by_query_lang",
+    "hub_rows", "parse_int_option", "no_options",
+]
+
+UNDETERMINED = "und"  # BCP-47 tag for a record with no ``lang`` and no default
+_QRELS_HEADER = ("query-id", "corpus-id", "score")
+
+
+def _json_lines(path: Path) -> Iterator[tuple[int, dict]]:
+    """(line number, object) for each non-blank line of a JSON Lines file."""
+    try:
+        handle = open(path, encoding="utf-8")
+    except FileNotFoundError:
+        raise DataNotFoundError(f"{path}: no such file") from None
+    with handle:
+        lineno = 0
+        try:
+            for lineno, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise MalformedDataError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
+                if not isinstance(obj, dict):
+                    raise MalformedDataError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
+                yield lineno, obj
+        except UnicodeDecodeError:
+            raise MalformedDataError(f"{path}:{lineno + 1}: not valid UTF-8") from None
+
+
+def _field(obj: dict, key: str, path: Path, lineno: int, required: bool = True, kinds=(str,)) -> object:
+    if key not in obj or obj[key] is None:
+        if required:
+            raise MalformedDataError(f"{path}:{lineno}: missing field {key!r}")
+        return None
+    value = obj[key]
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        raise MalformedDataError(f"{path}:{lineno}: field {key!r} must be {' or '.join(k.__name__ for k in kinds)}")
+    return value
+
+
+def _records(path: Path, fixed: Sequence[str], default_lang: str | None, role: str) -> Iterator[Text]:
+    seen: set[str] = set()
+    for lineno, obj in _json_lines(path):
+        rid = str(_field(obj, "_id", path, lineno, kinds=(str, int)))
+        if not rid:
+            raise MalformedDataError(f"{path}:{lineno}: empty _id")
+        if rid in seen:
+            raise MalformedDataError(f"{path}:{lineno}: duplicate _id {rid!r}")
+        seen.add(rid)
+        text = _field(obj, "text", path, lineno)
+        lang = _field(obj, "lang", path, lineno, required=False) or default_lang or UNDETERMINED
+        meta = {k: v for k, v in obj.items() if k not in fixed}
+        if role == "document":
+            title = _field(obj, "title", path, lineno, required=False) or ""
+            if title:
+                meta["title"] = title
+            text = f"{title.strip()} {text.strip()}" if title.strip() else text.strip()
+        else:
+            text = text.strip()
+        yield Text(id=rid, text=text, lang=lang, meta=MappingProxyType(meta) if meta else MappingProxyType({}))
+
+
+def read_corpus(path: str | os.PathLike, default_lang: str | None = None) -> Iterator[Text]:
+    """Documents of a BEIR ``corpus.jsonl``, streamed; extra fields go to ``Text.meta``."""
+    return _records(Path(path), ("_id", "title", "text", "lang"), default_lang, "document")
+
+
+def read_queries(path: str | os.PathLike, default_lang: str | None = None) -> Iterator[Text]:
+    """Queries of a BEIR ``queries.jsonl``, streamed; extra fields go to ``Text.meta``."""
+    return _records(Path(path), ("_id", "text", "lang"), default_lang, "query")
+
+
+def qrels_path(folder: str | os.PathLike, split: str) -> Path:
+    return Path(folder) / "qrels" / f"{split}.tsv"
+
+
+def read_qrels(path: str | os.PathLike) -> dict[str, dict[str, int]]:
+    """``{query id: {doc id: grade}}`` from a BEIR qrels TSV (header required, as BEIR skips it).
+
+    A repeated (query, doc) pair with the same grade is read once; with another grade it is an error.
+    """
+    path = Path(path)
+    qrels: dict[str, dict[str, int]] = {}
+    try:
+        handle = open(path, encoding="utf-8")
+    except FileNotFoundError:
+        raise DataNotFoundError(f"{path}: no such file") from None
+    with handle:
+        lineno = 0
+        try:
+            for lineno, line in enumerate(handle, start=1):
+                parts = line.rstrip("\r\n").split("\t")
+                if lineno == 1:
+                    if tuple(p.strip() for p in parts) != _QRELS_HEADER:
+                        raise MalformedDataError(
+                            f"{path}:1: expected the header query-id<TAB>corpus-id<TAB>score, got {line.strip()[:60]!r}")
+                    continue
+                if not line.strip():
+                    continue
+                if len(parts) != 3:
+                    raise MalformedDataError(f"{path}:{lineno}: expected 3 tab-separated fields, got {len(parts)}")
+                qid, did, score = (p.strip() for p in parts)
+                if not qid or not did:
+                    raise MalformedDataError(f"{path}:{lineno}: empty query-id or corpus-id")
+                try:
+                    grade = int(score)
+                except ValueError:
+                    raise MalformedDataError(f"{path}:{lineno}: score {score!r} is not an integer") from None
+                judged = qrels.setdefault(qid, {})
+                if judged.get(did, grade) != grade:
+                    raise MalformedDataError(f"{path}:{lineno}: ({qid}, {did}) judged twice with different scores")
+                judged[did] = grade
+        except UnicodeDecodeError:
+            raise MalformedDataError(f"{path}:{lineno + 1}: not valid UTF-8") from None
+    if lineno == 0:
+        raise MalformedDataError(f"{path}: empty file (expected a header and judgements)")
+    return qrels
+
+
+def check_qrels(qrels: Mapping[str, Mapping[str, object]], query_ids: Iterable[str], doc_ids: Iterable[str],
+                where: str) -> None:
+    """Every judged query and document must exist; one line naming the first missing id."""
+    queries, docs = set(query_ids), set(doc_ids)
+    for qid, judged in qrels.items():
+        if qid not in queries:
+            raise MalformedDataError(f"{where}: judged query {qid!r} is not among the queries")
+        for did in judged:
+            if did not in docs:
+                raise MalformedDataError(f"{where}: judged document {did!r} (query {qid!r}) is not in the corpus")
+
+
+def pools_by_query_lang(task: str, docs: Sequence[Text], queries: Iterable[Text],
+                        qrels: Mapping[str, Mapping[str, int]], source: Mapping[str, object],
+                        query_langs: Sequence[str] | None = None, subset: str = "") -> list[Pool]:
+    """One ``retrieval`` pool per query language: all documents, that language's judged queries.
+
+    ``doc_langs`` is the sorted set of document languages, so a mixed-language collection gets
+    SameLangFirst (same-language relevant document ranked first) like the bilingual pools.
+    """
+    doc_langs = tuple(sorted({d.lang for d in docs}))
+    by_lang: dict[str, list[Text]] = {}
+    for q in queries:
+        if qrels.get(q.id):
+            by_lang.setdefault(q.lang, []).append(q)
+    pools = []
+    for lang in sorted(by_lang):
+        if query_langs is not None and lang not in query_langs:
+            continue
+        qs = tuple(by_lang[lang])
+        pools.append(Pool(task=task, scenario=RETRIEVAL, pool_mode="unique", doc_langs=doc_langs,
+                          query_lang=lang, docs=tuple(docs), queries=qs,
+                          qrels=MappingProxyType({q.id: qrels[q.id] for q in qs}), source=source, subset=subset))
+    return pools
+
+
+def check_scenarios(scenarios: str | Sequence[str] | None, task: str) -> None:
+    """A retrieval task has the one scenario ``retrieval`` (``all`` means it)."""
+    names = scenarios.split(",") if isinstance(scenarios, str) else list(scenarios or ["all"])
+    bad = [s for s in (n.strip() for n in names) if s not in ("all", RETRIEVAL, "")]
+    if bad:
+        raise UnknownNameError(f"task {task} has only the scenario {RETRIEVAL!r}; got {', '.join(bad)}")
+
+
+def parse_lang_list(langs: str | Sequence[str] | None) -> list[str] | None:
+    """``None``/``all``/empty -> None (everything); else the languages of ``en,fr``, ``en+fr`` or a list."""
+    if langs is None:
+        return None
+    if isinstance(langs, str):
+        langs = langs.replace("+", ",").split(",")
+    out = [l.strip() for l in langs if l and l.strip()]
+    return None if not out or out == ["all"] else out
+
+
+def truncate_tokens(text: str, max_tokens: int | None) -> str:
+    """The first ``max_tokens`` whitespace-separated tokens, joined by one space; unchanged if shorter."""
+    if not max_tokens:
+        return text
+    tokens = text.split()
+    return text if len(tokens) <= max_tokens else " ".join(tokens[:max_tokens])
+
+
+def parse_int_option(options: dict, key: str, task: str) -> int | None:
+    value = options.pop(key, None)
+    if value is None or value == "":
+        return None
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        number = 0
+    if number < 1:
+        raise UnknownNameError(f"task {task}: option {key} must be a positive integer, got {value!r}")
+    return number
+
+
+def no_options(options: Mapping[str, object], task: str, known: Sequence[str]) -> None:
+    if options:
+        raise UnknownNameError(f"task {task} takes no option(s) {', '.join(sorted(options))}; "
+                               f"known: {', '.join(known) or 'none'}")
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def local_dir(task: str, data_dir: str | os.PathLike | None, present, expected: str) -> Path | None:
+    """``data_dir``, else ``$CLIRBENCH_DATA_DIR/<task>``, if ``present(folder)``; None when neither is set.
+
+    A ``data_dir`` given but lacking the files raises DataNotFoundError naming ``expected``.
+    """
+    if data_dir is not None:
+        folder = Path(data_dir)
+        if present(folder):
+            return folder
+        raise DataNotFoundError(f"{task}: no data in {folder}; expected {expected}")
+    env = os.environ.get("CLIRBENCH_DATA_DIR")
+    if env and present(Path(env) / task):
+        return Path(env) / task
+    return None
+
+
+def hub_rows(repo: str, config: str | None, split: str, revision: str | None, task: str, local_help: str):
+    """Rows of one hub split through ``datasets`` (the thin hub path); any failure is one line."""
+    try:
+        import datasets
+    except ImportError:
+        raise DataNotFoundError(f"{task} not found locally ({local_help}); or install clirbench[hub] "
+                                f"to read {repo} from the Hugging Face hub") from None
+    try:
+        return datasets.load_dataset(repo, config, split=split, revision=revision)
+    except Exception as exc:  # any hub/network failure becomes one line
+        raise DataNotFoundError(f"{task} not found locally ({local_help}) and the hub failed "
+                                f"({type(exc).__name__})") from None

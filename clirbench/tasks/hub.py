@@ -1,0 +1,134 @@
+"""Where a task's files come from — a local folder or the Hugging Face hub — and how that is recorded.
+
+Shared by every task loader: the same lookup order (``data_dir`` or ``data_dir/<id>`` when given,
+else ``$CLIRBENCH_DATA_DIR/<id>``, then the hub), the same one-line messages, the same file hashes.
+A card's ``source.local_files`` is a pattern with ``{lang}`` (or a list of them, tried in order).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from ..errors import DataNotFoundError, MalformedDataError
+from .cards import TaskCard
+
+
+def _patterns(card: TaskCard) -> tuple[str, ...]:
+    files = card.source.get("local_files")
+    if not files:
+        return ()
+    return (files,) if isinstance(files, str) else tuple(files)
+
+
+def files_hint(card: TaskCard) -> str:
+    """``xquad.<lang>.json`` — the local file names a card expects, for messages."""
+    names = [p.format(lang="<lang>") for p in _patterns(card)]
+    return " or ".join(names) if names else "the task's files"
+
+
+def local_file(card: TaskCard, folder: Path, lang: str) -> Path | None:
+    """The first of the card's file patterns that exists in ``folder`` for ``lang``."""
+    for pattern in _patterns(card):
+        path = folder / pattern.format(lang=lang)
+        if path.is_file():
+            return path
+    return None
+
+
+def candidate_dirs(card: TaskCard, data_dir: str | os.PathLike | None) -> list[Path]:
+    """Folders to look in: ``data_dir`` then ``data_dir/<id>`` if given, else ``$CLIRBENCH_DATA_DIR/<id>``."""
+    if data_dir is not None:
+        return [Path(data_dir), Path(data_dir) / card.id]
+    env = os.environ.get(card.source.get("local_dir_env", "CLIRBENCH_DATA_DIR"))
+    return [Path(env) / card.id] if env else []
+
+
+def find_local_dir(card: TaskCard, data_dir: str | os.PathLike | None) -> Path | None:
+    """The first candidate folder holding a file for any of the card's languages; None if none does.
+
+    A ``data_dir`` given explicitly must hold the files: no silent fall-back to the hub.
+    """
+    for folder in candidate_dirs(card, data_dir):
+        if any(local_file(card, folder, lang) is not None for lang in card.languages):
+            return folder
+    if data_dir is not None:
+        raise DataNotFoundError(f"no {files_hint(card)} files for task {card.id} in {data_dir}")
+    return None
+
+
+def require_file(card: TaskCard, folder: Path, lang: str, what: str) -> Path:
+    """The local file of ``lang``; a one-line error naming the expected path otherwise."""
+    path = local_file(card, folder, lang)
+    if path is None:
+        expected = " or ".join(str(folder / p.format(lang=lang)) for p in _patterns(card))
+        raise DataNotFoundError(f"missing {expected} ({what} {lang})")
+    return path
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def source_record(card: TaskCard, folder: Path | None, hashes: Mapping[str, str]) -> dict[str, Any]:
+    """What a collection records about its origin: folder or hub id, revision, file hashes.
+
+    ``files_match_card`` is None when nothing can be compared (hub rows, or a card with no hashes).
+    """
+    comparable = bool(hashes) and bool(card.files_sha256)
+    return {"origin": str(folder) if folder is not None else f"hub:{card.source.get('hub')}",
+            "revision": card.source.get("hub_revision") if folder is None else None,
+            "files_sha256": dict(hashes),
+            "files_match_card": (all(card.files_sha256.get(k) == h for k, h in hashes.items())
+                                 if comparable else None)}
+
+
+def hub_rows(card: TaskCard, config: str, split: str, what: str) -> Iterable[Mapping[str, Any]]:
+    """Rows of ``config``/``split`` of the card's hub data set, or a one-line DataNotFoundError."""
+    hub = card.source.get("hub")
+    where = (f"pass --data-dir with {files_hint(card)} files or set $CLIRBENCH_DATA_DIR "
+             f"(files in $CLIRBENCH_DATA_DIR/{card.id}/)")
+    if not hub:
+        raise DataNotFoundError(f"{what} not found locally; {where}")
+    try:
+        import datasets
+    except ImportError:
+        raise DataNotFoundError(f"{what} not found locally; {where}, or install clirbench[hub] to read {hub}") from None
+    try:
+        return datasets.load_dataset(hub, config, split=split, revision=card.source.get("hub_revision"))
+    except Exception as exc:  # any hub/network failure becomes one line
+        raise DataNotFoundError(f"{what} not found locally and the hub failed ({type(exc).__name__}); {where}") from None
+
+
+def check_counts(card: TaskCard, what: str, lang: str, counts: Mapping[str, int]) -> None:
+    """Compare ``counts`` (e.g. ``passages_per_language``) with the card's expected values."""
+    for key, value in counts.items():
+        expected = card.expected.get(key)
+        if expected is not None and value != expected:
+            noun = key.replace("_per_language", "")
+            raise MalformedDataError(f"{what} {lang}: {value} {noun}, expected {expected}")
+
+
+def locate(card: TaskCard, data_dir=None) -> str:
+    """Where the data would be read from, or why not — for ``clirbench tasks``."""
+    try:
+        folder = find_local_dir(card, data_dir)
+    except DataNotFoundError as exc:
+        return f"not found ({exc})"
+    if folder is not None:
+        return str(folder)
+    if card.source.get("hub"):
+        return f"hub:{card.source['hub']} (no local files)"
+    where = f"$CLIRBENCH_DATA_DIR/{card.id}/" if os.environ.get("CLIRBENCH_DATA_DIR") is None else \
+        str(Path(os.environ["CLIRBENCH_DATA_DIR"]) / card.id)
+    return f"not found (put {files_hint(card)} in {where} or pass --data-dir)"
+
+
+def present_languages(card: TaskCard, folder: Path, languages: Sequence[str]) -> list[str]:
+    """The languages whose local file exists in ``folder``."""
+    return [lang for lang in languages if local_file(card, folder, lang) is not None]
