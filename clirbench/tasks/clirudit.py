@@ -27,8 +27,9 @@ from typing import Mapping
 
 from ..collection import Pool, Text
 from ..errors import DataNotFoundError, MalformedDataError, UnknownNameError
-from .beir_format import (check_scenarios, hub_rows, local_dir, no_options, parse_int_option, parse_lang_list,
-                          pools_by_query_lang, sha256_file, truncate_tokens)
+from .hub import load_hub_split, sha256_file
+from .beir_format import (check_scenarios, local_dir, no_options, parse_int_option, parse_lang_list,
+                          pools_by_query_lang, truncate_tokens)
 from .cards import TaskCard
 
 __all__ = ["pools", "locate", "query_groups", "write_breakdown", "LAYOUT"]
@@ -72,7 +73,7 @@ def _read(folder: Path | None, card: TaskCard, part: str, hashes: dict):
     config, split = LAYOUT[part]
     want = _COLUMNS[config]
     if folder is None:
-        table = hub_rows(card.source["hub"], config, split, card.source.get("hub_revision"), card.id,
+        table = load_hub_split(card.source["hub"], config, split, card.source.get("hub_revision"), card.id,
                          _HELP).with_format("arrow")[:]
         where = f"hub:{card.source['hub']}/{config}/{split}"
     else:

@@ -88,21 +88,28 @@ def source_record(card: TaskCard, folder: Path | None, hashes: Mapping[str, str]
                                  if comparable else None)}
 
 
-def hub_rows(card: TaskCard, config: str, split: str, what: str) -> Iterable[Mapping[str, Any]]:
-    """Rows of ``config``/``split`` of the card's hub data set, or a one-line DataNotFoundError."""
-    hub = card.source.get("hub")
-    where = (f"pass --data-dir with {files_hint(card)} files or set $CLIRBENCH_DATA_DIR "
-             f"(files in $CLIRBENCH_DATA_DIR/{card.id}/)")
-    if not hub:
-        raise DataNotFoundError(f"{what} not found locally; {where}")
+def load_hub_split(repo: str, config: str | None, split: str, revision: str | None, what: str,
+                   local_help: str) -> Iterable[Mapping[str, Any]]:
+    """Rows of one hub split through ``datasets`` (the thin hub path); any failure is one line."""
     try:
         import datasets
     except ImportError:
-        raise DataNotFoundError(f"{what} not found locally; {where}, or install clirbench[hub] to read {hub}") from None
+        raise DataNotFoundError(f"{what} not found locally; {local_help}, or install clirbench[hub] "
+                                f"to read {repo}") from None
     try:
-        return datasets.load_dataset(hub, config, split=split, revision=card.source.get("hub_revision"))
+        return datasets.load_dataset(repo, config, split=split, revision=revision)
     except Exception as exc:  # any hub/network failure becomes one line
-        raise DataNotFoundError(f"{what} not found locally and the hub failed ({type(exc).__name__}); {where}") from None
+        raise DataNotFoundError(f"{what} not found locally and the hub failed ({type(exc).__name__}); "
+                                f"{local_help}") from None
+
+
+def hub_rows(card: TaskCard, config: str, split: str, what: str) -> Iterable[Mapping[str, Any]]:
+    """Rows of ``config``/``split`` of the card's hub data set, or a one-line DataNotFoundError."""
+    where = (f"pass --data-dir with {files_hint(card)} files or set $CLIRBENCH_DATA_DIR "
+             f"(files in $CLIRBENCH_DATA_DIR/{card.id}/)")
+    if not card.source.get("hub"):
+        raise DataNotFoundError(f"{what} not found locally; {where}")
+    return load_hub_split(card.source["hub"], config, split, card.source.get("hub_revision"), what, where)
 
 
 def check_counts(card: TaskCard, what: str, lang: str, counts: Mapping[str, int]) -> None:

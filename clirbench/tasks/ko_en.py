@@ -26,8 +26,9 @@ from typing import Iterable, Mapping
 
 from ..collection import Pool, Text
 from ..errors import DataNotFoundError, MalformedDataError, UnknownNameError
-from .beir_format import (check_qrels, check_scenarios, hub_rows, no_options, parse_lang_list,
-                          qrels_path, read_corpus, read_qrels, read_queries, sha256_file)
+from .hub import load_hub_split, sha256_file
+from .beir_format import (check_qrels, check_scenarios, no_options, parse_lang_list,
+                          qrels_path, read_corpus, read_qrels, read_queries)
 from .cards import TaskCard
 
 __all__ = ["pools", "locate", "summary_table", "table_rows", "SUBSETS", "DIRECTIONS"]
@@ -85,7 +86,7 @@ def _belebele_pools(root: Path | None) -> list[Pool]:
 
 def _hub_side(card: TaskCard) -> tuple[tuple[Text, ...], tuple[Text, ...], dict[str, dict[str, int]]]:
     repo, rev = card.source["strategyqa_hub"], card.source.get("strategyqa_hub_revision")
-    rows = lambda config, split: hub_rows(repo, config, split, rev, "ko-en strategyqa (Korean)", _HELP)
+    rows = lambda config, split: load_hub_split(repo, config, split, rev, "ko-en strategyqa (Korean)", _HELP)
     docs = tuple(Text(str(r["_id"]), f"{r.get('title') or ''} {r['text']}".strip(), "ko")
                  for r in rows("corpus", "corpus"))
     queries = tuple(Text(str(r["_id"]), r["text"].strip(), "ko") for r in rows("queries", "queries"))

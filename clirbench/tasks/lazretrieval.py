@@ -22,7 +22,8 @@ from typing import Iterable, Iterator, Mapping
 
 from ..collection import Pool, Text
 from ..errors import DataNotFoundError, MalformedDataError, UnknownNameError
-from .beir_format import check_scenarios, no_options, parse_lang_list, sha256_file
+from .hub import sha256_file
+from .beir_format import check_scenarios, no_options, parse_lang_list
 from .cards import TaskCard
 
 __all__ = ["pools", "locate", "read_records", "summary_table", "LOCALES", "FILES"]
