@@ -34,6 +34,20 @@ def space_key(model_id: str, revision: str, prompt: str, role: str) -> str:
     return hashlib.sha256(json.dumps([model_id, revision, prompt, role]).encode()).hexdigest()[:16]
 
 
+def distinct_rows(texts: Sequence[str]) -> tuple[list[str], np.ndarray]:
+    """The distinct texts in first-seen order, and for each input text its row among them."""
+    position: dict[str, int] = {}
+    distinct: list[str] = []
+    rows = np.empty(len(texts), dtype=np.int64)
+    for i, t in enumerate(texts):
+        j = position.get(t)
+        if j is None:
+            j = position[t] = len(distinct)
+            distinct.append(t)
+        rows[i] = j
+    return distinct, rows
+
+
 def _digest(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
 
@@ -188,15 +202,7 @@ class EmbeddingCache:
         if role not in ("query", "document"):
             raise ValueError(f"role must be 'query' or 'document', not {role!r}")
         space = self._space(encoder, role)
-        position: dict[str, int] = {}
-        distinct: list[str] = []
-        rows_of_text = np.empty(len(texts), dtype=np.int64)
-        for i, t in enumerate(texts):
-            j = position.get(t)
-            if j is None:
-                j = position[t] = len(distinct)
-                distinct.append(t)
-            rows_of_text[i] = j
+        distinct, rows_of_text = distinct_rows(texts)
         keys = [_digest(t) for t in distinct]
 
         todo = [i for i, k in enumerate(keys) if k not in space.memo]

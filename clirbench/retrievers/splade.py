@@ -26,6 +26,7 @@ import numpy as np
 from ..atomic import write_bytes_atomic
 from ..collection import Text
 from ..errors import ClirbenchError
+from .cache import _digest, distinct_rows
 from .encoders import _batches, _locate, _saved_prompts
 
 __all__ = ["SparseEncoderModel", "SparseVectorCache", "SpladeRetriever", "from_spec"]
@@ -184,10 +185,6 @@ def _max_positions(model) -> int | None:
 # ----------------------------------------------------------------------------------------- cache
 
 
-def _digest(text: str) -> bytes:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
-
-
 class _Space:
     """Sparse vectors of one (model, revision, prompt, role, settings): memory memo + shard folder."""
 
@@ -328,15 +325,7 @@ class SparseVectorCache:
         if role not in ("query", "document"):
             raise ValueError(f"role must be 'query' or 'document', not {role!r}")
         space = self._space(encoder, role)
-        position: dict[str, int] = {}
-        distinct: list[str] = []
-        rows = np.empty(len(texts), dtype=np.int64)
-        for i, t in enumerate(texts):
-            j = position.get(t)
-            if j is None:
-                j = position[t] = len(distinct)
-                distinct.append(t)
-            rows[i] = j
+        distinct, rows = distinct_rows(texts)
         keys = [_digest(t) for t in distinct]
         todo = [i for i, k in enumerate(keys) if k not in space.memo]
         if todo:
