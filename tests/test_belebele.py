@@ -221,7 +221,7 @@ def test_not_json(tmp_path, fixture_task):
     write_fixture(tmp_path)
     with open(tmp_path / "data" / "kor_Hang.jsonl", "a", encoding="utf-8") as f:
         f.write("\n{broken\n")
-    with pytest.raises(MalformedDataError, match=r"kor_Hang\.jsonl:13: not a JSON line"):
+    with pytest.raises(MalformedDataError, match=r"kor_Hang\.jsonl:13: not valid JSON"):
         fixture_task.load(VARIANTS, data_dir=tmp_path)
 
 

@@ -98,8 +98,8 @@ def test_tsv_equals_jsonl(tmp_path):
 
 
 @pytest.mark.parametrize("line,message", [
-    ("{not json", r"bad\.jsonl:2: not a JSON line"),
-    ('["a list"]', r'bad\.jsonl:2: expected an object with "item" and "passages"'),
+    ("{not json", r"bad\.jsonl:2: not valid JSON"),
+    ('["a list"]', r'bad\.jsonl:2: expected a JSON object, got list'),
     ('{"item": "p9", "passages": {"en": "x"}}', r"bad\.jsonl:2: passages lacks fr \(every item needs en, fr\)"),
     ('{"item": "p9", "passages": {"en": "x", "fr": "y", "de": "z"}}', r"bad\.jsonl:2: passages has extra de"),
     ('{"item": "p1", "passages": {"en": "x", "fr": "y"}}', r"bad\.jsonl:2: item 'p1' appears twice"),

@@ -8,7 +8,6 @@ convention of BEIR's and MTEB's dense evaluation) when it has a title.
 """
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from types import MappingProxyType
@@ -16,6 +15,7 @@ from typing import Iterable, Iterator, Mapping, Sequence
 
 from ..collection import Pool, Text
 from ..errors import DataNotFoundError, MalformedDataError, UnknownNameError
+from ..jsonl import json_objects
 from ..scenarios import RETRIEVAL
 
 __all__ = [
@@ -26,29 +26,6 @@ __all__ = [
 
 UNDETERMINED = "und"  # BCP-47 tag for a record with no ``lang`` and no default
 _QRELS_HEADER = ("query-id", "corpus-id", "score")
-
-
-def _json_lines(path: Path) -> Iterator[tuple[int, dict]]:
-    """(line number, object) for each non-blank line of a JSON Lines file."""
-    try:
-        handle = open(path, encoding="utf-8")
-    except FileNotFoundError:
-        raise DataNotFoundError(f"{path}: no such file") from None
-    with handle:
-        lineno = 0
-        try:
-            for lineno, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise MalformedDataError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
-                if not isinstance(obj, dict):
-                    raise MalformedDataError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
-                yield lineno, obj
-        except UnicodeDecodeError:
-            raise MalformedDataError(f"{path}:{lineno + 1}: not valid UTF-8") from None
 
 
 def _field(obj: dict, key: str, path: Path, lineno: int, required: bool = True, kinds=(str,)) -> object:
@@ -64,7 +41,7 @@ def _field(obj: dict, key: str, path: Path, lineno: int, required: bool = True, 
 
 def _records(path: Path, fixed: Sequence[str], default_lang: str | None, role: str) -> Iterator[Text]:
     seen: set[str] = set()
-    for lineno, obj in _json_lines(path):
+    for lineno, obj in json_objects(path):
         rid = str(_field(obj, "_id", path, lineno, kinds=(str, int)))
         if not rid:
             raise MalformedDataError(f"{path}:{lineno}: empty _id")

@@ -6,7 +6,6 @@ Items are keyed by a hash of the passage's ``link`` (``b<10 hex>``), questions b
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping, Sequence
@@ -14,6 +13,7 @@ from typing import Any, Mapping, Sequence
 from ..collection import ParallelCollection, Text
 from ..errors import MalformedDataError, UnknownNameError
 from .cards import TaskCard
+from ..jsonl import json_objects
 from .hub import check_counts, find_local_dir, hub_rows, require_file, sha256_file, source_record
 
 FIELDS = ("link", "question_number", "flores_passage", "question", "mc_answer1", "mc_answer2",
@@ -88,22 +88,7 @@ def _parse_row(row: Mapping[str, Any], where: str) -> dict[str, Any]:
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    rows = []
-    try:
-        with open(path, encoding="utf-8") as f:
-            for n, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise MalformedDataError(f"{path}:{n}: not a JSON line ({exc.msg})") from None
-                if not isinstance(row, dict):
-                    raise MalformedDataError(f"{path}:{n}: expected a JSON object")
-                rows.append(_parse_row(row, f"{path}:{n}"))
-    except UnicodeDecodeError:
-        raise MalformedDataError(f"{path}: not UTF-8 text") from None
-    return rows
+    return [_parse_row(row, f"{path}:{n}") for n, row in json_objects(path)]
 
 
 def _read_hub(card: TaskCard, lang: str) -> list[dict[str, Any]]:

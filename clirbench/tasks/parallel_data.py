@@ -19,7 +19,6 @@ and contain no whitespace or ``/``. The languages are whatever the file has.
 """
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any, Sequence
@@ -28,6 +27,7 @@ from ..collection import ParallelCollection, Text
 from ..errors import DataNotFoundError, MalformedDataError
 from ..scenarios import POOL_MODES, SCENARIOS
 from .cards import TaskCard
+from ..jsonl import json_objects
 from .hub import sha256_file
 
 _LANG = re.compile(r"^[A-Za-z]{2,3}([_-][A-Za-z0-9]+)*$")
@@ -98,15 +98,9 @@ class _Items:
 
 def _read_jsonl(path: Path, lines: list[str]) -> _Items:
     items = _Items()
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
+    for n, record in json_objects(path):
         where = f"{path}:{n}"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise MalformedDataError(f"{where}: not a JSON line ({exc.msg})") from None
-        if not isinstance(record, dict) or "item" not in record or "passages" not in record:
+        if "item" not in record or "passages" not in record:
             raise MalformedDataError(f"{where}: expected an object with \"item\" and \"passages\"")
         extra = set(record) - {"item", "passages", "questions"}
         if extra:
