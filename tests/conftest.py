@@ -5,8 +5,16 @@ import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# Hypothesis keeps caches in ./.hypothesis unless told otherwise: keep them out of the repository.
+os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY",
+                      os.path.join(__import__("tempfile").gettempdir(), "clirbench-hypothesis"))
 
 import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
+
+# No example database: tests write nothing into the repository (.hypothesis/).
+settings.register_profile("clirbench", database=None)
+settings.load_profile("clirbench")
 
 TINY_SENTENCES = [
     "The cat sat on the mat.",
