@@ -276,6 +276,8 @@ def test_env_var_and_missing_variant(tmp_path, monkeypatch, fixture_task):
 def test_hub_path_gives_the_same_collection(monkeypatch, fixture_task):
     import datasets
 
+    monkeypatch.setattr("clirbench.tasks.hub.hub_reachable", lambda timeout=5.0: True)
+
     calls = []
 
     def fake_load_dataset(name, config, split, revision=None):
@@ -292,8 +294,24 @@ def test_hub_path_gives_the_same_collection(monkeypatch, fixture_task):
                           "files_match_card": None}
 
 
+def test_offline_hub_fails_at_once_with_one_line(monkeypatch, fixture_task):
+    import datasets
+
+    def must_not_be_called(*args, **kwargs):
+        raise AssertionError("the hub was asked although HF_HUB_OFFLINE is set")
+
+    monkeypatch.delenv("CLIRBENCH_DATA_DIR", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(datasets, "load_dataset", must_not_be_called)
+    with pytest.raises(DataNotFoundError, match=r"^Belebele not found locally and the hub \(facebook/belebele\) "
+                                                r"is unreachable or HF_HUB_OFFLINE is set; pass --data-dir"):
+        fixture_task.load(["eng_Latn", "kor_Hang"])
+
+
 def test_hub_failure_is_one_line(monkeypatch, fixture_task):
     import datasets
+
+    monkeypatch.setattr("clirbench.tasks.hub.hub_reachable", lambda timeout=5.0: True)
 
     def fail(*args, **kwargs):
         raise ConnectionError("offline")

@@ -88,6 +88,25 @@ def source_record(card: TaskCard, folder: Path | None, hashes: Mapping[str, str]
                                  if comparable else None)}
 
 
+def hub_reachable(timeout: float = 5.0) -> bool:
+    """False when ``HF_HUB_OFFLINE`` is set or the hub's host cannot be reached within ``timeout``.
+
+    Checked first so that an offline machine gets its one-line message at once instead of
+    minutes of retries.
+    """
+    import socket
+    from urllib.parse import urlparse
+
+    if os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE"):
+        return False
+    host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname or "huggingface.co"
+    try:
+        socket.create_connection((host, 443), timeout=timeout).close()
+    except OSError:
+        return False
+    return True
+
+
 def load_hub_split(repo: str, config: str | None, split: str, revision: str | None, what: str,
                    local_help: str) -> Iterable[Mapping[str, Any]]:
     """Rows of one hub split through ``datasets`` (the thin hub path); any failure is one line."""
@@ -96,6 +115,9 @@ def load_hub_split(repo: str, config: str | None, split: str, revision: str | No
     except ImportError:
         raise DataNotFoundError(f"{what} not found locally; {local_help}, or install clirbench[hub] "
                                 f"to read {repo}") from None
+    if not hub_reachable():
+        raise DataNotFoundError(f"{what} not found locally and the hub ({repo}) is unreachable or "
+                                f"HF_HUB_OFFLINE is set; {local_help}")
     try:
         return datasets.load_dataset(repo, config, split=split, revision=revision)
     except Exception as exc:  # any hub/network failure becomes one line
