@@ -81,6 +81,7 @@ FAMILIES: dict[str, Family] = {
     "psq": Family("psq:<table>", "clirbench.retrievers.psq:from_spec"),
     "colbert": Family("colbert:<model>", "clirbench.retrievers.colbert:from_spec"),
     "fusion": Family("fusion:rrf(A,B)", "clirbench.retrievers.fusion:from_spec"),
+    "mteb": Family("mteb:<model>", "clirbench.retrievers.mteb_model:from_spec"),
 }
 
 

@@ -1,0 +1,47 @@
+"""MTEB plugin: clirbench pools as MTEB retrieval tasks, MTEB results as clirbench records.
+
+``import clirbench.mteb`` is cheap; mteb loads when a function here is called::
+
+    import mteb, clirbench.mteb
+    tasks = clirbench.mteb.get_tasks(["xquad"], langs="en,zh", scenarios="multi")
+    res = mteb.evaluate(model, tasks=tasks, cache=mteb.ResultCache("mteb-cache"))
+    paths = clirbench.mteb.to_results(res, "results", tasks=tasks)
+
+MTEB's models as clirbench retrievers: the ``mteb:<model>`` family (``clirbench.retrievers.mteb_model``).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+__all__ = ["get_tasks", "to_results", "score_key"]
+
+
+def get_tasks(tasks: str | Sequence[str], langs=None, scenarios="all", query_langs=None,
+              pool_mode: str = "unique", data_dir=None, measures: Sequence[str] | None = None,
+              **task_options) -> list:
+    """One MTEB task per (clirbench task, subset, scenario, pool mode); one MTEB subset per pool.
+
+    Arguments are those of ``clirbench run``. ``measures`` (default: clirbench's defaults) are
+    added to MTEB's scores under ``score_key`` names (``max_at_r``, ``complete_at_10``, ...).
+    """
+    from .tasks import get_tasks as _get
+
+    return _get(tasks, langs=langs, scenarios=scenarios, query_langs=query_langs, pool_mode=pool_mode,
+                data_dir=data_dir, measures=measures, **task_options)
+
+
+def to_results(mteb_result, output_dir, *, tasks: Sequence | None = None, data_dir=None,
+               resamples: int = 1000, seed: int = 42, overwrite: bool = False) -> list[Path]:
+    """Write one clirbench result record (+ per-query table) per pool that MTEB evaluated."""
+    from .convert import to_results as _to
+
+    return _to(mteb_result, output_dir, tasks=tasks, data_dir=data_dir, resamples=resamples, seed=seed,
+               overwrite=overwrite)
+
+
+def score_key(measure) -> str:
+    """The MTEB score name of a clirbench measure: ``MaxR`` -> ``max_at_r``, ``nDCG@10`` -> ``clirbench_ndcg_at_10``."""
+    from .names import score_key as _key
+
+    return _key(measure)

