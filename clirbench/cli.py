@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from .cli_leaderboard import add_leaderboard_parser, cmd_leaderboard
 from .cli_psq import add_psq_parser, cmd_psq
 
 EXIT_USAGE = 2
@@ -62,6 +63,7 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", default=None, help="write the JSON here (atomically) as well as to stdout")
 
     add_psq_parser(sub)
+    add_leaderboard_parser(sub)
 
     p = sub.add_parser("compare", help="paired comparison of two results on the same pool")
     p.add_argument("a")
@@ -272,7 +274,7 @@ def cmd_compare(args) -> int:
     return 0
 
 
-COMMANDS = {"psq": cmd_psq, "tasks": cmd_tasks, "validate": cmd_validate, "run": cmd_run, "evaluate": cmd_evaluate, "compare": cmd_compare}
+COMMANDS = {"leaderboard": cmd_leaderboard, "psq": cmd_psq, "tasks": cmd_tasks, "validate": cmd_validate, "run": cmd_run, "evaluate": cmd_evaluate, "compare": cmd_compare}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

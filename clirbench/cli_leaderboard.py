@@ -1,0 +1,55 @@
+"""``clirbench leaderboard build | submit | show | html``: leaderboards from result files."""
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["add_leaderboard_parser", "cmd_leaderboard"]
+
+
+def add_leaderboard_parser(subparsers) -> argparse.ArgumentParser:
+    """Add ``leaderboard`` (build, submit, show, html) to the ``clirbench`` subparsers; returns its parser."""
+    p = subparsers.add_parser("leaderboard", help="build, submit to, show and render leaderboards/<task>.json")
+    sub = p.add_subparsers(dest="leaderboard_command", parser_class=type(p))
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--dir", default="leaderboards", help="leaderboard folder (default: leaderboards)")
+    for name, helptext, arg, meta in (
+            ("build", "validate and merge every result file under RESULTS_DIR", "results_dir", "RESULTS_DIR"),
+            ("submit", "validate one result file (and its per-query table) and merge it", "result", "RESULT.json")):
+        s = sub.add_parser(name, help=helptext, parents=[common])
+        s.add_argument(arg, metavar=meta)
+        s.add_argument("--data-dir", default=None,
+                       help="the task's local data, to check qrels of pools the leaderboard does not list yet")
+        s.add_argument("--command", default=None, help="the command that produced the results (kept as provenance)")
+        s.add_argument("--replace", action="store_true",
+                       help="replace a system already listed with another model revision or prompts")
+    s = sub.add_parser("show", help="print the ranked tables of a task", parents=[common])
+    s.add_argument("task")
+    s.add_argument("--scenario", default=None)
+    s.add_argument("--measure", default=None)
+    s = sub.add_parser("html", help="write one self-contained HTML page per leaderboard", parents=[common])
+    s.add_argument("--out", required=True, help="output folder (index.html and <task>.html)")
+    s.add_argument("--task", action="append", default=None, help="only this task (repeatable)")
+    p.set_defaults(handler=cmd_leaderboard)
+    return p
+
+
+def cmd_leaderboard(args) -> int:
+    """Handler: returns the exit code; user errors raise ClirbenchError (one line, exit 2, in cli.py)."""
+    from .errors import ClirbenchError
+    from . import leaderboard as lb
+
+    command = getattr(args, "leaderboard_command", None)
+    if command == "build":
+        for path, count in lb.build(args.results_dir, args.dir, args.data_dir, args.command, args.replace).items():
+            print(f"{path}: {count} results merged")
+    elif command == "submit":
+        path, sub = lb.submit(args.result, args.dir, args.data_dir, args.command, args.replace)
+        print(f"{path}: {sub.system} on {sub.pool_id} merged")
+    elif command == "show":
+        print(lb.show(args.task, args.dir, args.scenario, args.measure))
+    elif command == "html":
+        for page in lb.html(args.out, args.dir, args.task):
+            print(page)
+    else:
+        raise ClirbenchError("clirbench leaderboard: expected a subcommand: build, submit, show or html")
+    return 0

@@ -1,0 +1,56 @@
+"""Leaderboards: ``leaderboards/<task>.json`` built from result files, ranked with significance
+groups, rendered to a static HTML page (schema: ``leaderboards/SCHEMA.md``)."""
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+from .significance import Board, boards, gaps
+from .store import SCHEMA_VERSION, load, path_for
+from .submit import build, submit, validate_result
+
+__all__ = ["SCHEMA_VERSION", "build", "submit", "validate_result", "show", "format_boards", "html", "load",
+           "boards", "gaps", "Board", "path_for"]
+
+
+def _num(x: float) -> str:
+    if math.isnan(x):
+        return "–"
+    return f"{x:.4f}" if abs(x) < 10 else f"{x:.2f}"
+
+
+def format_boards(items: list[Board]) -> str:
+    """Plain-text ranked tables, one per board (group letters: same letter = not significantly apart)."""
+    blocks = []
+    for board in items:
+        arrow = "higher is better" if board.higher_is_better else "lower is better"
+        table = [("rank", "group", "system", board.measure, "95% CI", "pools")]
+        for r in board.rows:
+            table.append((str(r.rank) if r.rank else "-", r.group or "-", r.system, _num(r.value),
+                          f"[{_num(r.ci_low)}, {_num(r.ci_high)}]" if r.rank else "(incomplete)",
+                          f"{r.pools}/{len(board.pools)}"))
+        widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+        lines = ["  ".join(c.ljust(w) if i in (1, 2) else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
+                 for row in table]
+        blocks.append(f"{board.title} ({arrow}, macro mean over {len(board.pools)} pools)\n" + "\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def show(task: str, leaderboard_dir: str | os.PathLike = "leaderboards", scenario: str | None = None,
+         measure: str | None = None) -> str:
+    """The ranked tables of ``<leaderboard_dir>/<task>.json`` as text."""
+    data = load(path_for(task, leaderboard_dir))
+    items = [b for b in boards(data) if (scenario is None or b.scenario == scenario)
+             and (measure is None or b.measure == measure)]
+    if not items:
+        return f"{task}: no ranked results" + (" for that scenario/measure" if scenario or measure else "")
+    return format_boards(items)
+
+
+def html(out_dir: str | os.PathLike, leaderboard_dir: str | os.PathLike = "leaderboards",
+         tasks: list[str] | None = None) -> list[Path]:
+    """Write ``<out_dir>/<task>.html`` for each leaderboard (and ``index.html``); returns the paths."""
+    from .html import write_site
+
+    return write_site(out_dir, leaderboard_dir, tasks)

@@ -1,0 +1,217 @@
+"""Ranked boards with significance groups, and query-language gaps, from a leaderboard's vectors.
+
+A *board* is one (subset, scenario, pool mode, measure). A system's score on it is the macro
+mean over the board's pools of its per-pool mean. Its interval is a percentile bootstrap in which
+each pool's queries are resampled, the same indices for every system (paired); pools with the
+same query ids (parallel data) share their indices, so a question is one unit across languages.
+
+Groups, as in the CLIRudit paper's appendix tables: systems sorted best first; the best starts
+group ``a``; each next system stays in the current group while the paired-bootstrap interval of
+its difference with the group's leader contains 0, else it leads a new group.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+
+from . import store
+
+__all__ = ["Row", "Board", "boards", "gaps", "group_letter"]
+
+
+@dataclass(frozen=True)
+class Row:
+    system: str
+    value: float
+    ci_low: float
+    ci_high: float
+    rank: int | None      # None: the system lacks some of the board's pools (not ranked)
+    group: str            # "a", "b", ...; "" when not ranked
+    pools: int
+
+
+@dataclass(frozen=True)
+class Board:
+    subset: str
+    scenario: str
+    pool_mode: str
+    measure: str
+    higher_is_better: bool
+    pools: tuple[str, ...]
+    rows: tuple[Row, ...]
+
+    @property
+    def title(self) -> str:
+        head = f"{self.subset}/" if self.subset else ""
+        mode = "" if self.pool_mode == "unique" else f" ({self.pool_mode})"
+        return f"{head}{self.scenario}{mode} · {self.measure}"
+
+
+def group_letter(i: int) -> str:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    return letters[i] if i < 26 else letters[i // 26 - 1] + letters[i % 26]
+
+
+def _vector(leaderboard: Mapping, system: str, pid: str, measure: str) -> np.ndarray | None:
+    res = leaderboard["systems"][system]["results"].get(pid)
+    if res is None:
+        return None
+    text = res["per_query"].get("measures", {}).get(measure)
+    if text is None:
+        return None
+    n = leaderboard["pools"][pid]["num_queries"]
+    return store.decode_vector(text, n, f"{system} {pid} {measure}")
+
+
+def _seed(base: int, ids_hash: str) -> int:
+    return (int(base) ^ int(ids_hash[:12], 16)) & (2**63 - 1)
+
+
+_COUNTS: dict[tuple[int, int, int], np.ndarray] = {}
+_MAX_CACHED = 1 << 24  # numbers in one cached (resamples × queries) count matrix
+
+
+def _counts(n: int, resamples: int, seed: int) -> np.ndarray:
+    """How often each query is drawn in each resample: the draws of ``stats.bootstrap_means``."""
+    key = (n, resamples, seed)
+    if key not in _COUNTS:
+        rng = np.random.default_rng(seed)
+        counts = np.empty((resamples, n))
+        for row in range(resamples):
+            counts[row] = np.bincount(rng.integers(0, n, size=n), minlength=n)
+        if len(_COUNTS) > 8:
+            _COUNTS.clear()
+        _COUNTS[key] = counts
+    return _COUNTS[key]
+
+
+def _boot(cols: np.ndarray, resamples: int, seed: int) -> np.ndarray:
+    from ..stats import _quiet, bootstrap_means
+
+    n = cols.shape[0]
+    if n * resamples > _MAX_CACHED:
+        return bootstrap_means(cols, resamples, seed)
+    counts = _counts(n, resamples, seed)
+    defined = ~np.isnan(cols)
+    with _quiet():
+        return (counts @ np.where(defined, cols, 0.0)) / (counts @ defined.astype(np.float64))
+
+
+def _macro(leaderboard: Mapping, systems: list[str], pids: list[str], measure: str, resamples: int, seed: int):
+    from ..stats import _quiet
+
+    point = np.zeros(len(systems))
+    boots = np.zeros((resamples, len(systems)))
+    for pid in pids:
+        cols = np.stack([_vector(leaderboard, s, pid, measure) for s in systems], axis=1)
+        with _quiet():
+            point += np.nanmean(cols, axis=0)
+        boots += _boot(cols, resamples, _seed(seed, leaderboard["pools"][pid]["query_ids_sha256"]))
+    return point / len(pids), boots / len(pids)
+
+
+def _quantiles(x: np.ndarray, confidence: float) -> tuple:
+    from ..stats import _percentiles
+
+    return _percentiles(x, confidence)
+
+
+def _rank(board_systems: list[str], point: np.ndarray, boots: np.ndarray, higher: bool, confidence: float):
+    sign = 1.0 if higher else -1.0
+    order = sorted(range(len(board_systems)), key=lambda j: (-sign * point[j], board_systems[j]))
+    groups, leader, g = {}, None, -1
+    for j in order:
+        if leader is not None:
+            lo, hi = _quantiles(sign * (boots[:, leader] - boots[:, j]), confidence)
+            same = not (lo > 0 or hi < 0) or (math.isnan(lo) and math.isnan(hi))
+        else:
+            same = False
+        if not same:
+            leader, g = j, g + 1
+        groups[j] = group_letter(g)
+    return order, groups
+
+
+def boards(leaderboard: Mapping, measures: Mapping[str, list[str]] | None = None) -> list[Board]:
+    """Every board of the leaderboard: one per (subset, scenario, pool mode) and ranking measure.
+
+    Ranking measures are those with per-query vectors stored (the task card's main measures
+    that have a per-query column), unless ``measures`` maps scenarios to other names.
+    """
+    from ..measures import parse
+
+    sig = leaderboard["significance"]
+    resamples, seed, confidence = sig["resamples"], sig["seed"], sig["confidence"]
+    groups: dict[tuple, list[str]] = {}
+    for pid, pool in leaderboard["pools"].items():
+        groups.setdefault((pool["subset"], pool["scenario"], pool["pool_mode"]), []).append(pid)
+    out = []
+    for (subset, scenario, mode), pids in sorted(groups.items()):
+        pids = sorted(pids)
+        names: list[str] = []
+        for system in leaderboard["systems"].values():
+            for pid in pids:
+                for m in system["results"].get(pid, {}).get("per_query", {}).get("measures", {}):
+                    if m not in names:
+                        names.append(m)
+        if measures and scenario in measures:
+            names = [m for m in measures[scenario] if m in names]
+        for measure in names:
+            complete = [s for s, sysd in sorted(leaderboard["systems"].items())
+                        if all(measure in sysd["results"].get(p, {}).get("per_query", {}).get("measures", {})
+                               for p in pids)]
+            higher = parse(measure).higher_is_better
+            rows = []
+            if complete:
+                point, boots = _macro(leaderboard, complete, pids, measure, resamples, seed)
+                low, high = _quantiles(boots, confidence)
+                order, letters = _rank(complete, point, boots, higher, confidence)
+                for rank, j in enumerate(order, start=1):
+                    rows.append(Row(complete[j], float(point[j]), float(low[j]), float(high[j]), rank,
+                                    letters[j], len(pids)))
+            for s, sysd in sorted(leaderboard["systems"].items()):
+                if s in complete:
+                    continue
+                have = [p for p in pids if p in sysd["results"] and measure in sysd["results"][p]["measures"]]
+                if have:
+                    vals = [sysd["results"][p]["measures"][measure]["value"] for p in have]
+                    vals = [v for v in vals if v is not None]
+                    mean = float(np.mean(vals)) if vals else math.nan
+                    rows.append(Row(s, mean, math.nan, math.nan, None, "", len(have)))
+            if rows:
+                out.append(Board(subset, scenario, mode, measure, higher, tuple(pids), tuple(rows)))
+    return out
+
+
+def gaps(leaderboard: Mapping, scenario: str, measure: str, subset: str = "", pool_mode: str = "unique"
+         ) -> dict[str, dict[str, float]]:
+    """Query-language gap per system and bilingual pool ``L1-L2``: mean with queries in L2 minus in L1.
+
+    Paired by question (both pools must have the same query ids); pairs without both are left out.
+    """
+    out: dict[str, dict[str, float]] = {}
+    pools = leaderboard["pools"]
+    for system in sorted(leaderboard["systems"]):
+        row = {}
+        for pid, pool in sorted(pools.items()):
+            langs = pool["doc_langs"]
+            if (pool["scenario"], pool["subset"], pool["pool_mode"]) != (scenario, subset, pool_mode) \
+                    or len(langs) != 2 or pool["query_lang"] != langs[0]:
+                continue
+            other = store.pool_id(subset, scenario, pool_mode, langs, langs[1])
+            if other not in pools or pools[other]["query_ids_sha256"] != pool["query_ids_sha256"]:
+                continue
+            v1 = _vector(leaderboard, system, pid, measure)
+            v2 = _vector(leaderboard, system, other, measure)
+            if v1 is None or v2 is None:
+                continue
+            d = v2 - v1
+            d = d[~np.isnan(d)]
+            if d.size:
+                row["-".join(langs)] = float(d.mean())
+        if row:
+            out[system] = row
+    return out

@@ -1,0 +1,270 @@
+"""The leaderboard file ``leaderboards/<task>.json`` (schema in ``leaderboards/SCHEMA.md``).
+
+Reading is strict and bounded: a size cap before parsing, plain ``json`` with duplicate keys,
+``NaN``/``Infinity`` and deep nesting refused, every string checked by :func:`check_text`.
+Nothing in a file is executed, imported or evaluated.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import unicodedata
+import zlib
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..atomic import write_text_atomic
+from ..errors import ClirbenchError, DataNotFoundError, MalformedDataError
+
+__all__ = [
+    "FORMAT", "SCHEMA_VERSION", "MAX_LEADERBOARD_BYTES", "MAX_TEXT", "check_text", "check_strings",
+    "strict_json", "encode_vector", "decode_vector", "empty", "load", "save", "dumps", "path_for",
+    "pool_id",
+]
+
+FORMAT = "clirbench-leaderboard"
+SCHEMA_VERSION = 1
+MAX_LEADERBOARD_BYTES = 32 << 20
+MAX_TEXT = 300          # characters in a name, spec, id, language, group
+MAX_LONG_TEXT = 2000    # characters in a prompt or a command
+MAX_DEPTH = 8
+VECTOR_ENCODING = "f32le-zlib-base64"
+
+# '<', '>' and '&' would be markup, backticks and quotes are kept out of names too; control
+# and bidirectional-override characters could hide or reorder text on a terminal or page.
+_MARKUP = re.compile(r"[<>&`\"\\]")
+_BIDI = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
+_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+_LONG_KEYS = {"query", "document", "command", "commands", "note", "notes", "source", "definition"}
+
+
+def _show(text: str, limit: int = 60) -> str:
+    """Harmless one-line rendering of an untrusted string for an error message."""
+    shown = ascii(text[:limit]).replace("<", "\\x3c").replace(">", "\\x3e").replace("&", "\\x26")
+    return shown + ("…" if len(text) > limit else "")
+
+
+def check_text(value: Any, where: str, long: bool = False) -> str:
+    """``value`` if it is a safe string for a leaderboard, else a one-line ClirbenchError."""
+    if not isinstance(value, str):
+        raise ClirbenchError(f"{where}: expected a string, got {type(value).__name__}")
+    limit = MAX_LONG_TEXT if long else MAX_TEXT
+    if len(value) > limit:
+        raise ClirbenchError(f"{where}: string of {len(value)} characters, at most {limit} allowed")
+    bad_char = any(unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co") or c in _BIDI for c in value)
+    # prompts and commands may hold quotes and backslashes; never markup or control characters
+    markup = re.search(r"[<>&`]", value) if long else _MARKUP.search(value)
+    if bad_char or markup:
+        raise ClirbenchError(f"{where}: refusing a string with markup or control characters: {_show(value)}")
+    return value
+
+
+def check_strings(value: Any, where: str, depth: int = 0) -> Any:
+    """Check every key and string inside a JSON value (recursively, bounded depth)."""
+    if depth > MAX_DEPTH:
+        raise ClirbenchError(f"{where}: nested deeper than {MAX_DEPTH} levels")
+    if isinstance(value, str):
+        if ".per_query.measures." in where:  # an encoded vector: base64 only
+            if len(value) > MAX_LEADERBOARD_BYTES or not _BASE64.fullmatch(value):
+                raise ClirbenchError(f"{where}: not a base64 vector")
+            return value
+        return check_text(value, where, long=where.rsplit(".", 1)[-1].split("[")[0] in _LONG_KEYS)
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            check_text(key, f"{where} key")
+            check_strings(item, f"{where}.{key}", depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            check_strings(item, f"{where}[{i}]", depth + 1)
+    elif not (value is None or isinstance(value, (bool, int, float))):
+        raise ClirbenchError(f"{where}: unexpected value of type {type(value).__name__}")
+    return value
+
+
+def _no_duplicates(pairs: list) -> dict:
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {_show(key)}")
+        out[key] = value
+    return out
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def strict_json(path: str | os.PathLike, max_bytes: int, what: str) -> Any:
+    """Parse a JSON file of at most ``max_bytes``: no NaN/Infinity, no duplicate keys."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise DataNotFoundError(f"{path}: no such {what}") from None
+    except OSError as exc:
+        raise MalformedDataError(f"{path}: cannot read {what}: {' '.join(str(exc).split())}") from None
+    if size > max_bytes:
+        raise ClirbenchError(f"{path}: {what} of {size} bytes is over the {max_bytes}-byte limit")
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(max_bytes + 1)
+        if len(raw) > max_bytes:
+            raise ClirbenchError(f"{path}: {what} is over the {max_bytes}-byte limit")
+        return json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+    except RecursionError:
+        raise MalformedDataError(f"{path}: {what} is nested too deeply") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise MalformedDataError(f"{path}: malformed {what}: {' '.join(str(exc).split())[:200]}") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# per-query vectors
+
+
+def encode_vector(values: np.ndarray) -> str:
+    """float32 little-endian, zlib, base64 (NaN kept)."""
+    raw = np.asarray(values, dtype="<f4").tobytes()
+    return base64.b64encode(zlib.compress(raw, 9)).decode("ascii")
+
+
+def decode_vector(text: str, n: int, where: str) -> np.ndarray:
+    """Inverse of :func:`encode_vector`; ``n`` values expected (bounded decompression)."""
+    try:
+        raw = base64.b64decode(text.encode("ascii"), validate=True)
+        inflater = zlib.decompressobj()
+        data = inflater.decompress(raw, 4 * n + 1)
+        if len(data) != 4 * n or inflater.unconsumed_tail or not inflater.eof:
+            raise ValueError(f"expected {n} float32 values")
+    except (ValueError, zlib.error, UnicodeEncodeError) as exc:
+        raise MalformedDataError(f"{where}: bad per-query vector ({' '.join(str(exc).split())})") from None
+    out = np.frombuffer(data, dtype="<f4").astype(np.float64)
+    if np.isinf(out).any():
+        raise MalformedDataError(f"{where}: per-query vector holds infinite values")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the file
+
+
+def pool_id(subset: str, scenario: str, pool_mode: str, doc_langs, query_lang: str) -> str:
+    """``[subset/]scenario[+mode]/L1-L2/q-Lq``, the pool's name without the task."""
+    mode = "" if pool_mode == "unique" else f"+{pool_mode}"
+    head = f"{subset}/" if subset else ""
+    return f"{head}{scenario}{mode}/{'-'.join(doc_langs)}/q-{query_lang}"
+
+
+def path_for(task: str, leaderboard_dir: str | os.PathLike = "leaderboards") -> Path:
+    check_text(task, "task")
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", task):
+        raise ClirbenchError(f"task id {_show(task)} cannot name a leaderboard file")
+    return Path(leaderboard_dir) / f"{task}.json"
+
+
+def empty(task: str) -> dict:
+    """A new leaderboard: the task card's dataset identity, no pools, no systems."""
+    from ..tasks import get_task
+
+    card = get_task(task).card
+    return {
+        "format": FORMAT,
+        "schema_version": SCHEMA_VERSION,
+        "task": card.id,
+        "dataset": {"source": card.source.get("hub") or card.id,
+                    "revision": card.source.get("hub_revision"),
+                    "files_sha256": dict(card.files_sha256) or None},
+        "significance": {"method": "paired bootstrap, queries resampled within each pool, macro mean over pools",
+                         "resamples": 1000, "seed": 42, "confidence": 0.95},
+        "pools": {},
+        "systems": {},
+    }
+
+
+def _need(data: Mapping, key: str, types: tuple, where: str) -> Any:
+    if key not in data:
+        raise MalformedDataError(f"{where}: missing key {key}")
+    value = data[key]
+    if isinstance(value, bool) and bool not in types or not isinstance(value, types):
+        raise MalformedDataError(f"{where}.{key}: wrong type {type(value).__name__}")
+    return value
+
+
+def validate(data: Any, where: str = "leaderboard") -> dict:
+    """Check a parsed leaderboard's structure and strings; returns it."""
+    if not isinstance(data, dict):
+        raise MalformedDataError(f"{where}: expected a JSON object")
+    if data.get("format") != FORMAT:
+        raise MalformedDataError(f"{where}: not a clirbench leaderboard (format {_show(str(data.get('format')))})")
+    version = _need(data, "schema_version", (int,), where)
+    if version != SCHEMA_VERSION:
+        raise ClirbenchError(f"{where}: leaderboard schema_version {version}, this clirbench reads {SCHEMA_VERSION}")
+    extra = set(data) - {"format", "schema_version", "task", "dataset", "significance", "pools", "systems", "notes"}
+    if extra:
+        raise MalformedDataError(f"{where}: unknown key(s) {', '.join(sorted(map(_show, extra)))}")
+    check_strings(data, where)
+    _need(data, "task", (str,), where)
+    _need(data, "dataset", (dict,), where)
+    sig = _need(data, "significance", (dict,), where)
+    for key, lo, hi in (("resamples", 10, 100000), ("seed", 0, 2**63 - 1)):
+        v = _need(sig, key, (int,), f"{where}.significance")
+        if not lo <= v <= hi:
+            raise MalformedDataError(f"{where}.significance.{key} out of range")
+    conf = _need(sig, "confidence", (float,), f"{where}.significance")
+    if not 0.5 <= conf < 1.0:
+        raise MalformedDataError(f"{where}.significance.confidence out of range")
+    pools = _need(data, "pools", (dict,), where)
+    for pid, pool in pools.items():
+        w = f"{where}.pools.{pid}"
+        if not isinstance(pool, dict):
+            raise MalformedDataError(f"{w}: expected an object")
+        for key, types in (("subset", (str,)), ("scenario", (str,)), ("pool_mode", (str,)), ("doc_langs", (list,)),
+                           ("query_lang", (str,)), ("pool_size", (int,)), ("num_queries", (int,)),
+                           ("qrels_sha256", (str,)), ("query_ids_sha256", (str,))):
+            _need(pool, key, types, w)
+        if pid != pool_id(pool["subset"], pool["scenario"], pool["pool_mode"], pool["doc_langs"], pool["query_lang"]):
+            raise MalformedDataError(f"{w}: pool id does not match its fields")
+    systems = _need(data, "systems", (dict,), where)
+    for name, system in systems.items():
+        w = f"{where}.systems.{name}"
+        if not isinstance(system, dict):
+            raise MalformedDataError(f"{w}: expected an object")
+        _need(system, "retriever", (dict,), w)
+        results = _need(system, "results", (dict,), w)
+        for pid, res in results.items():
+            if pid not in pools:
+                raise MalformedDataError(f"{w}.results.{pid}: pool not in the leaderboard's pools")
+            measures = _need(res, "measures", (dict,), f"{w}.results.{pid}")
+            for m, mv in measures.items():
+                if not isinstance(mv, dict) or not all(
+                        isinstance(mv.get(k), (int, float, type(None))) and not isinstance(mv.get(k), bool)
+                        for k in ("value", "ci_low", "ci_high")):
+                    raise MalformedDataError(f"{w}.results.{pid}.measures.{m}: expected value, ci_low, ci_high")
+            pq = _need(res, "per_query", (dict,), f"{w}.results.{pid}")
+            if pq and pq.get("encoding") != VECTOR_ENCODING:
+                raise MalformedDataError(f"{w}.results.{pid}.per_query: encoding must be {VECTOR_ENCODING}")
+    return data
+
+
+def load(path: str | os.PathLike) -> dict:
+    """Read and validate a leaderboard file."""
+    return validate(strict_json(path, MAX_LEADERBOARD_BYTES, "leaderboard"), str(path))
+
+
+def dumps(data: Mapping) -> str:
+    """Canonical text: sorted keys, one-space indent (so merges are idempotent byte for byte)."""
+    return json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def save(data: Mapping, path: str | os.PathLike) -> Path:
+    """Validate and write atomically; refuses a file over the size cap."""
+    text = dumps(validate(json.loads(dumps(data)), str(path)))
+    if len(text.encode("utf-8")) > MAX_LEADERBOARD_BYTES:
+        raise ClirbenchError(f"{path}: leaderboard would be over {MAX_LEADERBOARD_BYTES} bytes; not written")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path, text)
+    return path

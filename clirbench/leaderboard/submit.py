@@ -1,0 +1,339 @@
+"""Validate result files against a registered task and merge them into its leaderboard."""
+from __future__ import annotations
+
+import copy
+import functools
+import hashlib
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+from ..errors import ClirbenchError, MalformedDataError, UnknownNameError
+from . import store
+
+__all__ = ["MAX_RESULT_BYTES", "MAX_PER_QUERY_BYTES", "Submission", "validate_result", "merge", "submit", "build",
+           "value_range"]
+
+MAX_RESULT_BYTES = 1 << 20
+MAX_PER_QUERY_BYTES = 32 << 20
+MAX_QUERIES = 200_000
+MAX_GROUPS = 200
+_UNIT = ("nDCG", "AP", "RR", "R", "P", "Success")
+_PERCENT = ("Complete", "MaxR_norm", "MaxR_norm_of_mean", "SameLangFirst")
+_TOL = 1e-6
+
+
+def value_range(measure, pool_size: int) -> tuple[float, float]:
+    """The values a measure can take on a pool of ``pool_size`` documents."""
+    if measure.family in _UNIT:
+        return 0.0, 1.0
+    if measure.family in _PERCENT:
+        return 0.0, 100.0
+    return 0.0, float(max(pool_size, 1))  # MaxR: a rank
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One validated result, ready to merge: its pool, its system and what the leaderboard keeps."""
+
+    path: Path
+    task: str
+    system: str
+    pool_id: str
+    pool: dict
+    retriever: dict
+    record: dict
+    meta: dict
+
+
+def _fail(path, why: str) -> ClirbenchError:
+    return ClirbenchError(f"{path}: {why}")
+
+
+def _parse_measure(name: str, path):
+    from ..measures import parse
+
+    try:
+        measure = parse(name)
+    except ValueError:
+        raise UnknownNameError(f"{path}: unknown measure {store._show(name)}") from None
+    if str(measure) != name:
+        raise UnknownNameError(f"{path}: measure {store._show(name)} is not in canonical form ({measure})")
+    return measure
+
+
+def _ids_hash(ids: Iterable[str]) -> str:
+    return hashlib.sha256("\n".join(ids).encode("utf-8")).hexdigest()
+
+
+def _check_dataset(result, dataset: Mapping, path) -> None:
+    want = dataset.get("files_sha256") or {}
+    have = dict(result.task.files_sha256 or {})
+    if want:
+        if not have:
+            raise _fail(path, "result records no dataset file hashes; the leaderboard requires them")
+        for key, digest in have.items():
+            if key in want and want[key] != digest:
+                raise _fail(path, f"dataset file {store._show(key)} hash {digest[:12]}… does not match the "
+                                  f"registered {want[key][:12]}…")
+        langs = {*result.doc_langs, result.query_lang}
+        missing = sorted(l for l in langs if l in want and l not in have)
+        if missing:
+            raise _fail(path, f"result records no dataset hash for {', '.join(missing)}")
+    revision = dataset.get("revision")
+    if revision is not None and result.task.revision != revision:
+        raise _fail(path, f"dataset revision {store._show(str(result.task.revision))} does not match the "
+                          f"registered {store._show(revision)}")
+
+
+def _expected_qrels(task_obj, result, data_dir) -> str:
+    """Build the same pool from the task's local data and hash its qrels."""
+    card = task_obj.card
+    pid = store.pool_id(result.subset, result.scenario, result.pool_mode, result.doc_langs, result.query_lang)
+    if card.kind != "parallel":
+        raise ClirbenchError(f"pool {pid} is not registered in the {card.id} leaderboard; register it by seeding "
+                             "the leaderboard with `clirbench leaderboard build`")
+    langs = list(dict.fromkeys([*result.doc_langs, result.query_lang]))
+    if len(langs) == 1:
+        langs.append(card.pivot if card.pivot and card.pivot != langs[0]
+                     else next(l for l in card.languages if l != langs[0]))
+    hashes = _pair_hashes(card.id, tuple(langs), result.pool_mode, None if data_dir is None else str(data_dir))
+    key = (result.scenario, tuple(result.doc_langs), result.query_lang)
+    if key not in hashes:
+        raise ClirbenchError(f"{card.id} has no pool {pid}")
+    return hashes[key]
+
+
+@functools.lru_cache(maxsize=64)
+def _pair_hashes(task: str, langs: tuple, pool_mode: str, data_dir: str | None) -> dict:
+    from ..tasks import get_task
+
+    pools = get_task(task).pools(",".join(langs), "all", None, pool_mode, data_dir)
+    return {(p.scenario, tuple(p.doc_langs), p.query_lang): p.qrels_hash() for p in pools}
+
+
+def validate_result(path: str | os.PathLike, leaderboard: Mapping, data_dir=None) -> Submission:
+    """Check one result file (and its per-query table) against ``leaderboard`` and its task.
+
+    One-line ClirbenchError for: a file over the size limits, a schema version this clirbench does
+    not write, another task, a dataset or qrels hash that does not match, an unknown measure, a
+    value out of range, per-query values that do not give the reported means, a hostile string.
+    """
+    from ..results import SCHEMA_VERSION, Result, read_per_query
+    from ..tasks import get_task
+
+    path = Path(path)
+    raw = store.strict_json(path, MAX_RESULT_BYTES, "result file")
+    if not isinstance(raw, dict):
+        raise _fail(path, "expected a JSON object")
+    version = raw.get("schema_version")
+    if version != SCHEMA_VERSION or isinstance(version, bool):
+        raise _fail(path, f"result schema_version {store._show(str(version))}; the leaderboard takes {SCHEMA_VERSION}")
+    store.check_strings(raw, "result")
+    try:
+        result = Result.from_dict(raw)
+    except (ValueError, TypeError) as exc:
+        raise MalformedDataError(f"{path}: malformed result file: {' '.join(str(exc).split())[:200]}") from None
+
+    task = leaderboard["task"]
+    if result.task.id != task:
+        raise _fail(path, f"result is for task {store._show(result.task.id)}, the leaderboard for {task}")
+    if ":" in task:
+        raise _fail(path, "only registered tasks have leaderboards")
+    task_obj = get_task(task)
+    card = task_obj.card
+    _check_dataset(result, leaderboard["dataset"], path)
+    if result.scenario not in (*card.scenarios, "retrieval"):
+        raise _fail(path, f"unknown scenario {store._show(result.scenario)} for {task}")
+    if result.pool_mode not in card.pool_modes:
+        raise _fail(path, f"unknown pool mode {store._show(result.pool_mode)} for {task}")
+    unknown = sorted({*result.doc_langs, result.query_lang} - set(card.languages))
+    if unknown and card.languages:
+        raise _fail(path, f"language(s) {', '.join(map(store._show, unknown))} not in {task}")
+    if not 0 < result.num_queries <= MAX_QUERIES or result.pool_size < 1:
+        raise _fail(path, f"num_queries {result.num_queries} / pool_size {result.pool_size} out of range")
+
+    pid = store.pool_id(result.subset, result.scenario, result.pool_mode, result.doc_langs, result.query_lang)
+    registered = leaderboard["pools"].get(pid)
+    expected = registered["qrels_sha256"] if registered else _expected_qrels(task_obj, result, data_dir)
+    if result.qrels_sha256 != expected:
+        raise _fail(path, f"qrels hash {store._show(result.qrels_sha256[:16])}… does not match pool {pid} "
+                          f"({expected[:16]}…): not the registered relevance judgements")
+
+    measures = {}
+    for name, mv in result.measures.items():
+        measure = _parse_measure(name, path)
+        lo, hi = value_range(measure, result.pool_size)
+        nums = (mv.value, mv.ci_low, mv.ci_high)
+        if any(math.isnan(x) for x in nums):
+            if mv.n != 0:
+                raise _fail(path, f"{name}: missing value over {mv.n} queries")
+        elif not all(lo - _TOL <= x <= hi + _TOL for x in nums) or mv.ci_low > mv.ci_high + _TOL:
+            raise _fail(path, f"{name} value {mv.value!r} [{mv.ci_low!r}, {mv.ci_high!r}] out of range [{lo:g}, {hi:g}]")
+        if mv.n > result.num_queries:
+            raise _fail(path, f"{name}: n={mv.n} is more than the {result.num_queries} queries")
+        measures[name] = mv.to_dict()
+
+    # the per-query table: a plain file name beside the result, bounded, consistent with the means
+    name = result.per_query_file
+    if not name or Path(name).name != name or name.startswith("."):
+        raise _fail(path, f"per_query_file {store._show(name)} must be a file name beside the result")
+    table = path.parent / name
+    if not table.is_file() or table.stat().st_size > MAX_PER_QUERY_BYTES:
+        raise _fail(path, f"per-query table {name} is missing or over {MAX_PER_QUERY_BYTES} bytes")
+    ids, values = read_per_query(table)
+    if len(ids) != result.num_queries:
+        raise _fail(path, f"per-query table has {len(ids)} rows, the result says {result.num_queries} queries")
+    for qid in ids:
+        store.check_text(qid, "query id")
+    order = np.argsort(np.array(ids, dtype=object), kind="stable")
+    sorted_ids = [ids[i] for i in order]
+    ids_hash = _ids_hash(sorted_ids)
+    if registered and registered["query_ids_sha256"] != ids_hash:
+        raise _fail(path, f"query ids do not match pool {pid}")
+    from ..measures import MAIN_MEASURES
+
+    main = [str(m) for m in card.main_measures.get(result.scenario, MAIN_MEASURES.get(result.scenario, ()))]
+    vectors = {}
+    for col, vec in values.items():
+        measure = _parse_measure(col, path)
+        lo, hi = value_range(measure, result.pool_size)
+        finite = vec[~np.isnan(vec)]
+        if np.isinf(vec).any() or (finite.size and (finite.min() < lo - _TOL or finite.max() > hi + _TOL)):
+            raise _fail(path, f"per-query {col} values out of range [{lo:g}, {hi:g}]")
+        reported = result.measures.get(col)
+        if reported is not None and not measure.of_mean and finite.size:
+            mean = float(finite.mean())
+            if not math.isclose(mean, reported.value, rel_tol=1e-6, abs_tol=1e-9):
+                raise _fail(path, f"{col}: per-query mean {mean!r} is not the reported value {reported.value!r}")
+        if col in main:
+            vectors[col] = store.encode_vector(vec[order])
+
+    breakdown = None
+    if result.breakdown is not None:
+        breakdown = _plain(result.breakdown)
+        if sum(len(g) for g in breakdown.values()) > MAX_GROUPS:
+            raise _fail(path, f"breakdown has more than {MAX_GROUPS} groups")
+        for fld, groups in breakdown.items():
+            for group, cell in groups.items():
+                for m in cell:
+                    if m != "n":
+                        _parse_measure(m, path)
+
+    pool = {"subset": result.subset, "scenario": result.scenario, "pool_mode": result.pool_mode,
+            "doc_langs": list(result.doc_langs), "query_lang": result.query_lang, "pool_size": result.pool_size,
+            "num_queries": result.num_queries, "qrels_sha256": result.qrels_sha256, "query_ids_sha256": ids_hash}
+    record = {"created_at": result.created_at, "measures": measures,
+              "per_query": {"encoding": store.VECTOR_ENCODING, "measures": vectors},
+              "bootstrap": result.bootstrap.to_dict(), "seconds": result.timings_s.total}
+    if result.translation is not None:
+        record["translation"] = _plain(result.translation)
+    if breakdown is not None:
+        record["breakdown"] = breakdown
+    meta = {"clirbench_version": result.clirbench_version, "hardware": result.hardware.to_dict()}
+    return Submission(path, task, result.retriever.spec, pid, pool, result.retriever.to_dict(), record, meta)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+_IDENTITY = ("spec", "model_id", "revision", "prompts")
+
+
+def merge(leaderboard: Mapping, sub: Submission, commands: Iterable[str] = (), replace: bool = False) -> dict:
+    """A new leaderboard with ``sub`` merged in (the input is not modified).
+
+    Merging the same submission twice gives the same leaderboard. A system already present with
+    another model id, revision or prompts is refused unless ``replace`` (which drops its results).
+    """
+    out = copy.deepcopy(dict(leaderboard))
+    registered = out["pools"].get(sub.pool_id)
+    if registered is None:
+        out["pools"][sub.pool_id] = dict(sub.pool)
+    elif registered != sub.pool:
+        raise _fail(sub.path, f"pool {sub.pool_id} differs from the registered one")
+    system = out["systems"].get(sub.system)
+    if system is not None:
+        old = {k: system["retriever"].get(k) for k in _IDENTITY}
+        new = {k: sub.retriever.get(k) for k in _IDENTITY}
+        if old != new and not replace:
+            diff = [k for k in _IDENTITY if old[k] != new[k]]
+            raise _fail(sub.path, f"system {store._show(sub.system)} is on the leaderboard with another "
+                                  f"{', '.join(diff)}; pass replace to drop its results")
+        if old != new:
+            system = None
+    if system is None:
+        system = {"retriever": sub.retriever, "commands": [], "results": {}}
+        out["systems"][sub.system] = system
+    system["retriever"] = sub.retriever
+    system.update(sub.meta)
+    for command in commands:
+        store.check_text(command, "command", long=True)
+        if command not in system["commands"]:
+            system["commands"].append(command)
+    system["results"][sub.pool_id] = sub.record
+    return out
+
+
+def _load_or_new(task: str, leaderboard_dir) -> tuple[Path, dict]:
+    path = store.path_for(task, leaderboard_dir)
+    return path, (store.load(path) if path.exists() else store.empty(task))
+
+
+def _task_of(path: Path) -> str:
+    raw = store.strict_json(path, MAX_RESULT_BYTES, "result file")
+    task = raw.get("task", {}).get("id") if isinstance(raw, dict) and isinstance(raw.get("task"), dict) else None
+    if not isinstance(task, str):
+        raise _fail(path, "result names no task id")
+    return store.check_text(task, "task.id")
+
+
+def submit(result_file: str | os.PathLike, leaderboard_dir: str | os.PathLike = "leaderboards", data_dir=None,
+           command: str | None = None, replace: bool = False) -> tuple[Path, Submission]:
+    """Validate ``result_file`` and merge it into ``<leaderboard_dir>/<task>.json`` (idempotent)."""
+    path = Path(result_file)
+    lb_path, board = _load_or_new(_task_of(path), leaderboard_dir)
+    sub = validate_result(path, board, data_dir)
+    store.save(merge(board, sub, [command] if command else (), replace), lb_path)
+    return lb_path, sub
+
+
+def result_files(results_dir: str | os.PathLike) -> list[Path]:
+    """Result JSONs under ``results_dir`` (gap files ``*.gap.json`` left out), sorted."""
+    root = Path(results_dir)
+    if not root.is_dir():
+        raise ClirbenchError(f"{root}: no such results directory")
+    return sorted(p for p in root.rglob("*.json") if not p.name.endswith(".gap.json") and p.is_file())
+
+
+def build(results_dir: str | os.PathLike, leaderboard_dir: str | os.PathLike = "leaderboards", data_dir=None,
+          command: str | None = None, replace: bool = False) -> dict[Path, int]:
+    """Validate and merge every result under ``results_dir``; each leaderboard is written once.
+
+    Returns ``{leaderboard path: results merged}``. Any invalid file stops the build (nothing written).
+    """
+    files = result_files(results_dir)
+    if not files:
+        raise ClirbenchError(f"{results_dir}: no result files")
+    boards: dict[str, tuple[Path, dict, int]] = {}
+    for file in files:
+        task = _task_of(file)
+        if task not in boards:
+            boards[task] = (*_load_or_new(task, leaderboard_dir), 0)
+        lb_path, board, count = boards[task]
+        sub = validate_result(file, board, data_dir)
+        boards[task] = (lb_path, merge(board, sub, [command] if command else (), replace), count + 1)
+    for lb_path, board, _ in boards.values():
+        store.save(board, lb_path)
+    return {lb_path: count for lb_path, _, count in boards.values()}

