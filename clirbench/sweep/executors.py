@@ -1,0 +1,248 @@
+"""Where a sweep's cells run: in this process (``LocalExecutor``) or as Ray tasks (``RayExecutor``).
+
+A cell is one ``runner.run`` call. When it finishes, a marker ``<output>/_sweep/<key>.done`` lists
+its result files; a later sweep skips the cell while the marker and those files exist (and the
+runner itself reuses every finished pool of a cell interrupted half way). A failed cell leaves
+``<output>/_sweep/<key>.failed`` with the traceback and never stops the other cells.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import inspect
+import json
+import os
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from ..errors import ClirbenchError
+from .config import Cell, SweepConfig, Translation
+
+__all__ = ["CellOutcome", "LocalExecutor", "RayExecutor", "run_cell", "finished", "translation_kwargs",
+           "STATE_DIR"]
+
+STATE_DIR = "_sweep"  # under the output folder; its files end in .done/.failed, never .json
+_FORWARDED_ENV = ("CLIRBENCH_", "HF_", "TRANSFORMERS_", "OMP_NUM_THREADS")
+
+
+@dataclass(frozen=True)
+class CellOutcome:
+    """What became of one cell: ``done`` (ran now), ``skipped`` (finished before) or ``failed``."""
+
+    label: str
+    key: str
+    status: str
+    results: tuple[str, ...] = ()  # result files, relative to the output folder
+    computed: int = 0  # pools evaluated now
+    reused: int = 0  # pools whose finished result the runner reused
+    seconds: float = 0.0
+    error: str | None = None  # one line, for failed cells
+    worker: str = ""  # host:pid that ran the cell
+
+
+def _state(config: SweepConfig, cell: Cell, suffix: str) -> Path:
+    return Path(config.output) / STATE_DIR / f"{cell.key(config)}.{suffix}"
+
+
+def finished(cell: Cell, config: SweepConfig) -> CellOutcome | None:
+    """The ``skipped`` outcome of a cell finished by an earlier sweep; None when it must run."""
+    marker = _state(config, cell, "done")
+    try:
+        data = json.loads(marker.read_text(encoding="utf-8"))
+        results = tuple(str(p) for p in data["results"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    out = Path(config.output)
+    if not results or not all((out / p).is_file() for p in results):
+        return None
+    return CellOutcome(cell.label(), cell.key(config), "skipped", results, reused=len(results))
+
+
+def translation_kwargs(translation: Translation, run=None, cache_dir: str | None = None) -> dict:
+    """``{"translation": {...}}`` for ``runner.run`` (empty for no translation); a one-line error when
+    this runner takes no ``translation``."""
+    if translation.direction is None:
+        return {}
+    if run is None:
+        from ..runner import run
+    if "translation" not in inspect.signature(run).parameters:
+        raise ClirbenchError("translations: this clirbench's runner does not support translation; "
+                             "remove the translations key or list only none")
+    spec = {"direction": translation.direction, "translator": translation.translator}
+    if translation.quality:
+        spec["quality"] = True
+    if cache_dir is not None:
+        spec["cache_dir"] = cache_dir
+    return {"translation": spec}
+
+
+def run_cell(cell: Cell, config: SweepConfig, overwrite: bool = False, progress: bool = False) -> CellOutcome:
+    """Run one cell (unless finished before), write its marker; failures come back as an outcome."""
+    if not overwrite:
+        done = finished(cell, config)
+        if done is not None:
+            return done
+    from ..runner import run
+
+    key, t0 = cell.key(config), time.perf_counter()
+    state = Path(config.output) / STATE_DIR
+    entry = cell.entry
+    try:
+        report = run(
+            cell.model, task=entry.task, langs=entry.langs, scenarios=entry.scenarios,
+            query_langs=list(entry.query_langs) if entry.query_langs else None, pool_mode=entry.pool,
+            data_dir=entry.data_dir, output_dir=config.output, cache_dir=config.cache_dir,
+            measures=list(config.measures) if config.measures else None, resamples=config.resamples,
+            seed=config.seed, overwrite=overwrite, batch_size=config.batch_size, device=config.device,
+            progress=progress, task_options=dict(entry.options) or None,
+            **translation_kwargs(cell.translation, run, config.translation_cache_dir))
+    except Exception as exc:  # one cell's failure must not lose the others
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        error = message if isinstance(exc, ClirbenchError) else f"{type(exc).__name__}: {message}".rstrip(": ")
+        try:
+            from ..atomic import write_text_atomic
+
+            write_text_atomic(state / f"{key}.failed", f"{cell.label()}\n\n{traceback.format_exc()}")
+        except OSError:
+            pass
+        return CellOutcome(cell.label(), key, "failed", seconds=time.perf_counter() - t0, error=error,
+                           worker=_worker())
+    out = Path(config.output).resolve()
+    results = tuple(str(Path(o.path).resolve().relative_to(out)) for o in report.outcomes)
+    computed = sum(not o.reused for o in report.outcomes)
+    _write_marker(state / f"{key}.done", cell, results)
+    (state / f"{key}.failed").unlink(missing_ok=True)
+    return CellOutcome(cell.label(), key, "done", results, computed=computed,
+                       reused=len(results) - computed, seconds=time.perf_counter() - t0, worker=_worker())
+
+
+def _worker() -> str:
+    import socket
+
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _write_marker(path: Path, cell: Cell, results: Sequence[str]) -> None:
+    from dataclasses import asdict
+
+    from ..atomic import write_text_atomic
+
+    data = {"cell": cell.label(), "model": cell.model, "task": asdict(cell.entry),
+            "translation": asdict(cell.translation), "results": list(results),
+            "finished": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+    write_text_atomic(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+
+
+def _bar(total: int, enabled: bool):
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc="cells", unit="cell")
+
+
+class LocalExecutor:
+    """Cells one after another in this process (the runner shows a progress bar per cell's pools)."""
+
+    name = "local"
+
+    def map(self, cells: Sequence[Cell], config: SweepConfig, overwrite: bool = False,
+            progress: bool = True) -> Iterator[CellOutcome]:
+        bar = _bar(len(cells), progress)
+        try:
+            for cell in cells:
+                if bar is not None:
+                    bar.set_postfix_str(cell.label(), refresh=True)
+                yield run_cell(cell, config, overwrite=overwrite, progress=progress)
+                if bar is not None:
+                    bar.update(1)
+        finally:
+            if bar is not None:
+                bar.close()
+
+
+def _ray_cell(cell: Cell, config: SweepConfig, overwrite: bool) -> CellOutcome:
+    return run_cell(cell, config, overwrite=overwrite, progress=False)
+
+
+class RayExecutor:
+    """One Ray task per cell; results go to ``config.output``, which every node must see at that path.
+
+    Uses the Ray connection this process already has; else connects to ``address`` (``auto``,
+    ``HOST:6379``, ``ray://HOST:10001``), else starts a local Ray (and shuts it down at the end).
+    """
+
+    name = "ray"
+
+    def __init__(self, address: str | None = None, cpus_per_cell: float = 1.0, gpus_per_cell: float = 0.0,
+                 init_kwargs: dict | None = None):
+        if cpus_per_cell <= 0 or gpus_per_cell < 0:
+            raise ClirbenchError("--cpus-per-cell must be > 0 and --gpus-per-cell >= 0")
+        self.address, self.cpus_per_cell, self.gpus_per_cell = address, cpus_per_cell, gpus_per_cell
+        self.init_kwargs = dict(init_kwargs or {})
+
+    def _connect(self) -> bool:
+        """Connect or start Ray; True when this executor started it (and must shut it down)."""
+        try:
+            import ray
+        except ImportError:
+            raise ClirbenchError("--executor ray needs the 'ray' package: pip install 'clirbench[ray]'") from None
+        if ray.is_initialized():
+            return False
+        kwargs = dict(self.init_kwargs)
+        if self.address:
+            kwargs["address"] = self.address
+        else:
+            kwargs.setdefault("include_dashboard", False)
+        try:
+            ray.init(**kwargs)
+        except ConnectionError as exc:
+            raise ClirbenchError(f"cannot connect to Ray at {self.address}: {str(exc).splitlines()[0]}") from None
+        return True
+
+    def map(self, cells: Sequence[Cell], config: SweepConfig, overwrite: bool = False,
+            progress: bool = True) -> Iterator[CellOutcome]:
+        import ray
+
+        started = self._connect()
+        bar = _bar(len(cells), progress)
+        try:
+            env = {k: v for k, v in os.environ.items() if k.startswith(_FORWARDED_ENV)}
+            options = {"num_cpus": self.cpus_per_cell, "num_gpus": self.gpus_per_cell, "max_retries": 0}
+            if env:
+                options["runtime_env"] = {"env_vars": env}
+            remote = ray.remote(_ray_cell).options(**options)
+            pending = {remote.remote(cell, config, overwrite): cell for cell in cells}
+            while pending:
+                ready, _ = ray.wait(list(pending), num_returns=1)
+                for ref in ready:
+                    cell = pending.pop(ref)
+                    try:
+                        outcome = ray.get(ref)
+                    except Exception as exc:  # the worker died, or Ray could not run the task
+                        text = " ".join(str(exc).split())[:300]
+                        outcome = CellOutcome(cell.label(), cell.key(config), "failed",
+                                              error=f"Ray task failed: {type(exc).__name__}: {text}")
+                    yield outcome
+                    if bar is not None:
+                        bar.update(1)
+        finally:
+            if bar is not None:
+                bar.close()
+            if started:
+                ray.shutdown()
+
+
+def make_executor(name: str, address: str | None = None, cpus_per_cell: float = 1.0,
+                  gpus_per_cell: float = 0.0):
+    """``local`` or ``ray``; an ``address`` implies Ray."""
+    if name == "local":
+        if address:
+            raise ClirbenchError("--address needs --executor ray")
+        return LocalExecutor()
+    if name == "ray":
+        return RayExecutor(address, cpus_per_cell, gpus_per_cell)
+    raise ClirbenchError(f"unknown executor {name!r}; expected local or ray")
+
