@@ -5,7 +5,6 @@ import argparse
 import copy
 import hashlib
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
