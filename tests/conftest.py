@@ -8,6 +8,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # Hypothesis keeps caches in ./.hypothesis unless told otherwise: keep them out of the repository.
 os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY",
                       os.path.join(__import__("tempfile").gettempdir(), "clirbench-hypothesis"))
+# pythainlp (Thai analysis in bm25) creates ~/pythainlp-data unless told otherwise.
+os.environ.setdefault("PYTHAINLP_DATA", os.path.join(__import__("tempfile").gettempdir(), "clirbench-pythainlp"))
 
 import pytest  # noqa: E402
 from hypothesis import settings  # noqa: E402
