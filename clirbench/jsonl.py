@@ -1,4 +1,4 @@
-"""JSON Lines reading with one-line ``file:line`` errors, shared by every loader that reads JSONL."""
+"""Line-oriented data files (JSON Lines, TSV) read with one-line ``file:line`` errors, for every loader."""
 from __future__ import annotations
 
 import json
@@ -9,12 +9,9 @@ from typing import Iterator
 from .errors import DataNotFoundError, MalformedDataError
 
 
-def json_objects(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
-    """(line number, object) for each non-blank line of a JSON Lines file.
-
-    Errors are one line naming ``file:line``: a missing file, invalid JSON, a value that is not an
-    object, text that is not UTF-8.
-    """
+def numbered_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
+    """(line number, line) for every line of a UTF-8 text file; one-line errors for a missing file
+    or text that is not UTF-8."""
     path = Path(path)
     try:
         handle = open(path, encoding="utf-8")
@@ -24,14 +21,24 @@ def json_objects(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
         lineno = 0
         try:
             for lineno, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise MalformedDataError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
-                if not isinstance(obj, dict):
-                    raise MalformedDataError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
-                yield lineno, obj
+                yield lineno, line
         except UnicodeDecodeError:
             raise MalformedDataError(f"{path}:{lineno + 1}: not valid UTF-8") from None
+
+
+def json_objects(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
+    """(line number, object) for each non-blank line of a JSON Lines file.
+
+    Errors are one line naming ``file:line``: a missing file, invalid JSON, a value that is not an
+    object, text that is not UTF-8.
+    """
+    for lineno, line in numbered_lines(path):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise MalformedDataError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
+        if not isinstance(obj, dict):
+            raise MalformedDataError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
+        yield lineno, obj

@@ -15,7 +15,7 @@ from typing import Iterable, Iterator, Mapping, Sequence
 
 from ..collection import Pool, Text
 from ..errors import DataNotFoundError, MalformedDataError, UnknownNameError
-from ..jsonl import json_objects
+from ..jsonl import json_objects, numbered_lines
 from ..scenarios import RETRIEVAL
 
 __all__ = [
@@ -82,37 +82,29 @@ def read_qrels(path: str | os.PathLike) -> dict[str, dict[str, int]]:
     """
     path = Path(path)
     qrels: dict[str, dict[str, int]] = {}
-    try:
-        handle = open(path, encoding="utf-8")
-    except FileNotFoundError:
-        raise DataNotFoundError(f"{path}: no such file") from None
-    with handle:
-        lineno = 0
+    lineno = 0
+    for lineno, line in numbered_lines(path):
+        parts = line.rstrip("\r\n").split("\t")
+        if lineno == 1:
+            if tuple(p.strip() for p in parts) != _QRELS_HEADER:
+                raise MalformedDataError(
+                    f"{path}:1: expected the header query-id<TAB>corpus-id<TAB>score, got {line.strip()[:60]!r}")
+            continue
+        if not line.strip():
+            continue
+        if len(parts) != 3:
+            raise MalformedDataError(f"{path}:{lineno}: expected 3 tab-separated fields, got {len(parts)}")
+        qid, did, score = (p.strip() for p in parts)
+        if not qid or not did:
+            raise MalformedDataError(f"{path}:{lineno}: empty query-id or corpus-id")
         try:
-            for lineno, line in enumerate(handle, start=1):
-                parts = line.rstrip("\r\n").split("\t")
-                if lineno == 1:
-                    if tuple(p.strip() for p in parts) != _QRELS_HEADER:
-                        raise MalformedDataError(
-                            f"{path}:1: expected the header query-id<TAB>corpus-id<TAB>score, got {line.strip()[:60]!r}")
-                    continue
-                if not line.strip():
-                    continue
-                if len(parts) != 3:
-                    raise MalformedDataError(f"{path}:{lineno}: expected 3 tab-separated fields, got {len(parts)}")
-                qid, did, score = (p.strip() for p in parts)
-                if not qid or not did:
-                    raise MalformedDataError(f"{path}:{lineno}: empty query-id or corpus-id")
-                try:
-                    grade = int(score)
-                except ValueError:
-                    raise MalformedDataError(f"{path}:{lineno}: score {score!r} is not an integer") from None
-                judged = qrels.setdefault(qid, {})
-                if judged.get(did, grade) != grade:
-                    raise MalformedDataError(f"{path}:{lineno}: ({qid}, {did}) judged twice with different scores")
-                judged[did] = grade
-        except UnicodeDecodeError:
-            raise MalformedDataError(f"{path}:{lineno + 1}: not valid UTF-8") from None
+            grade = int(score)
+        except ValueError:
+            raise MalformedDataError(f"{path}:{lineno}: score {score!r} is not an integer") from None
+        judged = qrels.setdefault(qid, {})
+        if judged.get(did, grade) != grade:
+            raise MalformedDataError(f"{path}:{lineno}: ({qid}, {did}) judged twice with different scores")
+        judged[did] = grade
     if lineno == 0:
         raise MalformedDataError(f"{path}: empty file (expected a header and judgements)")
     return qrels
