@@ -292,3 +292,13 @@ def test_clirudit_leaderboard_with_per_discipline_dots(tmp_path, bag_retriever):
     text = page.read_text()
     assert 'class="dots"' in text and "Sociologie" in text and "Histoire" in text
     assert text.count("<circle") >= 3
+
+
+def test_html_can_be_called_twice(tmp_path):
+    """The page module must not shadow the package's ``html`` function after its first use."""
+    import clirbench.leaderboard as lb
+
+    root = Path(__file__).resolve().parents[1] / "leaderboards"
+    first = lb.html(tmp_path / "a", root, ["xquad"])
+    second = lb.html(tmp_path / "b", root, ["xquad"])
+    assert [p.name for p in first] == [p.name for p in second] and (tmp_path / "b" / "xquad.html").exists()

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from clirbench.leaderboard import html, load
-from clirbench.leaderboard.html import esc, render_page
+from clirbench.leaderboard.page import esc, render_page
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"

@@ -51,6 +51,6 @@ def show(task: str, leaderboard_dir: str | os.PathLike = "leaderboards", scenari
 def html(out_dir: str | os.PathLike, leaderboard_dir: str | os.PathLike = "leaderboards",
          tasks: list[str] | None = None) -> list[Path]:
     """Write ``<out_dir>/<task>.html`` for each leaderboard (and ``index.html``); returns the paths."""
-    from .html import write_site
+    from .page import write_site
 
     return write_site(out_dir, leaderboard_dir, tasks)
