@@ -36,12 +36,14 @@ class RankTable:
     rank: np.ndarray  # (m,) float64, 1-based; inf when not retrieved and |D| unknown
     grade: np.ndarray  # (m,) float64 > 0
     same_lang: np.ndarray | None = None  # (m,) bool: doc language == query language
+    doc_lang: np.ndarray | None = None  # (m,) str: language tag of the judged document (PEER)
 
     def __post_init__(self) -> None:
         n, m = len(self.query_ids), len(self.qidx)
         if self.num_docs.shape != (n,):
             raise ValueError(f"num_docs has shape {self.num_docs.shape}, expected ({n},)")
-        for name in ("rank", "grade") + (("same_lang",) if self.same_lang is not None else ()):
+        optional = tuple(a for a in ("same_lang", "doc_lang") if getattr(self, a) is not None)
+        for name in ("rank", "grade") + optional:
             if getattr(self, name).shape != (m,):
                 raise ValueError(f"{name} has shape {getattr(self, name).shape}, expected ({m},)")
         if m and (self.qidx[0] < 0 or self.qidx[-1] >= n or np.any(np.diff(self.qidx) < 0)):
@@ -90,7 +92,7 @@ def _doc_index(doc_ids: Sequence[str]) -> dict[str, int]:
     return index
 
 
-def _finish(query_ids, num_docs, t, rank, grade, same) -> RankTable:
+def _finish(query_ids, num_docs, t, rank, grade, same, doc_lang=None) -> RankTable:
     order = np.lexsort((np.asarray(rank, dtype=np.float64), t))
     arrays = dict(
         num_docs=np.array(num_docs, dtype=np.float64),
@@ -98,6 +100,7 @@ def _finish(query_ids, num_docs, t, rank, grade, same) -> RankTable:
         rank=np.asarray(rank, dtype=np.float64)[order],
         grade=np.asarray(grade, dtype=np.float64)[order],
         same_lang=None if same is None else np.asarray(same, dtype=bool)[order],
+        doc_lang=None if doc_lang is None else np.asarray(doc_lang, dtype=str)[order],
     )
     for a in arrays.values():
         if a is not None:
@@ -192,10 +195,12 @@ def rank_relevant(
     if missing:
         raise ValueError(f"no scores for {len(missing)} evaluated queries, e.g. {missing[0]!r}")
 
-    same = None
-    if doc_langs is not None and query_lang is not None:
-        same = np.asarray(doc_langs, dtype=object)[rel_col] == query_lang if len(rel_col) else np.zeros(0, bool)
-    return _finish([query_ids[i] for i in evaluated], num_docs, t_of_row[rel_row], rank, rel_grade, same)
+    same = doc_lang = None
+    if doc_langs is not None:
+        doc_lang = np.asarray(doc_langs, dtype=object)[rel_col] if len(rel_col) else np.zeros(0, str)
+        if query_lang is not None:
+            same = doc_lang == query_lang if len(rel_col) else np.zeros(0, bool)
+    return _finish([query_ids[i] for i in evaluated], num_docs, t_of_row[rel_row], rank, rel_grade, same, doc_lang)
 
 
 class _Ties:

@@ -25,6 +25,7 @@ FAMILIES: dict[str, tuple[str, bool, bool]] = {
     "MaxR_norm": ("none", True, False),
     "MaxR_norm_of_mean": ("none", True, True),
     "SameLangFirst": ("none", True, False),
+    "PEER": ("required", True, False),
 }
 ALIASES = {"MRR": "RR", "MAP": "AP", "Recall": "R", "NDCG": "nDCG",
            "Max@R": "MaxR", "Max@R_norm": "MaxR_norm", "Max@R_norm_of_mean": "MaxR_norm_of_mean"}

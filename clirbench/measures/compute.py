@@ -5,6 +5,7 @@ The trec_eval measures (nDCG, AP, RR, R, P, Success) equal pytrec_eval's ``ndcg[
 log2(rank + 1), ideal DCG over all relevant judgements (cut at k for nDCG@k), and 0 for a query
 with judgements but no relevant document. RR@k is 1/rank of the first relevant doc if within k.
 The rank-set measures (MaxR, MaxR_norm, Complete@K, SameLangFirst) are NaN for such a query.
+PEER@k (language fairness) lives in ``peer.py``.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import numpy as np
 
 from ..ranking import RankTable
 from .base import Measure, parse
+from .peer import peer
 
 __all__ = ["compute", "per_query", "maxr_norm_of_mean"]
 
@@ -141,6 +143,7 @@ _FUNCS = {
     "MaxR_norm": _maxr_norm,
     "MaxR_norm_of_mean": lambda p, k: p.max_rank.copy(),
     "SameLangFirst": _same_lang_first,
+    "PEER": lambda p, k: peer(p.t, k),
 }
 
 
