@@ -7,9 +7,16 @@ import numpy as np
 
 from ..collection import Text
 
-__all__ = ["Retriever", "Encoder", "ROLES"]
+__all__ = ["Retriever", "Encoder", "ROLES", "check_role"]
 
 ROLES = ("query", "document")
+
+
+def check_role(role: str) -> str:
+    """``role`` if it is one of ROLES; a ValueError otherwise."""
+    if role not in ROLES:
+        raise ValueError(f"role must be 'query' or 'document', not {role!r}")
+    return role
 
 
 @runtime_checkable

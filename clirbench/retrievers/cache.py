@@ -23,6 +23,7 @@ from typing import Sequence
 import numpy as np
 
 from ..atomic import write_bytes_atomic
+from .base import check_role
 
 __all__ = ["EmbeddingCache", "space_key"]
 
@@ -46,6 +47,23 @@ def distinct_rows(texts: Sequence[str]) -> tuple[list[str], np.ndarray]:
             distinct.append(t)
         rows[i] = j
     return distinct, rows
+
+
+def find_missing(counters, space, keys: Sequence[bytes]) -> list[int]:
+    """Indices of ``keys`` that ``space`` holds neither in memory nor on disk.
+
+    ``space`` has ``memo``, ``refresh()`` and ``read(keys) -> found keys``; ``counters`` (the cache)
+    gets ``loaded``, ``hits`` and ``misses`` updated, counted over the distinct ``keys``.
+    """
+    todo = [i for i, k in enumerate(keys) if k not in space.memo]
+    if todo:
+        space.refresh()
+        found = set(space.read([keys[i] for i in todo]))
+        counters.loaded += len(found)
+        todo = [i for i in todo if keys[i] not in found]
+    counters.hits += len(keys) - len(todo)
+    counters.misses += len(todo)
+    return todo
 
 
 def _digest(text: str) -> bytes:
@@ -199,20 +217,10 @@ class EmbeddingCache:
         chunks of ``batch_size`` (default 8 x the encoder's batch size), longest first, each
         chunk written to disk before the next starts.
         """
-        if role not in ("query", "document"):
-            raise ValueError(f"role must be 'query' or 'document', not {role!r}")
-        space = self._space(encoder, role)
+        space = self._space(encoder, check_role(role))
         distinct, rows_of_text = distinct_rows(texts)
         keys = [_digest(t) for t in distinct]
-
-        todo = [i for i, k in enumerate(keys) if k not in space.memo]
-        if todo:
-            space.refresh()
-            found = set(space.read([keys[i] for i in todo]))
-            self.loaded += len(found)
-            todo = [i for i in todo if keys[i] not in found]
-        self.hits += len(distinct) - len(todo)
-        self.misses += len(todo)
+        todo = find_missing(self, space, keys)
 
         if todo:
             chunk = int(batch_size or 8 * (getattr(encoder, "batch_size", None) or 32))

