@@ -47,9 +47,13 @@ def run(model, task: str = "xquad", langs: str | Sequence[str] | None = None, sc
     see ``clirbench.translate.TranslationPlan.create``) translates each pool before scoring; such
     results go to the retriever folder with a ``+qt-<translator>``/``+dt-<translator>`` suffix.
     """
+    from .checks import check_int, check_resamples, check_seed
     from .tasks import get_task
     from .retrievers import make_retriever
 
+    resamples, seed = check_resamples(resamples), check_seed(seed)  # before any work
+    if batch_size is not None:
+        batch_size = check_int(batch_size, "batch_size", 1)
     t_start = time.perf_counter()
     task_obj = get_task(task)
     pools = task_obj.pools(langs, scenarios, query_langs, pool_mode, data_dir, **(task_options or {}))
