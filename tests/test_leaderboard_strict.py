@@ -157,3 +157,45 @@ def test_every_measure_family_has_its_range(family):
     assert 0 <= low < high <= 480
     assert value_range(parse("PEER@10"), 480) == (0.0, 1.0)
     assert value_range(parse("MaxR"), 480) == (1.0, 480.0)
+
+
+# -- item 13: pages stay inside --out, links only from valid task ids -----------------------------
+
+
+@pytest.mark.parametrize("file_stem, task", [
+    ("evil", "../../x"),
+    ("evil", "../../../tmp/clirbench-escape"),
+    ("evil", "/tmp/clirbench-absolute"),
+    ("xquad", "javascript:alert(1)"),
+    ("xquad", "x/../../y"),
+    ("xquad", ".hidden"),
+    ("xquad", "belebele"),  # a valid id, but not the file's: the page would be named after another task
+])
+def test_html_refuses_a_leaderboard_naming_a_hostile_task(tmp_path, capsys, file_stem, task):
+    from clirbench.leaderboard import store
+
+    lb, out = tmp_path / "deep" / "er" / "lb", tmp_path / "deep" / "er" / "site"
+    lb.mkdir(parents=True)
+    data = store.empty("xquad")
+    data["task"] = task
+    (lb / f"{file_stem}.json").write_text(json.dumps(data))
+    before = {p for p in tmp_path.rglob("*")}
+    assert main(["leaderboard", "html", "--dir", str(lb), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("clirbench: error:") and f"{file_stem}.json" in err[0], err
+    written = {p for p in tmp_path.rglob("*")} - before
+    assert all(p == out or out in p.parents for p in written), written
+    assert not any(p.suffix == ".html" for p in written)
+    assert not Path("/tmp/clirbench-absolute.html").exists() and not Path("/tmp/clirbench-escape.html").exists()
+
+
+def test_html_links_are_built_from_valid_task_ids(tmp_path, capsys):
+    from clirbench.leaderboard import store
+
+    lb, out = tmp_path / "lb", tmp_path / "site"
+    store.save(store.empty("xquad"), lb / "xquad.json")
+    assert main(["leaderboard", "html", "--dir", str(lb), "--out", str(out)]) == 0
+    index = (out / "index.html").read_text()
+    assert 'href="xquad.html"' in index and sorted(p.name for p in out.iterdir()) == ["index.html", "xquad.html"]
+    assert main(["leaderboard", "html", "--dir", str(lb), "--out", str(out), "--task", "../xquad"]) == 2
+    assert "cannot name a leaderboard file" in capsys.readouterr().err
