@@ -72,6 +72,8 @@ def run(model, task: str = "xquad", langs: str | Sequence[str] | None = None, sc
         from .translate import TranslationPlan
 
         plan = TranslationPlan.create(task=task_obj, data_dir=data_dir, task_options=task_options, **translation)
+        if hasattr(plan.translator, "progress"):  # the translators' own bars follow --no-progress
+            plan.translator.progress = progress
     settings = _Settings(retriever, measure_objs, resamples, seed, plan)
 
     todo, outcomes = [], []
