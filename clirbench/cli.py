@@ -12,6 +12,7 @@ from .cli_leaderboard import add_leaderboard_parser, cmd_leaderboard
 from .cli_psq import add_psq_parser, cmd_psq
 from .cli_sweep import add_sweep_parser, cmd_sweep
 from .cli_translate import add_translation_arguments, translation_options
+from . import checks
 
 EXIT_USAGE = 2
 
@@ -49,10 +50,10 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--measures", default=None, help="comma list of measures (default: the full set)")
     p.add_argument("--query-prompt", default=None, help="override the query prompt")
     p.add_argument("--doc-prompt", default=None, help="override the document prompt")
-    p.add_argument("--batch-size", type=int, default=None)
+    p.add_argument("--batch-size", type=checks.positive_int, default=None)
     p.add_argument("--device", default=None, help="cpu, cuda, ... (default: cuda when present)")
-    p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples")
-    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--resamples", type=checks.resample_count, default=1000, help="bootstrap resamples")
+    p.add_argument("--seed", type=checks.seed, default=42)
     p.add_argument("--overwrite", action="store_true", help="recompute finished pools")
     p.add_argument("--no-progress", action="store_true")
     add_translation_arguments(p)
@@ -61,8 +62,8 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--qrels", required=True)
     p.add_argument("--run", required=True)
     p.add_argument("--measures", default=None, help="comma list (default: the standard set)")
-    p.add_argument("--resamples", type=int, default=1000)
-    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--resamples", type=checks.resample_count, default=1000)
+    p.add_argument("--seed", type=checks.seed, default=42)
     p.add_argument("--output", default=None, help="write the JSON here (atomically) as well as to stdout")
 
     add_psq_parser(sub)
@@ -73,9 +74,9 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("a")
     p.add_argument("b")
     p.add_argument("--measures", default=None, help="comma list (default: all common measures)")
-    p.add_argument("--resamples", type=int, default=1000)
-    p.add_argument("--permutations", type=int, default=10000)
-    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--resamples", type=checks.resample_count, default=1000)
+    p.add_argument("--permutations", type=checks.resample_count, default=10000)
+    p.add_argument("--seed", type=checks.seed, default=42)
     p.add_argument("--json", action="store_true")
     return parser
 

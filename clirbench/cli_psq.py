@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 import time
 
+from .checks import positive_int, probability
+
 __all__ = ["add_psq_parser", "cmd_psq"]
 
 
@@ -17,8 +19,8 @@ def add_psq_parser(subparsers) -> argparse.ArgumentParser:
     t.add_argument("--src", required=True, help="document language of the table (source side), e.g. fr")
     t.add_argument("--tgt", required=True, help="query language of the table (target side), e.g. en")
     t.add_argument("--out", required=True, help="table to write, e.g. fr-en.table.json.gz (+ .meta.json beside it)")
-    t.add_argument("--iterations", type=int, default=10, help="EM iterations (default 10)")
-    t.add_argument("--min-prob", type=float, default=1e-4, help="drop translations below this (default 1e-4)")
+    t.add_argument("--iterations", type=positive_int, default=10, help="EM iterations (default 10)")
+    t.add_argument("--min-prob", type=probability, default=1e-4, help="drop translations below this (default 1e-4)")
     p.set_defaults(handler=cmd_psq)
     return p
 
@@ -32,8 +34,6 @@ def cmd_psq(args) -> int:
     from .psq_train import read_bitext, train_table
     from .retrievers.psq import meta_path
 
-    if args.iterations < 1:
-        raise ClirbenchError("--iterations must be at least 1")
     t0 = time.perf_counter()
     src, tgt = read_bitext(args.bitext)
     result = train_table(src, tgt, args.src, args.tgt, args.out, iterations=args.iterations,

@@ -13,6 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .checks import check_float, check_resamples, check_seed
 from .errors import ClirbenchError
 from .results import read_per_query, read_result
 from .stats import paired_bootstrap, randomization_test
@@ -39,6 +40,10 @@ def compare(a_path: str | os.PathLike, b_path: str | os.PathLike, measures: Sequ
     paired-bootstrap interval and the paired randomisation-test p-value. All measures share one
     set of bootstrap indices and one set of sign flips.
     """
+    resamples, permutations = check_resamples(resamples), check_resamples(permutations, "permutations")
+    seed = check_seed(seed)
+    if not 0.0 < check_float(confidence, "confidence") < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     ra, rb = read_result(a_path), read_result(b_path)
     pa, pb = _pool_of(ra), _pool_of(rb)
     for key in _POOL_FIELDS:
@@ -68,7 +73,7 @@ def compare(a_path: str | os.PathLike, b_path: str | os.PathLike, measures: Sequ
     b = np.stack([vb[m][take] for m in names], axis=1)
     both = ~(np.isnan(a) | np.isnan(b))
     boot = paired_bootstrap(a, b, resamples=resamples, seed=seed, confidence=confidence)
-    p = randomization_test(a, b, resamples=permutations, seed=seed)
+    p = randomization_test(a, b, resamples=permutations, seed=seed, name="permutations")
     rows = {}
     for j, name in enumerate(names):
         n = int(both[:, j].sum())

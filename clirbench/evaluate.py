@@ -19,10 +19,12 @@ def evaluate(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[s
     that needs the full ranking (MaxR when a relevant document was not retrieved) is reported
     with value null and a note.
     """
+    from .checks import check_resamples, check_seed
     from .measures import compute, parse
     from .ranking import rank_run
     from .results import summarise
 
+    resamples, seed = check_resamples(resamples), check_seed(seed)
     try:
         objs = tuple(parse(m) for m in (measures or STANDARD_MEASURES))
     except ValueError as exc:
@@ -61,7 +63,9 @@ def evaluate(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[s
 
 def evaluate_files(qrels_path, run_path, measures=None, resamples: int = 1000, seed: int = 42) -> dict:
     """``evaluate`` on TREC files; malformed lines give a one-line error naming file and line."""
+    from .checks import check_resamples, check_seed
     from .trec import read_qrels, read_run
 
+    resamples, seed = check_resamples(resamples), check_seed(seed)  # before reading any file
     report = evaluate(read_qrels(qrels_path), read_run(run_path), measures, resamples, seed)
     return {"qrels": str(qrels_path), "run": str(run_path), **report}

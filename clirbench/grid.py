@@ -10,6 +10,8 @@ import argparse
 import sys
 from typing import Sequence
 
+from .checks import resample_count
+
 __all__ = ["parse_translation", "run_grid", "format_grid", "main"]
 
 
@@ -76,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--cache-dir", default=None)
     p.add_argument("--translation-cache", default=None)
     p.add_argument("--translation-quality", action="store_true", help="BLEU/chrF for docs:<translator> cells")
-    p.add_argument("--resamples", type=int, default=1000)
+    p.add_argument("--resamples", type=resample_count, default=1000)
     p.add_argument("--no-progress", action="store_true")
     args = p.parse_args(argv)
     from .errors import ClirbenchError

@@ -75,6 +75,10 @@ def _triples(A, B):
 def train_ibm1(source: Sequence[Sequence[str]], target: Sequence[Sequence[str]], iterations: int = 10,
                min_prob: float = 1e-4) -> IBM1Result:
     """IBM Model 1 t(e|f) from token lists (source = document language, target = query language)."""
+    from .checks import check_float, check_int
+
+    iterations = check_int(iterations, "iterations", 1)
+    min_prob = check_float(min_prob, "min_prob", 0.0, 1.0)
     if len(source) != len(target):
         raise ClirbenchError(f"bitext sides differ in length: {len(source)} vs {len(target)} segments")
     keep = [i for i in range(len(source)) if source[i] and target[i]]

@@ -34,6 +34,7 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
+MAX_CORES = 1 << 20  # hardware.cores above this is not a machine
 _PER_QUERY_SUFFIX = ".perquery.tsv"
 _MISSING = object()
 
@@ -165,7 +166,10 @@ class RetrieverRef:
         for role, text in prompts.items():
             if not isinstance(text, (str, type(None))):
                 raise ValueError(f"retriever.prompts.{role} must be a string or null")
-        return cls(_get(data, "spec", (str,), w), _get(data, "model_id", (str, type(None)), w, None),
+        spec = _get(data, "spec", (str,), w)
+        if not spec.strip():
+            raise ValueError("retriever.spec must be a non-empty string")
+        return cls(spec, _get(data, "model_id", (str, type(None)), w, None),
                    _get(data, "revision", (str, type(None)), w, None), prompts,
                    {k: v for k, v in data.items() if k not in cls._FIXED})
 
@@ -208,8 +212,17 @@ class BootstrapSettings:
     def from_dict(cls, data: Mapping) -> "BootstrapSettings":
         w = "bootstrap."
         _no_extra(data, ("resamples", "seed", "confidence", "method"), w)
-        return cls(_get(data, "resamples", (int,), w, 1000), _get(data, "seed", (int,), w, 42),
-                   _get(data, "confidence", (float,), w, 0.95), _get(data, "method", (str,), w, "percentile"))
+        from .checks import check_resamples, check_seed
+
+        resamples = check_resamples(_get(data, "resamples", (int,), w, 1000), w + "resamples")
+        seed = check_seed(_get(data, "seed", (int,), w, 42), w + "seed")
+        confidence = _get(data, "confidence", (float,), w, 0.95)
+        if not 0.0 < confidence < 1.0:
+            raise ValueError(f"{w}confidence must be in (0, 1), got {confidence!r}")
+        method = _get(data, "method", (str,), w, "percentile")
+        if method != "percentile":
+            raise ValueError(f"{w}method must be 'percentile', got {method!r}")
+        return cls(resamples, seed, confidence, method)
 
 
 @dataclass(frozen=True)
@@ -230,7 +243,11 @@ class Timings:
         w = "timings_s."
         names = [f.name for f in dataclasses.fields(cls)]
         _no_extra(data, names, w)
-        return cls(*(_get(data, k, (float,), w, 0.0) for k in names))
+        values = [_get(data, k, (float,), w, 0.0) for k in names]
+        for k, v in zip(names, values):
+            if not (math.isfinite(v) and v >= 0.0):
+                raise ValueError(f"{w}{k} must be a finite number of seconds >= 0, got {v!r}")
+        return cls(*values)
 
 
 @dataclass(frozen=True)
@@ -248,9 +265,14 @@ class Hardware:
     def from_dict(cls, data: Mapping) -> "Hardware":
         w = "hardware."
         _no_extra(data, ("platform", "python", "cpu", "cores", "gpu"), w)
-        return cls(_get(data, "platform", (str,), w), _get(data, "python", (str,), w),
-                   _get(data, "cpu", (str,), w), _get(data, "cores", (int,), w),
-                   _get(data, "gpu", (str, type(None)), w, None))
+        from .checks import check_int
+
+        texts = [_get(data, k, (str,), w) for k in ("platform", "python", "cpu")]
+        for k, v in zip(("platform", "python", "cpu"), texts):
+            if not v.strip():
+                raise ValueError(f"{w}{k} must be a non-empty string")
+        cores = check_int(_get(data, "cores", (int,), w), w + "cores", 1, MAX_CORES)
+        return cls(*texts, cores, _get(data, "gpu", (str, type(None)), w, None))
 
 
 def _utc_now() -> str:

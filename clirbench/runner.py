@@ -47,9 +47,13 @@ def run(model, task: str = "xquad", langs: str | Sequence[str] | None = None, sc
     see ``clirbench.translate.TranslationPlan.create``) translates each pool before scoring; such
     results go to the retriever folder with a ``+qt-<translator>``/``+dt-<translator>`` suffix.
     """
+    from .checks import check_int, check_resamples, check_seed
     from .tasks import get_task
     from .retrievers import make_retriever
 
+    resamples, seed = check_resamples(resamples), check_seed(seed)  # before any work
+    if batch_size is not None:
+        batch_size = check_int(batch_size, "batch_size", 1)
     t_start = time.perf_counter()
     task_obj = get_task(task)
     pools = task_obj.pools(langs, scenarios, query_langs, pool_mode, data_dir, **(task_options or {}))
@@ -68,6 +72,8 @@ def run(model, task: str = "xquad", langs: str | Sequence[str] | None = None, sc
         from .translate import TranslationPlan
 
         plan = TranslationPlan.create(task=task_obj, data_dir=data_dir, task_options=task_options, **translation)
+        if hasattr(plan.translator, "progress"):  # the translators' own bars follow --no-progress
+            plan.translator.progress = progress
     settings = _Settings(retriever, measure_objs, resamples, seed, plan)
 
     todo, outcomes = [], []
@@ -105,7 +111,9 @@ class RunReport:
 
 
 class _Settings:
-    """What must match for a finished result to be reused."""
+    """What must match for a finished result to be reused: the data (its files' SHA-256, else its
+    revision), the qrels, the retriever (spec, revision, prompts), the translation and the
+    measures (names, bootstrap resamples and seed)."""
 
     def __init__(self, retriever, measures, resamples: int, seed: int, translation=None):
         self.retriever, self.translation = retriever, translation
@@ -125,11 +133,33 @@ class _Settings:
             "translation": (_translation_key(result.translation),
                             self.translation.key() if self.translation else None),
         }
+        data = _data_mismatch(result.task, pool.source)
+        if data is not None:
+            return data
         for what, (have, need) in checks.items():
             if have != need:
                 return what
         missing = [str(m) for m in self.measures if str(m) not in result.measures]
         return f"measures ({', '.join(missing)})" if missing else None
+
+
+def _data_mismatch(task_ref, source) -> str | None:
+    """Why the data a result was computed from is not the pool's data, or None when it is.
+
+    Files hashed on both sides must agree (a pool may hash more files than an earlier run that
+    loaded fewer languages); with no hashes on either side, the revisions must agree.
+    """
+    have = dict(task_ref.files_sha256 or {})
+    need = dict(source.get("files_sha256") or {})
+    if have or need:
+        common = sorted(set(have) & set(need))
+        if not common:
+            return f"data (no common hashed file: {', '.join(sorted(have)) or 'none'} vs {', '.join(sorted(need)) or 'none'})"
+        changed = [name for name in common if have[name] != need[name]]
+        return f"data (SHA-256 of {', '.join(changed)})" if changed else None
+    if task_ref.revision != source.get("revision"):
+        return f"data revision ({task_ref.revision} vs {source.get('revision')})"
+    return None
 
 
 def _translation_key(record) -> dict | None:

@@ -11,7 +11,10 @@ Conventions shared by every function here:
   NaN. Infinite values are refused.
 - Paired differences are **B − A** (``mean(b) - mean(a)``): positive means B scores higher.
 - Resampling is chunked over resamples so that memory stays near ``chunk · n`` numbers, whatever
-  the number of resamples; the random stream does not depend on the chunk size.
+  the number of resamples; the random stream does not depend on the chunk size. Resample counts
+  are at most ``MAX_RESAMPLES`` (1,000,000); the ``(resamples, m)`` array of bootstrap means is
+  checked against ``MAX_BOOTSTRAP_BYTES`` before anything is drawn, and refused with the memory
+  it would need.
 """
 from __future__ import annotations
 
@@ -20,10 +23,16 @@ from contextlib import contextmanager
 
 import numpy as np
 
-__all__ = ["bootstrap_means", "bootstrap_ci", "paired_bootstrap", "randomization_test"]
+from .checks import MAX_RESAMPLES, check_float, check_resamples, check_seed
+
+__all__ = ["MAX_RESAMPLES", "MAX_BOOTSTRAP_BYTES", "bootstrap_means", "bootstrap_ci", "paired_bootstrap", "randomization_test"]
 
 #: numbers held per chunk (indices, counts); about 50 MB at 8 bytes each, times three.
 _CHUNK_ELEMENTS = 1 << 21
+#: bootstrap means plus the copy the percentile step makes; larger requests are refused up front
+MAX_BOOTSTRAP_BYTES = 2 << 30
+#: below this many queries one flat bincount per chunk beats a Python loop over rows
+_FLAT_BINCOUNT = 256
 #: relative tolerance for "at least as extreme" in the randomisation test (summation rounding).
 _TIE_RTOL = 1e-10
 
@@ -53,10 +62,12 @@ def _chunk(chunk: int | None, n: int, total: int) -> int:
     return int(max(1, min(chunk, total)))
 
 
-def _check_count(resamples: int, what: str = "resamples") -> int:
-    if int(resamples) < 1:
-        raise ValueError(f"{what} must be at least 1, got {resamples}")
-    return int(resamples)
+def _check_memory(resamples: int, m: int) -> None:
+    need = 2 * 8 * resamples * m  # float64 means, and the percentile step's copy
+    if need > MAX_BOOTSTRAP_BYTES:
+        raise ValueError(f"a bootstrap of {resamples:,} resamples × {m:,} measures needs about "
+                         f"{need / 2**30:.1f} GiB (limit {MAX_BOOTSTRAP_BYTES / 2**30:g} GiB): "
+                         f"use fewer resamples or measures")
 
 
 def bootstrap_means(values, resamples: int = 1000, seed: int = 42, chunk: int | None = None) -> np.ndarray:
@@ -65,11 +76,12 @@ def bootstrap_means(values, resamples: int = 1000, seed: int = 42, chunk: int | 
     Resample ``b`` draws ``rng.integers(0, n, size=n)`` from ``np.random.default_rng(seed)``,
     in order, so a plain loop over resamples reproduces it. NaN values are dropped per measure.
     """
+    resamples, seed = check_resamples(resamples), check_seed(seed)
     arr = _as_values(values)
-    resamples = _check_count(resamples)
     one_d = arr.ndim == 1
     cols = arr[:, None] if one_d else arr
     n, m = cols.shape
+    _check_memory(resamples, m)
     defined = ~np.isnan(cols)
     has_nan = not defined.all()
     filled = np.where(defined, cols, 0.0)
@@ -80,9 +92,13 @@ def bootstrap_means(values, resamples: int = 1000, seed: int = 42, chunk: int | 
     for start in range(0, resamples, step):
         c = min(step, resamples - start)
         idx = rng.integers(0, n, size=(c, n))
-        counts = np.empty((c, n), dtype=np.float64)
-        for row in range(c):  # row-wise bincount stays in cache; faster than one flat bincount
-            counts[row] = np.bincount(idx[row], minlength=n)
+        if n < _FLAT_BINCOUNT:  # few queries: one bincount over the chunk, no Python loop per row
+            idx += np.arange(c, dtype=idx.dtype)[:, None] * n
+            counts = np.bincount(idx.ravel(), minlength=c * n).reshape(c, n).astype(np.float64)
+        else:
+            counts = np.empty((c, n), dtype=np.float64)
+            for row in range(c):  # row-wise bincount stays in cache; faster than one flat bincount
+                counts[row] = np.bincount(idx[row], minlength=n)
         del idx
         sums = counts @ filled
         if weights is None:
@@ -93,9 +109,14 @@ def bootstrap_means(values, resamples: int = 1000, seed: int = 42, chunk: int | 
     return out[:, 0] if one_d else out
 
 
-def _percentiles(means: np.ndarray, confidence: float) -> tuple:
-    if not 0.0 < confidence < 1.0:
+def _check_confidence(confidence: float) -> float:
+    if not 0.0 < check_float(confidence, "confidence") < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    return float(confidence)
+
+
+def _percentiles(means: np.ndarray, confidence: float) -> tuple:
+    confidence = _check_confidence(confidence)
     alpha = (1.0 - confidence) / 2.0
     with _quiet():  # an all-NaN column gives a NaN interval
         low, high = np.nanquantile(means, [alpha, 1.0 - alpha], axis=0)
@@ -107,6 +128,7 @@ def _percentiles(means: np.ndarray, confidence: float) -> tuple:
 def bootstrap_ci(values, resamples: int = 1000, seed: int = 42, confidence: float = 0.95,
                  chunk: int | None = None) -> tuple:
     """Percentile bootstrap interval ``(low, high)`` of the mean; arrays per column if 2-D."""
+    _check_confidence(confidence)
     return _percentiles(bootstrap_means(values, resamples, seed, chunk), confidence)
 
 
@@ -143,15 +165,17 @@ def _sign_bits(rng: np.random.Generator, c: int, n: int) -> np.ndarray:
     return np.unpackbits(raw, axis=1, count=n)
 
 
-def randomization_test(a, b, resamples: int = 10000, seed: int = 42, chunk: int | None = None):
+def randomization_test(a, b, resamples: int = 10000, seed: int = 42, chunk: int | None = None,
+                       name: str = "resamples"):
     """Two-sided paired randomisation (sign-flip) test of mean(B − A) = 0.
 
     p = (1 + #{r : |mean(s_r · d)| ≥ |mean(d)|}) / (1 + R), with d = b − a over the queries where
     both are defined and s_r uniform random signs; p ∈ (0, 1]. Identical systems give p = 1.
-    Float for 1-D inputs, an array (same sign flips for every column) for 2-D.
+    Float for 1-D inputs, an array (same sign flips for every column) for 2-D. ``name`` is how
+    errors call ``resamples`` (``compare`` passes ``permutations``).
     """
+    resamples, seed = check_resamples(resamples, name), check_seed(seed)
     d = _paired_diff(a, b)
-    resamples = _check_count(resamples)
     one_d = d.ndim == 1
     cols = d[:, None] if one_d else d
     cols = np.where(np.isnan(cols), 0.0, cols)  # a zero is unchanged by a flip: same as dropping

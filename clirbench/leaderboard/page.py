@@ -298,8 +298,11 @@ def write_site(out_dir: str | os.PathLike, leaderboard_dir: str | os.PathLike = 
     out.mkdir(parents=True, exist_ok=True)
     written, links = [], []
     for task in names:
-        data = store.load(store.path_for(task, lb_dir))
-        page = out / f"{data['task']}.html"
+        path = store.path_for(task, lb_dir)
+        data = store.load(path)  # checks data["task"] like a submitted task id: no path, scheme or markup
+        if data["task"] != task:
+            raise ClirbenchError(f"{path}: names task {store._show(data['task'])}, not {task}")
+        page = out / f"{task}.html"
         write_text_atomic(page, render_page(data))
         written.append(page)
         links.append(f'<li><a href="{esc(page.name)}">{esc(data["task"])}</a> · {len(data["systems"])} systems</li>')

@@ -23,7 +23,7 @@ from ..errors import ClirbenchError, DataNotFoundError, MalformedDataError
 __all__ = [
     "FORMAT", "SCHEMA_VERSION", "MAX_LEADERBOARD_BYTES", "MAX_TEXT", "check_text", "check_strings",
     "strict_json", "encode_vector", "decode_vector", "empty", "load", "save", "dumps", "path_for",
-    "pool_id",
+    "pool_id", "check_task_id",
 ]
 
 FORMAT = "clirbench-leaderboard"
@@ -158,10 +158,20 @@ def pool_id(subset: str, scenario: str, pool_mode: str, doc_langs, query_lang: s
     return f"{head}{scenario}{mode}/{'-'.join(doc_langs)}/q-{query_lang}"
 
 
+_TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def check_task_id(task: Any, where: str = "task") -> str:
+    """``task`` if it can name a leaderboard file and a page link (no path, scheme or markup)."""
+    check_text(task, where)
+    if not _TASK_ID.fullmatch(task) or len(task) > 100:
+        raise ClirbenchError(f"{where}: task id {_show(task)} cannot name a leaderboard file "
+                             f"(letters, digits, '.', '_', '-')")
+    return task
+
+
 def path_for(task: str, leaderboard_dir: str | os.PathLike = "leaderboards") -> Path:
-    check_text(task, "task")
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", task):
-        raise ClirbenchError(f"task id {_show(task)} cannot name a leaderboard file")
+    check_task_id(task)
     return Path(leaderboard_dir) / f"{task}.json"
 
 
@@ -206,7 +216,7 @@ def validate(data: Any, where: str = "leaderboard") -> dict:
     if extra:
         raise MalformedDataError(f"{where}: unknown key(s) {', '.join(sorted(map(_show, extra)))}")
     check_strings(data, where)
-    _need(data, "task", (str,), where)
+    check_task_id(_need(data, "task", (str,), where), f"{where}.task")
     _need(data, "dataset", (dict,), where)
     sig = _need(data, "significance", (dict,), where)
     for key, lo, hi in (("resamples", 10, 100000), ("seed", 0, 2**63 - 1)):

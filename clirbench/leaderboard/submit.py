@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import copy
+import datetime as _dt
 import functools
 import hashlib
 import math
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -22,18 +24,16 @@ MAX_RESULT_BYTES = 1 << 20
 MAX_PER_QUERY_BYTES = 32 << 20
 MAX_QUERIES = 200_000
 MAX_GROUPS = 200
-_UNIT = ("nDCG", "AP", "RR", "R", "P", "Success")
-_PERCENT = ("Complete", "MaxR_norm", "MaxR_norm_of_mean", "SameLangFirst")
+MAX_POOL_SIZE = 100_000_000
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_VERSION = re.compile(r"[0-9]+(\.[0-9]+)*([.+-]?[A-Za-z0-9.+-]*)?")
+_DIRECTIONS = ("query", "docs")
 _TOL = 1e-6
 
 
 def value_range(measure, pool_size: int) -> tuple[float, float]:
-    """The values a measure can take on a pool of ``pool_size`` documents."""
-    if measure.family in _UNIT:
-        return 0.0, 1.0
-    if measure.family in _PERCENT:
-        return 0.0, 100.0
-    return 0.0, float(max(pool_size, 1))  # MaxR: a rank
+    """The values a measure can take on a pool of ``pool_size`` documents (from the measure's family)."""
+    return measure.value_range(pool_size)
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,45 @@ def _parse_measure(name: str, path):
     if str(measure) != name:
         raise UnknownNameError(f"{path}: measure {store._show(name)} is not in canonical form ({measure})")
     return measure
+
+
+def _check_fields(result, path) -> None:
+    """Domains of the record's fields that its reader (``Result.from_dict``) does not already check.
+
+    The reader checks types, unknown keys, bootstrap settings, hardware, timings and a non-empty
+    retriever spec; here: hashes, versions, identity strings, sizes, translation and time stamps.
+    """
+    def need(ok: bool, what: str, value) -> None:
+        if not ok:
+            raise _fail(path, f"{what} {store._show(str(value))} is not valid")
+
+    need(bool(_VERSION.fullmatch(result.clirbench_version)), "clirbench_version", result.clirbench_version)
+    need(bool(_HEX64.fullmatch(result.qrels_sha256)), "qrels_sha256", result.qrels_sha256)
+    need(bool(result.task.source.strip()), "task.source", result.task.source)
+    need(result.task.revision is None or bool(result.task.revision.strip()), "task.revision", result.task.revision)
+    for name, digest in (result.task.files_sha256 or {}).items():
+        need(bool(name.strip()) and bool(_HEX64.fullmatch(digest)), f"task.files_sha256.{name}", digest)
+    need(bool(result.query_lang.strip()), "query_lang", result.query_lang)
+    need(len(set(result.doc_langs)) == len(result.doc_langs), "doc_langs", list(result.doc_langs))
+    need(1 <= result.pool_size <= MAX_POOL_SIZE, "pool_size", result.pool_size)
+    ref = result.retriever
+    for key in ("model_id", "revision"):
+        value = getattr(ref, key)
+        need(value is None or bool(value.strip()), f"retriever.{key}", value)
+    for role in ref.prompts:
+        need(role in ("query", "document"), "retriever.prompts role", role)
+    if not result.measures:
+        raise _fail(path, "result reports no measure")
+    if result.translation is not None:
+        tr = result.translation
+        need(tr.get("direction") in _DIRECTIONS, "translation.direction", tr.get("direction"))
+        translator = tr.get("translator")
+        need(isinstance(translator, str) and bool(translator.strip()), "translation.translator", translator)
+    created = _dt.datetime.fromisoformat(result.created_at.replace("Z", "+00:00"))
+    if created.tzinfo is None:
+        raise _fail(path, f"created_at {store._show(result.created_at)} has no time zone")
+    need(created <= _dt.datetime.now(_dt.timezone.utc) + _dt.timedelta(days=1), "created_at (in the future)",
+         result.created_at)
 
 
 def _ids_hash(ids: Iterable[str]) -> str:
@@ -142,6 +181,7 @@ def validate_result(path: str | os.PathLike, leaderboard: Mapping, data_dir=None
     except (ValueError, TypeError) as exc:
         raise MalformedDataError(f"{path}: malformed result file: {' '.join(str(exc).split())[:200]}") from None
 
+    _check_fields(result, path)
     task = leaderboard["task"]
     if result.task.id != task:
         raise _fail(path, f"result is for task {store._show(result.task.id)}, the leaderboard for {task}")
@@ -223,9 +263,13 @@ def validate_result(path: str | os.PathLike, leaderboard: Mapping, data_dir=None
             raise _fail(path, f"breakdown has more than {MAX_GROUPS} groups")
         for fld, groups in breakdown.items():
             for group, cell in groups.items():
-                for m in cell:
+                if not 0 <= cell["n"] <= result.num_queries:
+                    raise _fail(path, f"breakdown.{fld}.{group}.n {cell['n']} out of [0, {result.num_queries}]")
+                for m, v in cell.items():
                     if m != "n":
-                        _parse_measure(m, path)
+                        lo, hi = value_range(_parse_measure(m, path), result.pool_size)
+                        if v is not None and not lo - _TOL <= v <= hi + _TOL:
+                            raise _fail(path, f"breakdown.{fld}.{group}.{m} value {v!r} out of range [{lo:g}, {hi:g}]")
 
     pool = {"subset": result.subset, "scenario": result.scenario, "pool_mode": result.pool_mode,
             "doc_langs": list(result.doc_langs), "query_lang": result.query_lang, "pool_size": result.pool_size,

@@ -10,7 +10,7 @@ import numpy as np
 if TYPE_CHECKING:
     from ..ranking import RankTable
 
-__all__ = ["Measure", "parse", "FAMILIES", "ALIASES", "valid_names"]
+__all__ = ["Measure", "parse", "FAMILIES", "RANGES", "ALIASES", "valid_names"]
 
 # family -> (cutoff: "optional" | "required" | "none", higher_is_better, of_mean)
 FAMILIES: dict[str, tuple[str, bool, bool]] = {
@@ -26,6 +26,15 @@ FAMILIES: dict[str, tuple[str, bool, bool]] = {
     "MaxR_norm_of_mean": ("none", True, True),
     "SameLangFirst": ("none", True, False),
     "PEER": ("required", True, False),
+}
+# family -> (lowest, highest) value of one query; "pool" is the pool size |D| (MaxR is a rank).
+# The leaderboard checks submitted values against these; every family must have one.
+RANGES: dict[str, tuple[float, float | str]] = {
+    "nDCG": (0.0, 1.0), "AP": (0.0, 1.0), "RR": (0.0, 1.0), "R": (0.0, 1.0), "P": (0.0, 1.0),
+    "Success": (0.0, 1.0), "PEER": (0.0, 1.0),
+    "Complete": (0.0, 100.0), "MaxR_norm": (0.0, 100.0), "MaxR_norm_of_mean": (0.0, 100.0),
+    "SameLangFirst": (0.0, 100.0),
+    "MaxR": (1.0, "pool"),
 }
 ALIASES = {"MRR": "RR", "MAP": "AP", "Recall": "R", "NDCG": "nDCG",
            "Max@R": "MaxR", "Max@R_norm": "MaxR_norm", "Max@R_norm_of_mean": "MaxR_norm_of_mean"}
@@ -81,6 +90,11 @@ class Measure:
     def of_mean(self) -> bool:
         """True when the reported value is a function of the mean of ``per_query`` (not a mean)."""
         return FAMILIES[self.family][2]
+
+    def value_range(self, pool_size: int) -> tuple[float, float]:
+        """(lowest, highest) value of one query (and so of a mean) on a pool of ``pool_size`` documents."""
+        low, high = RANGES[self.family]
+        return low, float(max(pool_size, 1)) if high == "pool" else high
 
     @property
     def complete(self) -> bool:

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from ..checks import MAX_RESAMPLES, MAX_SEED
 from ..errors import ClirbenchError
 
 __all__ = ["SweepConfig", "TaskEntry", "Translation", "Cell", "SweepConfigError", "load_config",
@@ -197,8 +198,8 @@ def parse_config(data: Any, origin: str = "<config>") -> SweepConfig:
     return SweepConfig(
         models=models, tasks=tasks, translations=translations,
         output=_path(data, "output", fail, "results"), cache_dir=_path(data, "cache_dir", fail, None),
-        measures=measures, resamples=_int(data, "resamples", fail, 1000, minimum=0),
-        seed=_int(data, "seed", fail, 42, minimum=0), batch_size=_int(data, "batch_size", fail, None, minimum=1),
+        measures=measures, resamples=_int(data, "resamples", fail, 1000, minimum=1, maximum=MAX_RESAMPLES),
+        seed=_int(data, "seed", fail, 42, minimum=0, maximum=MAX_SEED), batch_size=_int(data, "batch_size", fail, None, minimum=1),
         device=_optional_str(data, "device", fail), leaderboard=_bool(data, "leaderboard", fail, True),
         leaderboard_dir=_path(data, "leaderboard_dir", fail, "leaderboards"),
         translation_cache_dir=_path(data, "translation_cache_dir", fail, None), origin=origin)
@@ -346,12 +347,14 @@ def _path(data: Mapping, key: str, fail, default):
     return value.strip()
 
 
-def _int(data: Mapping, key: str, fail, default, minimum: int = 0):
+def _int(data: Mapping, key: str, fail, default, minimum: int = 0, maximum: int | None = None):
     value = data.get(key, default)
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         fail(key, f"expected an integer >= {minimum}, got {_show(value)}")
+    if maximum is not None and value > maximum:
+        fail(key, f"expected an integer <= {maximum:,}, got {_show(value)}")
     return value
 
 

@@ -4,12 +4,18 @@ The default prompt follows the CLIRudit paper's description (a translator person
 JSON with a ``translation`` field, temperature 0.1, top-p 1.0); the paper's exact wording was not
 available here, so the template is ours. The key is read from ``$OPENAI_API_KEY`` at request time
 and goes only into the Authorization header: never into ``spec``, ``describe()``, caches, results
-or error messages. Rate limits (429) and server errors (5xx, unreadable bodies, timeouts) are
-retried with exponential backoff (``Retry-After`` honoured); requests run ``concurrency`` at a time.
+or error messages; credentials in the base URL (``user:key@``, ``?api_key=``) are shown as ``***``
+everywhere (``spec``, ``describe()``, errors) and a ``user:password@`` goes into a Basic
+Authorization header when ``$OPENAI_API_KEY`` is unset. Rate limits (429) and server errors (5xx,
+unreadable bodies, read timeouts, dropped connections) are retried with exponential backoff
+(``Retry-After`` honoured); an endpoint that cannot be reached at all (connection refused, unknown
+host, bad URL) fails at once. Requests run ``concurrency`` at a time.
 """
 from __future__ import annotations
 
+import base64
 import hashlib
+import http.client
 import json
 import os
 import random
@@ -22,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
 from ..errors import ClirbenchError
+from ..redact import redact, redact_url
 from .base import language_name
 
 __all__ = ["OpenAITranslator", "SYSTEM_PROMPT", "parse_answer"]
@@ -34,6 +41,21 @@ SYSTEM_PROMPT = ("You are a professional translator of scholarly and general tex
                  '{{"translation": "<the translated text>"}}.')
 _FIELD = re.compile(r'"translation"\s*:\s*"((?:[^"\\]|\\.)*)', re.S)
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
+
+
+def _split_userinfo(url: str) -> tuple[str, str | None]:
+    """(url without ``user:password@``, base64 of ``user:password`` or None)."""
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url, None
+    if "@" not in parts.netloc:
+        return url, None
+    userinfo, host = parts.netloc.rsplit("@", 1)
+    basic = base64.b64encode(unquote(userinfo).encode("utf-8")).decode("ascii")
+    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment)), basic
 
 
 class _Retryable(Exception):
@@ -74,8 +96,10 @@ class OpenAITranslator:
         model, sep, base_url = arg.partition("@")
         if not model:
             raise ClirbenchError("openai translator needs a model: openai:<model>[@<base_url>]")
-        self.model, self.base_url = model, (base_url if sep else DEFAULT_BASE_URL).rstrip("/")
-        self.spec = f"openai:{arg}"
+        url = (base_url if sep else DEFAULT_BASE_URL).rstrip("/")
+        self._url, self._basic = _split_userinfo(url)
+        self.model, self.base_url = model, redact_url(url)  # shown everywhere; _url is only requested
+        self.spec = f"openai:{redact(arg)}"
         self.temperature, self.top_p, self.concurrency = temperature, top_p, max(1, concurrency)
         self.max_retries, self.backoff, self.timeout = max_retries, backoff, timeout
         self.system_prompt, self.json_mode, self.progress = system_prompt, json_mode, progress
@@ -134,7 +158,12 @@ class OpenAITranslator:
         key = os.environ.get(KEY_ENV)
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        req = urllib.request.Request(f"{self.base_url}/chat/completions", data=data, headers=headers, method="POST")
+        elif self._basic:
+            headers["Authorization"] = f"Basic {self._basic}"
+        try:
+            req = urllib.request.Request(f"{self._url}/chat/completions", data=data, headers=headers, method="POST")
+        except ValueError:
+            raise ClirbenchError(f"{self.base_url}: not a valid URL") from None
         self._count("requests")
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
@@ -149,8 +178,13 @@ class OpenAITranslator:
                 raise _Retryable(f"HTTP {exc.code}", wait) from None
             raise ClirbenchError(f"{self.base_url}: HTTP {exc.code} ({exc.reason}); check the model name "
                                  f"and ${KEY_ENV}") from None
-        except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-            raise _Retryable(f"connection: {getattr(exc, 'reason', exc)}") from None
+        except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as exc:
+            reason = getattr(exc, "reason", exc)
+            if isinstance(reason, (TimeoutError, ConnectionResetError, http.client.HTTPException)):
+                raise _Retryable(f"connection: {redact(type(reason).__name__)}") from None
+            # refused, unknown host, no route, bad URL: retrying will not help
+            why = redact(" ".join(str(reason).split())) or type(reason).__name__
+            raise ClirbenchError(f"{self.base_url}: cannot connect ({why})") from None
         try:
             return json.loads(raw)["choices"][0]["message"]["content"] or ""
         except (ValueError, KeyError, IndexError, TypeError):

@@ -39,4 +39,6 @@ def make_translator(spec: str, *, task=None, data_dir=None, task_options: Mappin
             return OpenAITranslator(arg, **options)
     except ImportError as exc:
         raise ClirbenchError(f"translator {prefix}: is not available here: it needs {exc.name or exc!r}") from None
-    raise UnknownNameError(f"unknown translator {spec!r}; available: {', '.join(USAGE)}")
+    from ..redact import redact
+
+    raise UnknownNameError(f"unknown translator {redact(spec)!r}; available: {', '.join(USAGE)}")
