@@ -65,6 +65,8 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resamples", type=checks.resample_count, default=1000)
     p.add_argument("--seed", type=checks.seed, default=42)
     p.add_argument("--output", default=None, help="write the JSON here (atomically) as well as to stdout")
+    p.add_argument("--per-query", default=None, metavar="FILE",
+                   help="also write each query's values: FILE.tsv (query_id, measure, value) or FILE.jsonl")
 
     add_psq_parser(sub)
     add_leaderboard_parser(sub)
@@ -263,7 +265,7 @@ def cmd_evaluate(args) -> int:
     from .atomic import write_text_atomic
 
     report = evaluate_files(args.qrels, args.run, measures=_split(args.measures),
-                            resamples=args.resamples, seed=args.seed)
+                            resamples=args.resamples, seed=args.seed, per_query_path=args.per_query)
     text = json.dumps(report, indent=2)
     if args.output:
         write_text_atomic(args.output, text + "\n")

@@ -20,16 +20,22 @@ def evaluate(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[s
     with value null and a note.
     """
     from .checks import check_resamples, check_seed
-    from .measures import compute, parse
     from .ranking import rank_run
-    from .results import summarise
 
     resamples, seed = check_resamples(resamples), check_seed(seed)
+    report, _ = _report(rank_run(run, qrels), list(run), qrels, measures, resamples, seed)
+    return report
+
+
+def _report(table, run_queries: Sequence[str], qrels, measures, resamples: int, seed: int) -> tuple[dict, dict]:
+    """(the JSON report, per-query values) for a RankTable of a run whose queries are ``run_queries``."""
+    from .measures import compute, parse
+    from .results import summarise
+
     try:
         objs = tuple(parse(m) for m in (measures or STANDARD_MEASURES))
     except ValueError as exc:
         raise UnknownNameError(str(exc)) from None
-    table = rank_run(run, qrels)
     if not table.query_ids:
         raise MalformedDataError("no query of the run has judgements in the qrels: nothing to evaluate")
     per_query = compute(objs, table)
@@ -51,21 +57,58 @@ def evaluate(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[s
             out_measures[name] = summary[name].to_dict()
         else:
             out_measures[name] = {"value": None, "ci_low": None, "ci_high": None, "n": 0, "note": notes[name]}
+    in_run = set(run_queries)
     return {
         "num_queries": len(table.query_ids),
-        "queries_in_run_without_judgements": sum(1 for q in run if not qrels.get(q)),
-        "queries_judged_not_in_run": sum(1 for q in qrels if q not in run),
+        "queries_in_run_without_judgements": sum(1 for q in run_queries if not qrels.get(q)),
+        "queries_judged_not_in_run": sum(1 for q in qrels if q not in in_run),
         "measures": out_measures,
         "bootstrap": {"resamples": resamples, "seed": seed, "confidence": 0.95, "method": "percentile"},
         "tie_rule": "score descending, then doc id descending (byte-wise), as trec_eval",
-    }
+    }, per_query
 
 
-def evaluate_files(qrels_path, run_path, measures=None, resamples: int = 1000, seed: int = 42) -> dict:
-    """``evaluate`` on TREC files; malformed lines give a one-line error naming file and line."""
+def evaluate_files(qrels_path, run_path, measures=None, resamples: int = 1000, seed: int = 42,
+                   per_query_path=None) -> dict:
+    """``evaluate`` on TREC files; malformed lines give a one-line error naming file and line.
+
+    The run is read by the pyarrow reader (``trec_fast``) straight into ranks; a file it cannot
+    vouch for, or no pyarrow, goes through the strict pure-Python reader (same result, slower).
+    ``per_query_path`` (``.tsv`` or ``.jsonl``) also gets one ``query_id, measure, value`` record
+    per evaluated query and measure (as ir_measures' ``-q``).
+    """
     from .checks import check_resamples, check_seed
+    from .ranking import rank_run
     from .trec import read_qrels, read_run
+    from .trec_fast import rank_run_file
 
     resamples, seed = check_resamples(resamples), check_seed(seed)  # before reading any file
-    report = evaluate(read_qrels(qrels_path), read_run(run_path), measures, resamples, seed)
+    if per_query_path is not None and not str(per_query_path).endswith((".tsv", ".jsonl")):
+        raise ValueError(f"--per-query {per_query_path}: the name must end in .tsv or .jsonl")
+    qrels = read_qrels(qrels_path)
+    fast = rank_run_file(run_path, qrels)
+    if fast is None:
+        run = read_run(run_path)
+        fast = rank_run(run, qrels), list(run)
+    report, per_query = _report(*fast, qrels, measures, resamples, seed)
+    if per_query_path is not None:
+        _write_per_query(per_query_path, fast[0].query_ids, per_query)
     return {"qrels": str(qrels_path), "run": str(run_path), **report}
+
+
+def _write_per_query(path, query_ids: Sequence[str], per_query: Mapping[str, np.ndarray]) -> None:
+    """One record per (query, measure); NaN (undefined) and inf (needs the full ranking) as null."""
+    import json
+
+    from .atomic import write_text_atomic
+
+    jsonl = str(path).endswith(".jsonl")
+    lines = []
+    for name, values in per_query.items():
+        for q, v in zip(query_ids, values.tolist()):
+            finite = v == v and abs(v) != float("inf")
+            if jsonl:
+                lines.append(json.dumps({"query_id": q, "measure": name, "value": v if finite else None}))
+            else:
+                lines.append(f"{q}\t{name}\t{repr(v) if finite else 'null'}")
+    write_text_atomic(path, ("" if jsonl else "query_id\tmeasure\tvalue\n") + "\n".join(lines) + "\n")

@@ -20,7 +20,7 @@ from typing import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["RankTable", "tie_keys", "rank_relevant", "rank_run", "rank_run_arrays"]
+__all__ = ["RankTable", "tie_keys", "rank_relevant", "rank_run", "rank_run_arrays", "rank_in_segments"]
 
 _CHUNK = 1 << 20  # elements per temporary: small enough for malloc to reuse (no fresh page faults)
 _TIE_PAIRS = 1 << 20  # tied (entry, relevant doc) pairs held before switching to vocabulary-wide keys
@@ -386,3 +386,58 @@ def rank_run(run: Mapping[str, Mapping[str, float]], qrels: Mapping[str, Mapping
     score = np.fromiter((s for q in qs for s in run[q].values()), np.float64, count=total)  # rounded later
     qidx = np.repeat(np.arange(len(qs), dtype=np.int64), sizes)
     return rank_run_arrays(qidx, doc, score, qs, list(vocab), qrels)
+
+
+def rank_in_segments(
+    score: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    entry: np.ndarray,
+    segment: np.ndarray,
+    doc_before: Callable[[np.ndarray, np.ndarray], np.ndarray],
+) -> np.ndarray:
+    """1 + number of entries of its segment sorting before each ``entry`` (a run grouped by query).
+
+    ``score`` holds trec_eval scores (float32, see ``_as_trec_scores``); entry i belongs to the
+    segment ``starts[segment[i]]:ends[segment[i]]``. ``doc_before(a, b)`` says, for entry positions
+    ``a`` and ``b`` with equal scores, whether a's doc id sorts first (byte-wise greater). Cost: one
+    comparison per (entry, entry of its segment), done in chunks; ids are compared for ties only.
+    """
+    entry, segment = np.asarray(entry, dtype=np.int64), np.asarray(segment, dtype=np.int64)
+    rank = np.ones(len(entry), dtype=np.float64)
+    seg_len = (ends - starts).astype(np.int64)
+    width = int(seg_len.max()) if len(seg_len) else 0
+    if len(seg_len) * width <= 2 * int(seg_len.sum()) + _CHUNK:  # rows of a padded matrix (NaN: no entry)
+        padded = np.full((len(seg_len), width), np.nan, dtype=np.float32)
+        owner = np.repeat(np.arange(len(seg_len)), seg_len)
+        col = np.arange(len(owner)) - np.repeat(np.cumsum(seg_len) - seg_len, seg_len)
+        padded[owner, col] = score[np.repeat(starts, seg_len) + col]
+        step = max(1, _CHUNK // max(width, 1))
+        for lo in range(0, len(entry), step):
+            e, g = entry[lo:lo + step], segment[lo:lo + step]
+            rows, thr = padded[g], score[e][:, None]
+            rank[lo:lo + step] += np.count_nonzero(rows > thr, axis=1)
+            ti, tj = np.nonzero(rows == thr)
+            pos = starts[g[ti]] + tj
+            keep = pos != e[ti]
+            if keep.any():
+                ti, pos = ti[keep], pos[keep]
+                before = np.asarray(doc_before(pos, e[ti]), dtype=bool)
+                rank[lo:lo + step] += np.bincount(ti[before], minlength=len(e))
+        return rank
+    lens = seg_len[segment]
+    lo = 0
+    while lo < len(entry):  # chunks of entries whose segments hold about _CHUNK positions together
+        hi = lo + max(1, int(np.searchsorted(np.cumsum(lens[lo:]), _CHUNK, side="right")))
+        ln = lens[lo:hi]
+        owner = np.repeat(np.arange(hi - lo), ln)
+        first = np.repeat(np.cumsum(ln) - ln, ln)
+        pos = np.repeat(starts[segment[lo:hi]].astype(np.int64), ln) + np.arange(len(owner)) - first
+        s, thr = score[pos], score[entry[lo:hi]][owner]
+        rank[lo:hi] += np.bincount(owner[s > thr], minlength=hi - lo)
+        tie = np.flatnonzero((s == thr) & (pos != entry[lo:hi][owner]))
+        if len(tie):
+            before = np.asarray(doc_before(pos[tie], entry[lo:hi][owner[tie]]), dtype=bool)
+            rank[lo:hi] += np.bincount(owner[tie][before], minlength=hi - lo)
+        lo = hi
+    return rank

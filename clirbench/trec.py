@@ -2,7 +2,9 @@
 
 qrels: ``qid iter docid rel`` (rel an integer). run: ``qid Q0 docid rank score tag``; the rank,
 Q0 and tag columns are ignored, as trec_eval ignores them. Fields are whitespace separated; blank
-lines are skipped. A malformed line raises ``ValueError("<file>:<line>: ...")``. A (qid, docid)
+lines are skipped; a byte-order mark at the start is dropped. Grades are ASCII integers and scores
+ASCII numbers (trec_eval's ``atoi``/``atof`` would read ``١`` as 0, Python as 1: refused). A malformed
+line raises ``ValueError("<file>:<line>: ...")``. A (qid, docid)
 pair that occurs twice in a run is an error (trec_eval stops on duplicate docnos too); in qrels, a
 repeated pair with the same grade is accepted and one with a different grade is an error.
 """
@@ -12,6 +14,8 @@ import gzip
 import io
 import math
 import os
+import re
+import zlib
 from pathlib import Path
 from typing import IO, Iterator, Mapping
 
@@ -24,7 +28,10 @@ def _open_text(path: str | os.PathLike) -> IO[str]:
     with open(path, "rb") as f:
         gz = f.read(2) == b"\x1f\x8b"
     raw = gzip.open(path, "rb") if gz else open(path, "rb")
-    return io.TextIOWrapper(raw, encoding="utf-8")
+    return io.TextIOWrapper(raw, encoding="utf-8-sig")  # -sig: a leading BOM is not part of the first id
+
+
+_GRADE = re.compile(r"[+-]?[0-9]+\Z")
 
 
 def _lines(path: str | os.PathLike) -> Iterator[tuple[int, list[str]]]:
@@ -36,7 +43,7 @@ def _lines(path: str | os.PathLike) -> Iterator[tuple[int, list[str]]]:
                     yield no, fields
         except UnicodeDecodeError as e:
             raise ValueError(f"{path}: not UTF-8 text ({e.reason})") from None
-        except (OSError, EOFError) as e:
+        except (OSError, EOFError, zlib.error) as e:
             raise ValueError(f"{path}: cannot read ({e})") from None
 
 
@@ -46,10 +53,9 @@ def read_qrels(path: str | os.PathLike) -> dict[str, dict[str, int]]:
     for no, f in _lines(path):
         if len(f) != 4:
             raise ValueError(f"{path}:{no}: expected 4 fields 'qid iter docid rel', got {len(f)}")
-        try:
-            grade = int(f[3])
-        except ValueError:
-            raise ValueError(f"{path}:{no}: relevance {f[3]!r} is not an integer") from None
+        if not _GRADE.match(f[3]):
+            raise ValueError(f"{path}:{no}: relevance {f[3]!r} is not an integer")
+        grade = int(f[3])
         q = qrels.setdefault(f[0], {})
         if q.get(f[2], grade) != grade:
             raise ValueError(f"{path}:{no}: doc {f[2]!r} of query {f[0]!r} judged twice ({q[f[2]]} and {grade})")
@@ -64,6 +70,8 @@ def read_run(path: str | os.PathLike) -> dict[str, dict[str, float]]:
         if len(f) != 6:
             raise ValueError(f"{path}:{no}: expected 6 fields 'qid Q0 docid rank score tag', got {len(f)}")
         try:
+            if not f[4].isascii() or "_" in f[4]:
+                raise ValueError
             score = float(f[4])
         except ValueError:
             raise ValueError(f"{path}:{no}: score {f[4]!r} is not a number") from None

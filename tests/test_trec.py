@@ -113,3 +113,28 @@ def test_file_path_agrees_with_pytrec_eval(tmp_path):
     ref = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg"}).evaluate(run)
     t = rank_run(run2, qrels2)
     np.testing.assert_allclose(nDCG.per_query(t), [ref[q]["ndcg"] for q in t.query_ids], atol=1e-12)
+
+
+def test_bom_is_not_part_of_the_first_id(tmp_path):
+    (tmp_path / "q").write_bytes(b"\xef\xbb\xbfq1 0 d1 1\n")
+    (tmp_path / "r").write_bytes(b"\xef\xbb\xbfq1 Q0 d1 1 1.0 t\n")
+    assert read_qrels(tmp_path / "q") == {"q1": {"d1": 1}}
+    assert read_run(tmp_path / "r") == {"q1": {"d1": 1.0}}
+
+
+@pytest.mark.parametrize("grade", ["\u0661", "1_0", "1.0", "\uff11"])
+def test_grades_are_ascii_integers(tmp_path, grade):
+    p = tmp_path / "qrels"
+    p.write_text(f"q1 0 d1 1\nq1 0 d2 {grade}\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"qrels:2: relevance '{grade}' is not an integer"):
+        read_qrels(p)
+    p.write_text("q1 0 d1 +2\nq1 0 d2 -1\n")
+    assert read_qrels(p) == {"q1": {"d1": 2, "d2": -1}}
+
+
+@pytest.mark.parametrize("score", ["\u0661", "1_0", "\u0661.5"])
+def test_scores_are_ascii_numbers(tmp_path, score):
+    p = tmp_path / "run"
+    p.write_text(f"q Q0 d 1 {score} t\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"run:1: score .* is not a number"):
+        read_run(p)

@@ -1,0 +1,133 @@
+"""Files in, numbers out, as users run it: `clirbench evaluate` vs a pytrec_eval script vs ranx.
+
+    python benchmarks/evaluate_files.py --queries 5000 --reps 3 --out /tmp/eval5k.json
+    python benchmarks/evaluate_files.py --queries 50000 --reps 2 --tools clirbench,pytrec_eval --out /tmp/eval50k.json
+
+Writes a synthetic run (queries x depth, scores in steps of 1/8: heavy ties; 1-3 judged docs per
+query with grades 0-3, one relevant doc never retrieved) and its qrels under a temp folder, then
+runs each tool as its own process, one at a time, repetitions interleaved; reports wall time and
+peak RSS (ru_maxrss of the child) per run, the medians, the time to read the file's bytes
+(`cat run > /dev/null`), and the values of each tool side by side (they must agree to 1e-9).
+The temp folder is deleted at the end.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+# the same measures for all three tools: (clirbench name, pytrec_eval name, ranx name)
+MEASURES = [("nDCG@10", "ndcg_cut_10", "ndcg@10"), ("RR", "recip_rank", "mrr"), ("AP@1000", "map_cut_1000", "map@1000"),
+            ("R@100", "recall_100", "recall@100"), ("P@10", "P_10", "precision@10")]
+
+PYTREC = """
+import json, sys, pytrec_eval
+with open(sys.argv[1]) as f: qrels = pytrec_eval.parse_qrel(f)
+with open(sys.argv[2]) as f: run = pytrec_eval.parse_run(f)
+res = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "recip_rank", "map_cut.1000", "recall.100", "P.10"}).evaluate(run)
+names = %r
+print(json.dumps({ours: sum(v[theirs] for v in res.values()) / len(res) for ours, theirs, _ in names}))
+""" % MEASURES
+
+RANX = """
+import json, sys
+from ranx import Qrels, Run, evaluate
+qrels = Qrels.from_file(sys.argv[1], kind="trec")
+run = Run.from_file(sys.argv[2], kind="trec")
+names = %r
+got = evaluate(qrels, run, [r for _, _, r in names])
+print(json.dumps({ours: float(got[r]) for ours, _, r in names}))
+""" % MEASURES
+
+
+def generate(folder: Path, queries: int, depth: int, n_docs: int, seed: int = 0) -> None:
+    rng = np.random.default_rng(seed)
+    with open(folder / "run.txt", "w") as run, open(folder / "qrels.txt", "w") as qrels:
+        for q in range(queries):
+            docs = rng.choice(n_docs, depth, replace=False)
+            scores = rng.integers(0, 200, depth) / 8
+            run.write("".join(f"q{q} Q0 doc{d} {i} {s} clirbench\n" for i, (d, s) in enumerate(zip(docs, scores), 1)))
+            judged = rng.choice(docs, int(rng.integers(1, 4)), replace=False)
+            qrels.write("".join(f"q{q} 0 doc{d} {rng.integers(0, 4)}\n" for d in judged))
+            qrels.write(f"q{q} 0 doc{n_docs + q} {rng.integers(1, 4)}\n")  # relevant, never retrieved
+
+
+def run_child(cmd: list[str], folder: Path) -> tuple[float, float, str]:
+    """(wall seconds, peak RSS in GB of this child alone, stdout)."""
+    with open(folder / "stdout", "w+") as out, open(folder / "stderr", "w+") as err:
+        t = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0), err.seek(0)
+        if proc.returncode:
+            raise SystemExit(f"{' '.join(cmd[:4])} failed: {err.read().strip()[-500:]}")
+        return wall, usage.ru_maxrss * 1024 / 1e9, out.read()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--queries", type=int, default=5000)
+    ap.add_argument("--depth", type=int, default=1000)
+    ap.add_argument("--docs", type=int, default=1_000_000)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--tools", default="clirbench,pytrec_eval,ranx")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    tools = args.tools.split(",")
+    folder = Path(tempfile.mkdtemp(prefix="clirbench-eval-bench-"))
+    try:
+        generate(folder, args.queries, args.depth, args.docs)
+        qrels, run = str(folder / "qrels.txt"), str(folder / "run.txt")
+        (folder / "pytrec.py").write_text(PYTREC)
+        (folder / "ranx_eval.py").write_text(RANX)
+        commands = {
+            "clirbench": [sys.executable, "-m", "clirbench.cli", "evaluate", "--qrels", qrels, "--run", run,
+                          "--measures", ",".join(m for m, _, _ in MEASURES), "--output", str(folder / "out.json")],
+            "pytrec_eval": [sys.executable, str(folder / "pytrec.py"), qrels, run],
+            "ranx": [sys.executable, str(folder / "ranx_eval.py"), qrels, run],
+            "reader": [sys.executable, "-c", "import sys; from clirbench.trec import read_qrels; "
+                       "from clirbench.trec_fast import rank_run_file; assert rank_run_file(sys.argv[2], read_qrels(sys.argv[1]))",
+                       qrels, run],
+            "cat": ["sh", "-c", f"cat {run} > /dev/null"],
+        }
+        rows: dict[str, list[dict]] = {t: [] for t in tools + ["reader", "cat"]}
+        values: dict[str, dict] = {}
+        for rep in range(args.reps):
+            for tool in ["cat", "reader"] + tools:  # one at a time, interleaved
+                wall, peak, out = run_child(commands[tool], folder)
+                rows[tool].append({"wall_s": round(wall, 3), "peak_rss_gb": round(peak, 3)})
+                if tool == "clirbench":
+                    report = json.loads((folder / "out.json").read_text())
+                    values[tool] = {m: report["measures"][m]["value"] for m, _, _ in MEASURES}
+                elif tool in ("pytrec_eval", "ranx"):
+                    values[tool] = json.loads(out)
+                print(tool, rep, rows[tool][-1], flush=True)
+        summary = {
+            "queries": args.queries, "depth": args.depth, "run_bytes": os.path.getsize(run),
+            "median_wall_s": {t: statistics.median(r["wall_s"] for r in rs) for t, rs in rows.items()},
+            "median_peak_rss_gb": {t: statistics.median(r["peak_rss_gb"] for r in rs) for t, rs in rows.items()},
+            "runs": rows, "values": values,
+            "max_abs_diff_vs_pytrec_eval": {t: max(abs(v[m] - values["pytrec_eval"][m]) for m in v)
+                                            for t, v in values.items() if "pytrec_eval" in values},
+            "python": sys.version.split()[0], "cores": os.cpu_count(),
+        }
+        print(json.dumps(summary, indent=2))
+        if args.out:
+            Path(args.out).write_text(json.dumps(summary, indent=2) + "\n")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,274 @@
+"""A TREC run file read at C speed (pyarrow's CSV reader) straight into a RankTable, by chunks.
+
+It reads only runs in the canonical layout (one space or one tab between the six fields, queries
+grouped, as every tool writes them) and checks everything ``trec.read_run`` checks. Whatever it
+cannot prove valid -- another layout, an unparsable score, NaN, a repeated (query, doc), invalid
+UTF-8, a whitespace character that ``str.split`` would split on, a corrupt gzip stream -- makes
+``rank_run_file`` return None, and the caller reads the file with the strict reader, which then
+gives the same result or the same one-line error naming file and line. Memory is bounded by a
+chunk of the file (plus the longest query), not by the run's size.
+"""
+from __future__ import annotations
+
+import codecs
+import gzip
+import os
+import re
+from typing import Mapping
+
+import numpy as np
+
+from .ranking import RankTable, _finish, rank_in_segments
+
+__all__ = ["rank_run_file"]
+
+_BLOCK = 16 << 20
+# every character str.split() splits on, but the line breaks (\n, \r) and the delimiter
+_PY_SPACE = "\t\x0b\x0c\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+
+
+class _NotCanonical(Exception):
+    """The fast path cannot vouch for the file; the strict reader decides."""
+
+
+class _CheckedBytes:
+    """The file's bytes (gunzipped), BOM dropped, each block checked to hold no whitespace that
+    ``str.split`` splits on but the delimiter and line breaks, and to be valid UTF-8. (Empty
+    fields, i.e. two delimiters in a row, are caught after parsing.)"""
+
+    def __init__(self, path: str | os.PathLike, delim: bytes) -> None:
+        with open(path, "rb") as f:
+            gz = f.read(2) == b"\x1f\x8b"
+        self.raw = gzip.open(path, "rb") if gz else open(path, "rb")
+        self.first, self.closed = True, False
+        other = b"\t" if delim == b" " else b" "
+        self.bad_ascii = [bytes([c]) for c in b"\x0b\x0c\x1c\x1d\x1e\x1f" + other]
+        self.bad_text = re.compile("[" + _PY_SPACE.replace(delim.decode(), "").replace(other.decode(), "") + other.decode() + "]")
+        self.decoder = codecs.getincrementaldecoder("utf-8")()
+
+    def read(self, n: int = -1) -> bytes:
+        try:
+            block = self.raw.read(_BLOCK if n is None or n < 0 else n)
+        except Exception as exc:  # zlib.error, EOFError, BadGzipFile...: the strict reader names them
+            raise _NotCanonical(str(exc)) from None
+        if self.first:
+            self.first = False
+            if block.startswith(b"\xef\xbb\xbf"):
+                block = block[3:]
+        if any(b in block for b in self.bad_ascii):
+            raise _NotCanonical("whitespace")
+        try:
+            if not block.isascii() and self.bad_text.search(self.decoder.decode(block)):
+                raise _NotCanonical("whitespace")
+            if not block:
+                self.decoder.decode(b"", final=True)
+        except UnicodeDecodeError:
+            raise _NotCanonical("utf-8") from None
+        return block
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        self.closed = True
+        self.raw.close()
+
+
+def _delimiter(path) -> bytes:
+    with open(path, "rb") as f:
+        head = f.read(2)
+    opener = gzip.open if head == b"\x1f\x8b" else open
+    try:
+        with opener(path, "rb") as f:
+            line = f.readline(1 << 16)
+    except Exception as exc:
+        raise _NotCanonical(str(exc)) from None
+    return b"\t" if b"\t" in line and b" " not in line else b" "
+
+
+def _fingerprints(arr, seg: np.ndarray) -> np.ndarray:
+    """uint64 per string of a pyarrow string array, mixed with its segment: equal (segment, string)
+    pairs give equal fingerprints (the converse is checked on the strings)."""
+    bufs = arr.buffers()
+    wide = np.int64 if str(arr.type) == "large_string" else np.int32
+    off = np.frombuffer(bufs[1], dtype=wide, count=len(arr) + 1, offset=arr.offset * np.dtype(wide).itemsize)
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+    pad = np.zeros(int(off[-1]) + 16, dtype=np.uint8)
+    pad[8:8 + int(off[-1]) - int(off[0])] = data[int(off[0]):int(off[-1])]
+    words = np.ndarray((len(pad) - 7,), dtype=np.uint64, buffer=pad, strides=(1,))  # any byte offset
+    start = off[:-1].astype(np.int64) - int(off[0]) + 8
+    length = off[1:].astype(np.int64) - off[:-1]
+    head = words[start] & np.where(length >= 8, ~np.uint64(0),
+                                   (np.uint64(1) << (np.minimum(length, 7) * 8).astype(np.uint64)) - np.uint64(1))
+    tail = np.where(length > 8, words[start + length - 8], 0)
+    mid = np.where(length > 16, words[start + length // 2 - 4], 0)
+    with np.errstate(over="ignore"):
+        fp = head * np.uint64(0x9E3779B97F4A7C15) ^ tail * np.uint64(0xC2B2AE3D27D4EB4F)
+        fp ^= mid * np.uint64(0x165667B19E3779F9) ^ length.astype(np.uint64) * np.uint64(0x27D4EB2F165667C5)
+        fp ^= seg.astype(np.uint64) * np.uint64(0xFF51AFD7ED558CCD)
+    return fp
+
+
+class _Ranker:
+    """Ranks the relevant entries of each complete query of a chunk."""
+
+    def __init__(self, qrels: Mapping[str, Mapping[str, int]]) -> None:
+        import pyarrow as pa
+
+        self.qrels = qrels
+        rel_docs = sorted({d for docs in qrels.values() for d, g in docs.items() if g > 0})
+        self.rel_index = {d: i for i, d in enumerate(rel_docs)}
+        self.rel_docs = pa.array(rel_docs, type=pa.string())
+        self.run_queries: list[str] = []
+        self.seen: set[str] = set()
+        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (t, rank, grade)
+        self.evaluated: list[str] = []
+
+    def add(self, q, d, score: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> None:
+        import pyarrow.compute as pc
+
+        qids = q.take(starts).to_pylist()
+        for qid in qids:
+            if qid in self.seen:  # not grouped by query: the strict reader decides
+                raise _NotCanonical("ungrouped")
+            self.seen.add(qid)
+        self.run_queries.extend(qids)
+        seg = np.repeat(np.arange(len(starts)), ends - starts)
+        fp = _fingerprints(d, seg)
+        width = int((ends - starts).max())
+        if np.all(ends - starts == width):  # the usual run: every query at the same depth
+            fp = np.sort(fp.reshape(-1, width), axis=1)
+            dup = fp[:, 1:][fp[:, 1:] == fp[:, :-1]]
+        else:
+            fp = np.sort(fp)
+            dup = fp[1:][fp[1:] == fp[:-1]]
+        if len(dup):
+            self._check_duplicates(d, seg, dup)
+        # relevant judgements of the evaluated queries, in qrels order (as rank_run_arrays)
+        n_rel = len(self.rel_index)
+        row_key, row_seg, grade = [], [], []
+        for i, qid in enumerate(qids):
+            judged = self.qrels.get(qid)
+            if not judged:
+                continue
+            self.evaluated.append(qid)
+            for doc, g in judged.items():
+                if g > 0:
+                    row_key.append(i * n_rel + self.rel_index[doc])
+                    row_seg.append(i)
+                    grade.append(g)
+        if not row_key:
+            return
+        row_key = np.asarray(row_key, dtype=np.int64)
+        rank = np.full(len(row_key), np.inf)
+        ix = pc.fill_null(pc.index_in(d, value_set=self.rel_docs), -1).to_numpy()
+        cand = np.flatnonzero(ix >= 0)
+        cand_key = seg[cand].astype(np.int64) * n_rel + ix[cand]
+        order = np.argsort(row_key, kind="stable")
+        pos = np.minimum(np.searchsorted(row_key[order], cand_key), len(row_key) - 1)
+        hit = row_key[order][pos] == cand_key
+        entry, row = cand[hit], order[pos[hit]]
+        if len(entry):
+            def doc_before(a, b):
+                return pc.greater(d.take(a), d.take(b)).to_numpy(zero_copy_only=False)  # byte-wise
+            rank[row] = rank_in_segments(score, starts, ends, entry, seg[entry], doc_before)
+        t_of_seg = np.full(len(qids), -1, dtype=np.int64)
+        evaluated_here = [i for i, qid in enumerate(qids) if self.qrels.get(qid)]
+        t_of_seg[evaluated_here] = np.arange(len(self.evaluated) - len(evaluated_here), len(self.evaluated))
+        self.parts.append((t_of_seg[np.asarray(row_seg)], rank, np.asarray(grade, dtype=np.float64)))
+
+    @staticmethod
+    def _check_duplicates(d, seg: np.ndarray, same: np.ndarray) -> None:
+        where = np.flatnonzero(np.isin(_fingerprints(d, seg), same))
+        if len(where) > 100_000:
+            raise _NotCanonical("fingerprints")
+        pairs = set()
+        for s, doc in zip(seg[where].tolist(), d.take(where).to_pylist()):
+            if (s, doc) in pairs:
+                raise _NotCanonical("duplicate")  # the strict reader names the line
+            pairs.add((s, doc))
+
+    def table(self) -> RankTable:
+        parts = self.parts or [(np.zeros(0, np.int64), np.zeros(0), np.zeros(0))]
+        t, rank, grade = (np.concatenate(x) for x in zip(*parts))
+        return _finish(self.evaluated, np.full(len(self.evaluated), np.nan), t, rank, grade, None)
+
+
+def rank_run_file(path: str | os.PathLike, qrels: Mapping[str, Mapping[str, int]]) -> tuple[RankTable, list[str]] | None:
+    """``(rank_run(read_run(path), qrels), run query ids)``, or None when the strict reader must decide.
+
+    None also when pyarrow is missing (``pip install 'clirbench[evaluate]'`` for the fast path).
+    """
+    try:
+        import pyarrow as pa
+        import pyarrow.csv as pcsv
+        import pyarrow.compute as pc
+    except ImportError:
+        return None
+    try:
+        delim = _delimiter(path)
+        source = _CheckedBytes(path, delim)
+        try:
+            return _read(pa, pcsv, pc, source, delim, qrels)
+        finally:
+            source.close()
+    except (_NotCanonical, pa.ArrowException, OSError):
+        return None
+
+
+def _DICT(pa):
+    return pa.dictionary(pa.int32(), pa.string())
+
+
+def _read(pa, pcsv, pc, source: _CheckedBytes, delim: bytes, qrels) -> tuple[RankTable, list[str]]:
+    names = ["q", "q0", "d", "rank", "s", "tag"]
+    reader = pcsv.open_csv(
+        pa.PythonFile(source, mode="r"),
+        read_options=pcsv.ReadOptions(column_names=names, block_size=_BLOCK),
+        parse_options=pcsv.ParseOptions(delimiter=delim.decode(), quote_char=False, double_quote=False,
+                                        escape_char=False, newlines_in_values=False, ignore_empty_lines=True),
+        convert_options=pcsv.ConvertOptions(column_types={"q": pa.string(), "q0": _DICT(pa), "d": pa.string(),
+                                                          "rank": pa.int64(), "s": pa.float64(), "tag": _DICT(pa)},
+                                            null_values=[],
+                                            strings_can_be_null=False, quoted_strings_can_be_null=False))
+    ranker = _Ranker(qrels)
+    carry = None
+    for batch in reader:
+        for name in ("q", "d"):
+            if len(batch) and pc.min(pc.binary_length(batch.column(name))).as_py() == 0:
+                raise _NotCanonical("empty field")
+        for name in ("q0", "tag"):
+            if len(batch) and pc.min(pc.binary_length(batch.column(name).dictionary)).as_py() == 0:
+                raise _NotCanonical("empty field")
+        q, d, s = (batch.column(name) for name in ("q", "d", "s"))
+        if carry is not None:
+            q, d, s = (pa.concat_arrays([a, b]) for a, b in zip(carry, (q, d, s)))
+        carry = _rank_complete(ranker, pc, q, d, s, final=False)
+    if carry is not None:
+        _rank_complete(ranker, pc, *carry, final=True)
+    return ranker.table(), ranker.run_queries
+
+
+def _rank_complete(ranker: _Ranker, pc, q, d, s, final: bool):
+    """Rank the queries of a chunk that end inside it; return the rest (the last query) to carry."""
+    n = len(q)
+    if n == 0:
+        return None
+    neq = pc.not_equal(q.slice(1), q.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+    starts = np.r_[0, 1 + np.flatnonzero(neq)].astype(np.int64)
+    ends = np.r_[starts[1:], n].astype(np.int64)
+    cut = n if final else int(starts[-1])
+    if cut == 0:
+        return q, d, s
+    if not final:
+        starts, ends = starts[:-1], ends[:-1]
+    score = s.slice(0, cut).to_numpy(zero_copy_only=False)
+    if np.isnan(score).any():
+        raise _NotCanonical("NaN")
+    with np.errstate(over="ignore"):
+        score = score.astype(np.float32) + np.float32(0)  # trec_eval's float; -0.0 ties with 0.0
+    ranker.add(q.slice(0, cut), d.slice(0, cut), score, starts, ends)
+    return (q.slice(cut), d.slice(cut), s.slice(cut)) if cut < n else None

@@ -1,0 +1,185 @@
+"""The pyarrow run reader (trec_fast) gives rank_run(read_run(...))'s table exactly, or defers to
+the strict reader: every malformed file gives the strict reader's one-line error, through the CLI."""
+from __future__ import annotations
+
+import gzip
+import json
+import random
+import zlib
+
+import numpy as np
+import pytest
+
+from clirbench import ranking
+from clirbench.cli import main
+from clirbench.ranking import rank_run
+from clirbench.trec import read_qrels, read_run, write_qrels, write_run
+from clirbench.trec_fast import _PY_SPACE, rank_run_file
+from test_pytrec_eval_agreement import assert_agree, random_case
+
+
+def same_table(a, b) -> None:
+    assert a.query_ids == b.query_ids
+    for f in ("qidx", "rank", "grade", "num_docs"):
+        np.testing.assert_array_equal(getattr(a, f), getattr(b, f))
+
+
+def write_layout(path, run, sep=" ", shuffle_within=False, seed=0):
+    """A run in trec_eval order with separator ``sep`` (gzip when the name ends in .gz)."""
+    rng = random.Random(seed)
+    lines = []
+    for q, docs in run.items():
+        items = list(docs.items())
+        if shuffle_within:
+            rng.shuffle(items)
+        lines += [sep.join([q, "Q0", d, str(i), repr(float(s)), "t"]) for i, (d, s) in enumerate(items, 1)]
+    data = ("\n".join(lines) + "\n").encode() if lines else b""
+    path.write_bytes(gzip.compress(data) if str(path).endswith(".gz") else data)
+
+
+@pytest.mark.parametrize("seed", range(150))
+def test_fast_reader_equals_strict_reader_and_pytrec_eval(tmp_path, seed):
+    docs, qrels, run = random_case(seed)  # heavy ties, graded qrels, queries missing on either side
+    run = {q: v for q, v in run.items() if v}  # a file cannot hold a query without documents
+    name = ["run.txt", "run.txt.gz"][seed % 2]
+    write_layout(tmp_path / name, run, sep=" \t"[seed % 3 == 0], shuffle_within=True, seed=seed)
+    got = rank_run_file(tmp_path / name, qrels)
+    if not run:
+        return
+    assert got is not None, "the canonical layout must take the fast path"
+    table, run_queries = got
+    assert run_queries == list(run)
+    same_table(table, rank_run(read_run(tmp_path / name), qrels))
+    if table.query_ids:
+        assert_agree(table, qrels, run)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_both_ranking_layouts_agree(tmp_path, seed, monkeypatch):
+    """Padded rows (equal-depth runs) and the flat path (one long query) give the same ranks."""
+    rng = np.random.default_rng(seed)
+    run = {f"q{j}": {f"d{int(i)}": float(rng.integers(0, 3)) for i in rng.choice(60, size=int(rng.integers(1, 60)), replace=False)}
+           for j in range(8)}
+    qrels = {q: {d: int(rng.integers(0, 3)) for d in list(v)[:10]} for q, v in run.items()}
+    write_layout(tmp_path / "r", run)
+    ref = rank_run(run, qrels)
+    same_table(rank_run_file(tmp_path / "r", qrels)[0], ref)
+    monkeypatch.setattr(ranking, "_CHUNK", 7)  # forces the flat path and many chunks
+    same_table(rank_run_file(tmp_path / "r", qrels)[0], ref)
+
+
+def test_many_chunks_and_queries_spanning_them(tmp_path, monkeypatch):
+    import clirbench.trec_fast as tf
+
+    monkeypatch.setattr(tf, "_BLOCK", 1 << 10)  # pyarrow's minimum-ish block: queries cross batches
+    rng = np.random.default_rng(1)
+    run = {f"q{j}": {f"doc{i}": float(rng.integers(0, 4)) for i in rng.choice(500, 120, replace=False)} for j in range(30)}
+    qrels = {q: {d: int(rng.integers(1, 4)) for d in list(v)[::7]} for q, v in run.items()}
+    write_layout(tmp_path / "r", run)
+    got = rank_run_file(tmp_path / "r", qrels)
+    assert got is not None
+    same_table(got[0], rank_run(run, qrels))
+
+
+def test_whitespace_set_is_pythons():
+    every = {c for c in map(chr, range(0x110000)) if c.isspace()}
+    ours = set()
+    for part in _PY_SPACE.split("\u2000-\u200a"):
+        ours |= set(part)
+    ours |= {chr(c) for c in range(0x2000, 0x200b)}
+    assert ours | {"\n", "\r"} == every
+
+
+GOOD = "q1 Q0 a 1 2.5 t\nq1 Q0 b 2 1.5 t\nq2 Q0 a 1 1 t\n"
+QRELS = "q1 0 a 1\nq1 0 b 2\nq2 0 a 1\n"
+
+# (file bytes, expected error fragment, or "SAME": valid, and must score as GOOD does)
+CASES = [
+    (b"\xef\xbb\xbf" + GOOD.encode(), "SAME"),  # BOM: dropped, not part of the first id
+    (GOOD.replace(" ", "  ").encode(), "SAME"),  # other layouts are valid: the strict reader reads them
+    (("  " + GOOD.replace("\n", " \n")).encode(), "SAME"),
+    (GOOD.replace("\n", "\r\n").encode(), "SAME"),
+    (b"q1 Q0 a 1 2.5 t\nq2 Q0 a 1 1 t\nq1 Q0 b 2 1.5 t\n", "SAME"),  # not grouped by query
+    (GOOD.replace(" t\n", " \n", 1).encode(), "run:1: expected 6 fields"),  # empty last field
+    (GOOD.replace("Q0 b", "Q0 b\xa0x").encode(), "run:2: expected 6 fields"),  # str.split splits at NBSP
+    (GOOD.replace("Q0 b", "Q0 b\u3000x").encode(), "run:2: expected 6 fields"),
+    (GOOD.replace("Q0 b", "Q0 b\x1fx").encode(), "run:2: expected 6 fields"),
+    (GOOD.replace("Q0 b", "Q0\x0bb").encode(), "SAME"),  # any whitespace separates fields
+    (GOOD.replace("Q0 b", "Q0\tb").encode(), "SAME"),  # mixed separators
+    (GOOD.replace(" t\n", " t x\n", 1).encode(), "run:1: expected 6 fields"),
+    (GOOD.replace("1.5", "high").encode(), "run:2: score 'high' is not a number"),
+    (GOOD.replace("1.5", "1_5").encode(), "run:2: score '1_5' is not a number"),
+    (GOOD.replace("1.5", "\u0661").encode(), "run:2: score '\u0661' is not a number"),  # Arabic-Indic 1
+    (GOOD.replace("1.5", "nan(1)").encode(), "run:2: score 'nan(1)' is not a number"),
+    (GOOD.replace("1.5", "NaN").encode(), "run:2: score is NaN"),
+    (GOOD.replace("b 2 1.5", "a 2 1.5").encode(), "run:2: doc 'a' retrieved twice for query 'q1'"),
+    (GOOD.replace("b 2 1.5", "a 2 2.5").encode(), "run:2: doc 'a' retrieved twice for query 'q1'"),
+    (GOOD.encode().replace(b" t\n", b" \xff\n", 1), "not UTF-8"),  # bad bytes in an ignored column
+    (GOOD.encode() + b"q2 Q0 \xed\xa0\x80 2 0 t\n", "not UTF-8"),  # an encoded surrogate
+]
+
+
+@pytest.mark.parametrize("data,error", CASES)
+@pytest.mark.parametrize("gz", [False, True])
+def test_malformed_runs_give_the_strict_readers_error_through_the_cli(tmp_path, capsys, data, error, gz):
+    (tmp_path / "qrels").write_text(QRELS)
+    run = tmp_path / ("run.gz" if gz else "run")
+    run.write_bytes(gzip.compress(data) if gz else data)
+    argv = ["evaluate", "--qrels", str(tmp_path / "qrels"), "--run", str(run), "--resamples", "10",
+            "--measures", "nDCG@10,RR"]
+    code = main(argv)
+    out, err = capsys.readouterr()
+    if error == "SAME":
+        assert code == 0, err
+        (tmp_path / "good").write_text(GOOD)
+        want = json.loads(out)["measures"]
+        assert main(argv[:4] + [str(tmp_path / "good")] + argv[5:]) == 0
+        assert json.loads(capsys.readouterr().out)["measures"] == want
+        return
+    assert code == 2 and out == ""
+    assert err.startswith("clirbench: error: ") and err.count("\n") == 1 and error.replace("run:", f"{run}:") in err
+    with pytest.raises(ValueError) as strict:
+        read_run(run)
+    assert str(strict.value) in err
+
+
+def corrupt_gz(path, line) -> None:
+    rng = np.random.default_rng(0)
+    text = "".join(line.format(q=i // 50, d=rng.integers(10**9), i=i, s=rng.random()) for i in range(20000))
+    blob = bytearray(gzip.compress(text.encode()))
+    blob[100:108] = b"\xff" * 8  # "invalid block type"
+    with pytest.raises(zlib.error):
+        gzip.decompress(bytes(blob))
+    path.write_bytes(bytes(blob))
+
+
+def test_corrupt_gzip_block_is_one_line(tmp_path, capsys):
+    corrupt_gz(tmp_path / "run.gz", "q{q} Q0 d{d} {i} {s} t\n")
+    corrupt_gz(tmp_path / "qrels.gz", "q{q} 0 d{d} 1\n")
+    (tmp_path / "qrels").write_text("q1 0 d1 1\n")
+    (tmp_path / "run").write_text("q1 Q0 d1 1 1.0 t\n")
+    for qrels, run, bad in (("qrels", "run.gz", "run.gz"), ("qrels.gz", "run", "qrels.gz")):
+        assert main(["evaluate", "--qrels", str(tmp_path / qrels), "--run", str(tmp_path / run)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"{tmp_path / bad}: cannot read" in err, err
+
+
+def test_per_query_tsv_and_jsonl(tmp_path, capsys):
+    (tmp_path / "qrels").write_text(QRELS + "q3 0 z 1\n")
+    (tmp_path / "run").write_text(GOOD + "q3 Q0 a 1 1 t\n")
+    base = ["evaluate", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "--measures", "RR,MaxR",
+            "--resamples", "10"]
+    assert main(base + ["--per-query", str(tmp_path / "pq.tsv")]) == 0
+    rows = [l.split("\t") for l in (tmp_path / "pq.tsv").read_text().splitlines()]
+    assert rows[0] == ["query_id", "measure", "value"]
+    assert ["q1", "RR", "1.0"] in rows and ["q3", "RR", "0.0"] in rows and ["q3", "MaxR", "null"] in rows
+    assert len(rows) == 1 + 3 * 2
+    assert main(base + ["--per-query", str(tmp_path / "pq.jsonl")]) == 0
+    recs = [json.loads(l) for l in (tmp_path / "pq.jsonl").read_text().splitlines()]
+    assert {"query_id": "q2", "measure": "RR", "value": 1.0} in recs and len(recs) == 6
+    report = json.loads(capsys.readouterr().out.split("\n}\n")[-2] + "\n}")
+    rr = [r["value"] for r in recs if r["measure"] == "RR"]
+    assert report["measures"]["RR"]["value"] == pytest.approx(np.mean(rr), abs=1e-12)
+    capsys.readouterr()
+    assert main(base + ["--per-query", str(tmp_path / "pq.csv")]) == 2
+    assert "--per-query" in capsys.readouterr().err
