@@ -344,6 +344,19 @@ def test_every_task_kind_runs_through_mteb_evaluate_with_runner_scores(kind, tmp
         assert mine.qrels_sha256 == rec["qrels_sha256"]
         for name in ("MaxR", "nDCG@10", "RR"):
             assert mine.measures[name].value == pytest.approx(rec["measures"][name]["value"], rel=1e-12)
+    # without the task objects: a registered task's pools are rebuilt from the names; the user's own data cannot be
+    from clirbench.errors import ClirbenchError
+
+    if ":" in task:
+        with pytest.raises(ClirbenchError, match=r"cannot rebuild the pools of MTEB task .* pass tasks="):
+            cm.to_results(result, tmp_path / "rebuilt", data_dir=case.get("data_dir"))
+    else:
+        rebuilt = cm.to_results(result, tmp_path / "rebuilt", data_dir=case.get("data_dir"))
+        assert len(rebuilt) == len(report.outcomes)
+        for path in rebuilt:
+            r = read_result(path)
+            assert r.measures["MaxR"].value == pytest.approx(
+                written[(r.scenario, r.subset, r.doc_langs, r.query_lang)].measures["MaxR"].value, rel=1e-12)
 
 
 @pytest.mark.parametrize("tag,code", [("en", "eng-Latn"), ("zh-Hant", "zho-Hant"), ("pt-BR", "por-Latn"),
