@@ -1,4 +1,4 @@
-"""Names shared by both directions of the plugin (no mteb import): score keys, task names, languages."""
+"""Names shared by both directions of the plugin (mteb loaded only inside functions): scores, tasks, languages."""
 from __future__ import annotations
 
 import json
