@@ -38,17 +38,32 @@ def _bag_mteb_model():
     return BagMTEB()
 
 
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def readme_mteb_snippet() -> list[str]:
+    """The lines of the README's python block under "### MTEB plugin"."""
+    section = README.read_text(encoding="utf-8").split("### MTEB plugin", 1)[1]
+    return section.split("```python\n", 1)[1].split("```", 1)[0].splitlines()
+
+
 @pytest.fixture(scope="module")
 def mteb_run(tmp_path_factory):
-    """mteb.evaluate on XQuAD en+zh, multi and multi-1, with the bag encoder; cache under tmp."""
-    import mteb
-
-    import clirbench.mteb as cm
-
-    tasks = cm.get_tasks(["xquad"], langs="en,zh", scenarios="multi,multi-1", data_dir=XQUAD)
-    cache = tmp_path_factory.mktemp("mteb-cache")
-    result = mteb.evaluate(_bag_mteb_model(), tasks=tasks, cache=mteb.ResultCache(cache), show_progress_bar=False)
-    return tasks, result, cache
+    """The README's MTEB snippet as written (XQuAD en+zh, multi and multi-1, cache and results in the
+    current folder), run in a temporary folder; only its model line is swapped for the bag encoder."""
+    lines = readme_mteb_snippet()
+    model_lines = [i for i, line in enumerate(lines) if line.startswith("model = ")]
+    assert len(model_lines) == 1 and "mteb.get_model(" in lines[model_lines[0]]
+    lines[model_lines[0]] = "model = _bag_mteb_model()"
+    work = tmp_path_factory.mktemp("readme-mteb")
+    namespace = {"_bag_mteb_model": _bag_mteb_model}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(work)
+        mp.setenv("CLIRBENCH_DATA_DIR", str(XQUAD.parent))
+        exec(compile("\n".join(lines), "README.md (MTEB plugin)", "exec"), namespace)
+    assert len(namespace["paths"]) == 4 and all((work / p).is_file() and Path(p).parts[0] == "results"
+                                                for p in namespace["paths"])
+    return namespace["tasks"], namespace["res"], work / "mteb-cache"
 
 
 @pytest.fixture(scope="module")
@@ -229,3 +244,140 @@ def test_mteb_family_uses_registry_loader_with_local_weights(mteb_family):
     assert scores[0, 0] > scores[0, 1]
     with pytest.raises(UnknownNameError, match="registry"):
         make_retriever("mteb:no-such-org/no-such-model")
+
+
+# -- every task kind through mteb.evaluate: the same pools and scores as ``clirbench run``
+
+def _case(kind: str, tmp_path: Path, monkeypatch) -> dict:
+    """``run``/``get_tasks`` arguments for a task of ``kind`` on the other tests' fixtures."""
+    if kind == "clirudit":
+        from test_clirudit import write_clirudit
+
+        return dict(task="clirudit", langs="all", data_dir=write_clirudit(tmp_path / "clirudit"))
+    if kind == "ko-en":
+        from test_ko_en import write_beir as write_ko_beir
+        from test_ko_en import write_belebele
+
+        root = tmp_path / "ko-en"
+        write_belebele(root / "belebele")
+        write_ko_beir(root / "strategyqa" / "ko", "ko")
+        write_ko_beir(root / "strategyqa" / "en", "en", qrels=False)
+        return dict(task="ko-en", data_dir=root)
+    if kind == "lazretrieval":
+        from test_lazretrieval import write_laz
+
+        write_laz(tmp_path / "laz" / "test")
+        return dict(task="lazretrieval", data_dir=tmp_path / "laz")
+    if kind == "beir":
+        from test_beir import write_beir
+
+        return dict(task=f"beir:{write_beir(tmp_path / 'mixed')}")
+    if kind == "parallel":
+        from test_parallel_data import JSONL, write_jsonl
+
+        return dict(task=f"parallel:{write_jsonl(tmp_path / 'mini.jsonl', JSONL)}", langs="en,fr",
+                    scenarios="multi,multi-1,mono-same,mono-cross")
+    if kind == "belebele":  # the committed fixture, with the card's counts replaced as test_belebele does
+        import clirbench.tasks as tasks_module
+        from test_belebele import FIXTURE_DIR, fixture_card
+
+        cards = dict(tasks_module._cards())
+        cards["belebele"] = fixture_card()
+        monkeypatch.setattr(tasks_module, "_cards", lambda: cards)
+        return dict(task="belebele", langs="eng_Latn,kor_Hang", data_dir=FIXTURE_DIR)
+    raise AssertionError(kind)
+
+
+@pytest.mark.filterwarnings("ignore:clirudit. counts differ")
+@pytest.mark.parametrize("kind", ["clirudit", "ko-en", "lazretrieval", "beir", "parallel", "belebele"])
+def test_every_task_kind_runs_through_mteb_evaluate_with_runner_scores(kind, tmp_path, monkeypatch):
+    import mteb
+
+    import clirbench.mteb as cm
+    from clirbench.mteb.names import subset_name, task_name
+    from clirbench.retrievers.cache import EmbeddingCache
+    from clirbench.retrievers.dense import DenseRetriever
+    from clirbench.runner import run
+
+    case = _case(kind, tmp_path, monkeypatch)
+    task = case.pop("task")
+    tasks = cm.get_tasks([task], **case)
+    for t in tasks:  # metadata MTEB accepts: a URL or no reference, a dataset path and revision
+        md = t.metadata
+        assert md.reference is None or str(md.reference).startswith("https://")
+        assert md.dataset["path"] and md.dataset["revision"]
+        assert md.main_score.startswith(("clirbench_", "max_at_r"))
+    result = mteb.evaluate(_bag_mteb_model(), tasks=tasks, cache=mteb.ResultCache(tmp_path / "mteb-cache"),
+                           show_progress_bar=False)
+    scores = {(tr.task_name, s["hf_subset"]): s for tr in result.task_results for s in tr.scores["test"]}
+
+    retriever = DenseRetriever(BagOfCharsEncoder(), EmbeddingCache(None), spec="test:bag-of-chars")
+    report = run(retriever, task=task, output_dir=tmp_path / "runner", resamples=10, progress=False, **case)
+    assert len(report.outcomes) == len(scores) > 0
+    for outcome in report.outcomes:
+        rec = outcome.record
+        key = (task_name(rec["task"]["id"], rec["scenario"], rec["pool_mode"], rec.get("subset") or ""),
+               subset_name(rec["doc_langs"], rec["query_lang"]))
+        have = scores[key]
+        assert have["clirbench_pool_size"] == rec["pool_size"] and have["clirbench_num_queries"] == rec["num_queries"]
+        compared = 0
+        for name, value in rec["measures"].items():
+            want = value["value"]
+            if want is None or not math.isfinite(want):
+                assert cm.score_key(name) not in have, (key, name)
+                continue
+            assert have[cm.score_key(name)] == pytest.approx(want, rel=1e-12, abs=1e-12), (key, name)
+            compared += 1
+        assert compared >= 5
+        md = next(t.metadata for t in tasks if t.metadata.name == key[0])
+        assert have[md.main_score] == pytest.approx(
+            next(v["value"] for n, v in rec["measures"].items() if cm.score_key(n) == md.main_score), rel=1e-12)
+    # and back into clirbench records: one per pool, the runner's values
+    from clirbench.results import read_result
+
+    written = {(r.scenario, r.subset, r.doc_langs, r.query_lang): r
+               for r in map(read_result, cm.to_results(result, tmp_path / "from-mteb", tasks=tasks, resamples=10))}
+    assert len(written) == len(report.outcomes)
+    for outcome in report.outcomes:
+        rec = outcome.record
+        mine = written[(rec["scenario"], rec.get("subset") or "", tuple(rec["doc_langs"]), rec["query_lang"])]
+        assert mine.qrels_sha256 == rec["qrels_sha256"]
+        for name in ("MaxR", "nDCG@10", "RR"):
+            assert mine.measures[name].value == pytest.approx(rec["measures"][name]["value"], rel=1e-12)
+    # without the task objects: a registered task's pools are rebuilt from the names; the user's own data cannot be
+    from clirbench.errors import ClirbenchError
+
+    if ":" in task:
+        with pytest.raises(ClirbenchError, match=r"cannot rebuild the pools of MTEB task .* pass tasks="):
+            cm.to_results(result, tmp_path / "rebuilt", data_dir=case.get("data_dir"))
+    else:
+        rebuilt = cm.to_results(result, tmp_path / "rebuilt", data_dir=case.get("data_dir"))
+        assert len(rebuilt) == len(report.outcomes)
+        for path in rebuilt:
+            r = read_result(path)
+            assert r.measures["MaxR"].value == pytest.approx(
+                written[(r.scenario, r.subset, r.doc_langs, r.query_lang)].measures["MaxR"].value, rel=1e-12)
+
+
+@pytest.mark.parametrize("tag,code", [("en", "eng-Latn"), ("zh-Hant", "zho-Hant"), ("pt-BR", "por-Latn"),
+                                      ("kor_Hang", "kor-Hang"), ("und", "und-Zzzz"), ("tl", "tgl-Latn")])
+def test_mteb_language_codes(tag, code):
+    from clirbench.mteb.names import mteb_language
+
+    assert mteb_language(tag) == code
+
+
+def test_beir_folder_without_languages_and_an_unknown_language(tmp_path):
+    """Records without ``lang`` (``und``) are valid MTEB metadata; a tag MTEB does not know is one line."""
+    import clirbench.mteb as cm
+    from clirbench.errors import ClirbenchError
+    from test_beir import DOCS, QUERIES, write_beir
+
+    strip = lambda rows: [{k: v for k, v in r.items() if k != "lang"} for r in rows]
+    (task,) = cm.get_tasks(f"beir:{write_beir(tmp_path / 'plain', docs=strip(DOCS), queries=strip(QUERIES))}")
+    assert task.metadata.eval_langs == {"und.q-und": ["und-Zzzz", "und-Zzzz"]}
+    assert task.metadata.dataset["path"] == str(tmp_path / "plain") and len(task.metadata.dataset["revision"]) == 16
+    odd = [dict(r, lang="xx-klingon") for r in DOCS]
+    with pytest.raises(ClirbenchError, match=r"^task beir-odd: no MTEB language code for 'xx-klingon'") as err:
+        cm.get_tasks(f"beir:{write_beir(tmp_path / 'odd', docs=odd)}")
+    assert "\n" not in str(err.value)

@@ -36,17 +36,24 @@ def _rebuild(name: str, subsets: Sequence[str], data_dir):
     task_id, scenario, mode, _ = parsed
     from types import SimpleNamespace
 
-    from ..tasks import get_task
+    from ..tasks import get_task, list_tasks
 
-    calls = [dict()]
+    if ":" in task_id or task_id not in {t.id for t in list_tasks()}:
+        raise ClirbenchError(f"cannot rebuild the pools of MTEB task {name!r} from its name (the user's own "
+                             f"data); pass tasks= (the task objects mteb.evaluate ran)")
+    # retrieval tasks: the document languages of the subsets (clirudit's en side is not a default)
+    calls = [dict(langs=",".join(sorted({l for s in subsets for l in s.partition(".q-")[0].split("-")})))]
     if get_task(task_id).card.kind == "parallel":
         calls = []
+        named = sorted({l for s in subsets for l in [*s.partition(".q-")[0].split("-"), s.partition(".q-")[2]]})
         for s in subsets:
             docs, _, q = s.partition(".q-")
             langs = docs.split("-")
             if len(langs) == 1 and langs[0] != q:
                 langs = [q, langs[0]]
-            call = dict(langs=",".join(langs), query_langs=[q]) if len(langs) == 2 else dict()
+            if len(langs) == 1:  # mono-same: paired with another language of the result, not with every one
+                langs = [q, next((l for l in named if l != q), q)]
+            call = dict(langs=",".join(langs), query_langs=[q]) if len(set(langs)) == 2 else dict()
             if call not in calls:
                 calls.append(call)
     pools, measures = {}, None

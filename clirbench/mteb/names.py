@@ -1,4 +1,4 @@
-"""Names shared by both directions of the plugin (no mteb import): score keys, task names, languages."""
+"""Names shared by both directions of the plugin (mteb loaded only inside functions): scores, tasks, languages."""
 from __future__ import annotations
 
 import json
@@ -53,15 +53,25 @@ def _iso_tables() -> tuple[dict, dict]:
 
 
 def mteb_language(lang: str) -> str:
-    """clirbench language tag -> MTEB's ``xxx-Xxxx``: ``zh`` -> ``zho-Hans``, ``kor_Hang`` -> ``kor-Hang``."""
-    if "_" in lang and len(lang.split("_")[1]) == 4:  # FLORES style (Belebele)
-        code, script = lang.split("_", 1)
-        return f"{code}-{script}"
-    if "-" in lang:
-        return lang
+    """clirbench language tag -> MTEB's ``xxx-Xxxx``: ``zh`` -> ``zho-Hans``, ``kor_Hang`` -> ``kor-Hang``.
+
+    BCP 47 tags keep their script (``zh-Hant`` -> ``zho-Hant``) and drop their region (``pt-BR`` ->
+    ``por-Latn``); ``und`` (records without a language) is ``und-Zzzz``. ValueError when MTEB knows
+    no such language.
+    """
+    from mteb.languages import check_language_code
+
+    parts = lang.replace("_", "-").split("-")
+    code = parts[0].lower()
+    script = next((p for p in parts[1:] if len(p) == 4 and p.isalpha()), None)
     iso1, scripts = _iso_tables()
-    code = iso1.get(lang, lang)
-    script = scripts.get(code)
+    code = iso1.get(code, code)
+    script = script.title() if script else scripts.get(code) or ("Zzzz" if code == "und" else None)
     if script is None:
         raise ValueError(f"no MTEB language code for {lang!r}")
-    return f"{code}-{script}"
+    out = f"{code}-{script}"
+    try:
+        check_language_code(out)
+    except ValueError:
+        raise ValueError(f"no MTEB language code for {lang!r} ({out} is not an ISO 639-3/15924 code)") from None
+    return out

@@ -166,6 +166,45 @@ def _main_score(scenario: str, card, measures) -> str:
     raise ClirbenchError(f"no higher-is-better measure among {names} for MTEB's main score")
 
 
+def _reference(card) -> str | None:
+    """The card's homepage or paper when it is a web address (MTEB wants a URL or nothing)."""
+    for key in ("homepage", "paper"):
+        url = card.source.get(key)
+        if isinstance(url, str) and url.startswith(("https://", "http://")):
+            return url
+    return None
+
+
+def _dataset(card, source: Mapping[str, Any]) -> dict[str, str]:
+    """MTEB's ``dataset``: the hub id and its revision, or the local origin and a hash of its files.
+
+    Informational (the task loads its pools itself); for local data the revision is the first 16 hex
+    digits of the SHA-256 of the files' hashes, so a changed file changes it; ``unpinned`` otherwise.
+    """
+    import hashlib
+    import json
+
+    origin = str(source.get("origin") or card.source.get("hub") or card.id)
+    path = origin[len("hub:"):] if origin.startswith("hub:") else origin
+    files = source.get("files_sha256") or {}
+    if source.get("revision"):
+        revision = str(source["revision"])
+    elif files:
+        revision = hashlib.sha256(json.dumps(dict(files), sort_keys=True).encode()).hexdigest()[:16]
+    else:
+        revision = "unpinned"
+    return {"path": path, "revision": revision}
+
+
+def _eval_langs(card, by_subset: Mapping[str, Pool]) -> dict[str, list[str]]:
+    """subset -> [query language, *document languages] in MTEB's codes; one line if one has none."""
+    try:
+        return {s: [mteb_language(p.query_lang)] + [mteb_language(l) for l in p.doc_langs]
+                for s, p in by_subset.items()}
+    except ValueError as exc:
+        raise ClirbenchError(f"task {card.id}: {exc}") from None
+
+
 def make_task(card, scenario: str, pool_mode: str, subset: str, pools: Sequence[Pool], measures) -> ClirbenchRetrievalTask:
     """An instance of a new AbsTaskRetrieval subclass holding ``pools`` (all of one scenario and mode)."""
     by_subset = {subset_name(p.doc_langs, p.query_lang): p for p in pools}
@@ -178,11 +217,9 @@ def make_task(card, scenario: str, pool_mode: str, subset: str, pools: Sequence[
         name=task_name(card.id, scenario, pool_mode, subset),
         description=f"{card.name} (clirbench), scenario {scenario}, pool mode {pool_mode}"
                     + (f", subset {subset}" if subset else "") + ". " + " ".join(card.description.split()),
-        reference=str(card.source.get("homepage") or source.get("origin") or "https://example.invalid/clirbench"),
-        dataset={"path": str(source.get("origin") or card.source.get("hub") or card.id),
-                 "revision": str(source.get("revision") or card.source.get("hub_revision") or "local")},
-        eval_langs={s: [mteb_language(p.query_lang)] + [mteb_language(l) for l in p.doc_langs]
-                    for s, p in by_subset.items()},
+        reference=_reference(card),
+        dataset=_dataset(card, source),
+        eval_langs=_eval_langs(card, by_subset),
         main_score=_main_score(scenario, card, measures),
         license=license_ if license_ in _LICENSES else "not specified",
         bibtex_citation=card.citation or "",

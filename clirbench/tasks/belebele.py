@@ -14,7 +14,7 @@ from ..collection import ParallelCollection, Text
 from ..errors import MalformedDataError, UnknownNameError
 from .cards import TaskCard
 from ..jsonl import json_objects
-from .hub import check_counts, find_local_dir, hub_rows, require_file, sha256_file, source_record
+from .hub import check_counts, find_local_dir, hub_rows, plain_value, require_file, sha256_file, source_record
 
 FIELDS = ("link", "question_number", "flores_passage", "question", "mc_answer1", "mc_answer2",
           "mc_answer3", "mc_answer4", "correct_answer_num", "dialect", "ds")
@@ -76,6 +76,7 @@ def _parse_row(row: Mapping[str, Any], where: str) -> dict[str, Any]:
     number = row["question_number"]
     if isinstance(number, bool) or number not in (1, 2, "1", "2"):
         raise MalformedDataError(f"{where}: question_number must be 1 or 2, got {number!r}")
+    row = {**row, "ds": _date(row["ds"], where)}
     for field in FIELDS:
         if field != "question_number" and not isinstance(row[field], str):
             raise MalformedDataError(f"{where}: {field} must be a string, got {type(row[field]).__name__}")
@@ -85,6 +86,32 @@ def _parse_row(row: Mapping[str, Any], where: str) -> dict[str, Any]:
         if not row[field].strip():
             raise MalformedDataError(f"{where}: empty {field}")
     return {**{f: row[f] for f in FIELDS}, "question_number": int(number)}
+
+
+def _date(value: Any, where: str) -> Any:
+    """``ds`` as the upstream files write it (``2023-05-03``).
+
+    Read through ``datasets`` it is a timestamp (made a string by ``hub.plain_value``); written back
+    with ``Dataset.to_json`` it is milliseconds since the epoch (pandas' default) or an ISO date-time:
+    both are turned back into the ISO date (with the time only when it is not midnight).
+    """
+    import datetime
+
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            stamp = datetime.datetime.fromtimestamp(value / 1000, tz=datetime.timezone.utc)
+        except (OverflowError, OSError, ValueError):
+            raise MalformedDataError(f"{where}: ds {value} is not a date") from None
+        return plain_value(stamp.replace(tzinfo=None))
+    if isinstance(value, str):  # 2023-05-03, or 2023-05-03T00:00:00.000Z (to_json with date_format="iso")
+        try:
+            stamp = datetime.datetime.fromisoformat(value)
+        except ValueError:
+            return value
+        if stamp.tzinfo is not None:
+            stamp = stamp.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+        return plain_value(stamp)
+    return plain_value(value)
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from ..errors import DataNotFoundError, MalformedDataError
 from .cards import TaskCard
@@ -125,13 +125,51 @@ def load_hub_split(repo: str, config: str | None, split: str, revision: str | No
                                 f"{local_help}") from None
 
 
-def hub_rows(card: TaskCard, config: str, split: str, what: str) -> Iterable[Mapping[str, Any]]:
-    """Rows of ``config``/``split`` of the card's hub data set, or a one-line DataNotFoundError."""
+def plain_value(value: Any) -> Any:
+    """A value of a ``datasets`` row as the JSON file would give it.
+
+    ``datasets`` types what it reads: a date string in a JSON file becomes a ``timestamp`` column
+    (a ``datetime``), integers may be numpy scalars, sequences numpy arrays. Timestamps become ISO
+    strings (``2023-05-03`` at midnight), numpy scalars and arrays Python values; the rest is unchanged.
+    """
+    import datetime
+
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is None and value.time() == datetime.time(0):
+            return value.date().isoformat()
+        return value.isoformat()
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        return {k: plain_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain_value(v) for v in value]
+    kind = type(value).__module__
+    if kind == "numpy":
+        import numpy as np
+
+        if isinstance(value, np.datetime64):
+            return plain_value(value.astype("datetime64[us]").item())
+        return plain_value(value.tolist())  # scalars -> int/float/str/bool, arrays -> lists
+    if kind.startswith("pandas") and hasattr(value, "to_pydatetime"):
+        return plain_value(value.to_pydatetime())
+    return value
+
+
+def plain_rows(rows: Iterable[Mapping[str, Any]]) -> Iterator[dict[str, Any]]:
+    """Each row of a hub split with ``plain_value`` applied to every field."""
+    for row in rows:
+        yield {k: plain_value(v) for k, v in row.items()}
+
+
+def hub_rows(card: TaskCard, config: str, split: str, what: str) -> Iterator[dict[str, Any]]:
+    """Rows of ``config``/``split`` of the card's hub data set (plain values), or a one-line DataNotFoundError."""
     where = (f"pass --data-dir with {files_hint(card)} files or set $CLIRBENCH_DATA_DIR "
              f"(files in $CLIRBENCH_DATA_DIR/{card.id}/)")
     if not card.source.get("hub"):
         raise DataNotFoundError(f"{what} not found locally; {where}")
-    return load_hub_split(card.source["hub"], config, split, card.source.get("hub_revision"), what, where)
+    return plain_rows(load_hub_split(card.source["hub"], config, split, card.source.get("hub_revision"),
+                                     what, where))
 
 
 def check_counts(card: TaskCard, what: str, lang: str, counts: Mapping[str, int]) -> None:

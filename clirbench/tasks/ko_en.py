@@ -26,7 +26,7 @@ from typing import Iterable, Mapping
 
 from ..collection import Pool, Text
 from ..errors import DataNotFoundError, MalformedDataError, UnknownNameError
-from .hub import load_hub_split, sha256_file
+from .hub import load_hub_split, plain_rows, sha256_file
 from .beir_format import (check_qrels, check_scenarios, no_options, parse_lang_list,
                           qrels_path, read_corpus, read_qrels, read_queries)
 from .cards import TaskCard
@@ -86,13 +86,17 @@ def _belebele_pools(root: Path | None) -> list[Pool]:
 
 def _hub_side(card: TaskCard) -> tuple[tuple[Text, ...], tuple[Text, ...], dict[str, dict[str, int]]]:
     repo, rev = card.source["strategyqa_hub"], card.source.get("strategyqa_hub_revision")
-    rows = lambda config, split: load_hub_split(repo, config, split, rev, "ko-en strategyqa (Korean)", _HELP)
+    rows = lambda config, split: plain_rows(load_hub_split(repo, config, split, rev, "ko-en strategyqa (Korean)",
+                                                           _HELP))
     docs = tuple(Text(str(r["_id"]), f"{r.get('title') or ''} {r['text']}".strip(), "ko")
                  for r in rows("corpus", "corpus"))
     queries = tuple(Text(str(r["_id"]), r["text"].strip(), "ko") for r in rows("queries", "queries"))
     qrels: dict[str, dict[str, int]] = {}
-    for r in rows("default", "dev"):
-        qrels.setdefault(str(r["query-id"]), {})[str(r["corpus-id"])] = int(r["score"])
+    for r in rows("default", "dev"):  # score is float64 upstream
+        score = r["score"]
+        if isinstance(score, bool) or not isinstance(score, (int, float)) or int(score) != score:
+            raise MalformedDataError(f"hub {repo} qrels dev: score must be an integer, got {score!r}")
+        qrels.setdefault(str(r["query-id"]), {})[str(r["corpus-id"])] = int(score)
     return docs, queries, qrels
 
 
