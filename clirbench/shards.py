@@ -228,7 +228,8 @@ def remove_leftovers(folder: str | os.PathLike, marker: str, lock_held: bool = F
     return removed
 
 
-def quarantine(root: str | os.PathLike, files: list[Path], reason: str, label: str) -> Path | None:
+def quarantine(root: str | os.PathLike, files: list[Path], reason: str, label: str,
+               announce: bool = True) -> Path | None:
     """Move ``files`` into ``<root>/quarantine/<their folder under root>/``; one warning line on stderr.
 
     Returns the folder they went to, or None when another process moved them first.
@@ -254,14 +255,15 @@ def quarantine(root: str | os.PathLike, files: list[Path], reason: str, label: s
             continue
     if not moved:
         return None
-    print(f"clirbench: warning: damaged cache shard {label} ({reason}); moved to {moved[0].parent}, "
-          f"its entries will be computed again", file=sys.stderr, flush=True)
+    if announce:
+        print(f"clirbench: warning: damaged cache shard {label} ({reason}); moved to {moved[0].parent}, "
+              f"its entries will be computed again", file=sys.stderr, flush=True)
     return moved[0].parent
 
 
-def set_aside(root: str | os.PathLike, shard: Shard, reason: str) -> None:
+def set_aside(root: str | os.PathLike, shard: Shard, reason: str, announce: bool = True) -> Path | None:
     """Quarantine every file of ``shard``."""
-    quarantine(root, shard.files(), reason, str(shard.folder / shard.name))
+    return quarantine(root, shard.files(), reason, str(shard.folder / shard.name), announce)
 
 
 def clean_purge(root: str | os.PathLike) -> list[Path]:
@@ -274,6 +276,30 @@ def clean_purge(root: str | os.PathLike) -> list[Path]:
             out.append(target)
             dirnames.remove(QUARANTINE)
     return out
+
+
+@contextmanager
+def try_lock(folder: str | os.PathLike) -> Iterator[bool]:
+    """Take ``<folder>/writer.lock`` without waiting and without creating it; yields whether no writer holds it.
+
+    No lock file means no writer ever wrote there (writers create it): True.
+    """
+    try:
+        import fcntl
+
+        fd = os.open(Path(folder) / LOCK, os.O_RDWR)
+    except (ImportError, FileNotFoundError):
+        yield True
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            free = True
+        except OSError:
+            free = False
+        yield free
+    finally:
+        os.close(fd)
 
 
 @contextmanager
@@ -304,3 +330,95 @@ def writer_lock(folder: str | os.PathLike | None, marker: str) -> Iterator[bool]
         yield held
     finally:
         os.close(fd)  # releases the lock
+
+
+# -- whole-cache checks (``clirbench cache verify|clean``) -------------------------------------------
+
+class CacheReport:
+    """What ``verify_cache`` found: bad shards and files, stray files, counts."""
+
+    def __init__(self) -> None:
+        self.bad: list[tuple[Shard | Path, str]] = []  # a shard or a metadata file, and why
+        self.stray: list[Path] = []  # stale temp files, files of shards a killed writer left
+        self.shards = self.unverified = self.quarantined = 0
+
+    @property
+    def clean(self) -> bool:
+        return not self.bad and not self.stray
+
+
+def _legacy_problem(shard: Shard) -> str | None:
+    """Load every ``.npy`` / ``.npz`` file of a shard written before checksums."""
+    import zipfile
+
+    import numpy as np
+
+    for path in shard.files():
+        try:
+            if path.suffix == ".npy":
+                np.load(path, mmap_mode="r")
+            elif path.suffix == ".npz":
+                with zipfile.ZipFile(path) as z:
+                    if z.testzip() is not None:
+                        raise ValueError("bad CRC")
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+            return f"{path.name} unreadable ({type(e).__name__})"
+    return None
+
+
+def verify_cache(root: str | os.PathLike) -> CacheReport:
+    """Check every shard (sizes and checksums; legacy shards by loading) and metadata file under ``root``."""
+    root = Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"no cache folder at {root}")
+    report = CacheReport()
+    for dirpath, dirnames, filenames in os.walk(root):
+        if QUARANTINE in dirnames:
+            report.quarantined += sum(len(f) for _, _, f in os.walk(Path(dirpath) / QUARANTINE))
+            dirnames.remove(QUARANTINE)
+        dirnames.sort()
+        folder = Path(dirpath)
+        for name in ("meta.json", "spec.json"):
+            if name in filenames:
+                try:
+                    if not isinstance(json.loads((folder / name).read_text(encoding="utf-8")), dict):
+                        raise ValueError
+                except (OSError, ValueError):
+                    report.bad.append((folder / name, "not a JSON object"))
+        for shard in find_shards(folder, ".hashes.npy"):
+            report.shards += 1
+            if shard.legacy:
+                report.unverified += 1
+                reason = _legacy_problem(shard)
+            else:
+                reason = shard.check_all()
+            if reason:
+                report.bad.append((shard, reason))
+        names = set(filenames)
+        for file in filenames:  # the translation cache's older appended files
+            if file.endswith(".jsonl") and f"{file[:-len('.jsonl')]}{MANIFEST}" not in names:
+                report.shards += 1
+                report.unverified += 1
+        with try_lock(folder) as free:
+            report.stray.extend(leftovers(folder, ".hashes.npy", lock_held=free))
+    return report
+
+
+def clean_cache(root: str | os.PathLike, purge: bool = False) -> tuple[CacheReport, list[Path]]:
+    """Quarantine what ``verify_cache`` finds bad, remove stray files, and with ``purge`` empty the quarantine.
+
+    Returns the report (as found, before cleaning) and the quarantine folders removed.
+    """
+    root = Path(root)
+    report = verify_cache(root)
+    for item, reason in report.bad:
+        if isinstance(item, Shard):
+            set_aside(root, item, reason, announce=False)
+        else:
+            quarantine(root, [item], reason, str(item), announce=False)
+    for path in report.stray:
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+    return report, (clean_purge(root) if purge else [])
