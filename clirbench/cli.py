@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from .cli_cache import add_cache_parser, cmd_cache
 from .cli_leaderboard import add_leaderboard_parser, cmd_leaderboard
 from .cli_psq import add_psq_parser, cmd_psq
 from .cli_sweep import add_sweep_parser, cmd_sweep
@@ -71,6 +72,7 @@ def _build_parser() -> argparse.ArgumentParser:
     add_psq_parser(sub)
     add_leaderboard_parser(sub)
     add_sweep_parser(sub)
+    add_cache_parser(sub)
 
     p = sub.add_parser("compare", help="paired comparison of two results on the same pool")
     p.add_argument("a")
@@ -282,7 +284,7 @@ def cmd_compare(args) -> int:
     return 0
 
 
-COMMANDS = {"sweep": cmd_sweep, "leaderboard": cmd_leaderboard, "psq": cmd_psq, "tasks": cmd_tasks, "validate": cmd_validate, "run": cmd_run, "evaluate": cmd_evaluate, "compare": cmd_compare}
+COMMANDS = {"cache": cmd_cache, "sweep": cmd_sweep, "leaderboard": cmd_leaderboard, "psq": cmd_psq, "tasks": cmd_tasks, "validate": cmd_validate, "run": cmd_run, "evaluate": cmd_evaluate, "compare": cmd_compare}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

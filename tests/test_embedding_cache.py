@@ -139,7 +139,7 @@ def test_resume_after_interrupted_encode(tmp_path):
     np.testing.assert_array_equal(out, FakeEncoder().encode(TEXTS, "query"))
 
 
-def test_incomplete_or_corrupt_shards_are_ignored(tmp_path):
+def test_incomplete_or_corrupt_shards_are_set_aside(tmp_path, capsys):
     enc = FakeEncoder()
     EmbeddingCache(tmp_path).embed(enc, TEXTS[:4], "query")
     folder = tmp_path / space_key("fake/model", "r1", "q: ", "query")
@@ -148,8 +148,10 @@ def test_incomplete_or_corrupt_shards_are_ignored(tmp_path):
     (folder / "9999-2-bad.hashes.npy").write_bytes(b"not a numpy file")
     enc2 = FakeEncoder()
     cache = EmbeddingCache(tmp_path)
-    with pytest.warns(UserWarning, match="skipping"):
-        out = cache.embed(enc2, TEXTS[:6], "query")
+    out = cache.embed(enc2, TEXTS[:6], "query")
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "9999-2-bad" in err[0] and "quarantine" in err[0]
+    assert (tmp_path / "quarantine" / folder.name / "9999-2-bad.hashes.npy").is_file()
     assert cache.loaded == 4
     assert sorted(enc2.sent) == sorted(TEXTS[4:6])
     np.testing.assert_array_equal(out, FakeEncoder().encode(TEXTS[:6], "query"))

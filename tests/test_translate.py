@@ -56,15 +56,27 @@ def test_cache_counts_hits_and_resumes_after_an_interruption(tmp_path):
     assert other.calls == [texts[:2]]
 
 
-def test_cache_ignores_a_torn_last_line(tmp_path):
+def test_cache_sets_a_torn_shard_aside(tmp_path, capsys):
     cache = TranslationCache(tmp_path)
     cache.put("s", "fr", "en", [("a", "A"), ("b", "B")])
     [path] = list(tmp_path.rglob("*.jsonl"))
-    path.write_bytes(path.read_bytes()[:-5])  # interrupted mid-line
+    path.write_bytes(path.read_bytes()[:-5])  # torn: fails its size check
     reopened = TranslationCache(tmp_path)
-    assert reopened.get("s", "fr", "en", ["a", "b"]) == ["A", None]
-    reopened.put("s", "fr", "en", [("b", "B2")])
+    assert reopened.get("s", "fr", "en", ["a", "b"]) == [None, None]  # translated again, never half-used
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "manifest says" in err[0] and "quarantine" in err[0]
+    assert [p.name for p in (tmp_path / "quarantine").rglob("*.jsonl")] == [path.name]
+    reopened.put("s", "fr", "en", [("a", "A"), ("b", "B2")])
     assert TranslationCache(tmp_path).get("s", "fr", "en", ["a", "b"]) == ["A", "B2"]
+
+
+def test_cache_reads_the_older_appended_file_and_ignores_its_torn_last_line(tmp_path):
+    import hashlib
+    folder = tmp_path / hashlib.sha256(b"s").hexdigest()[:16]
+    folder.mkdir()
+    h = {t: hashlib.sha256(t.encode()).hexdigest() for t in "ab"}
+    (folder / "fr-en.jsonl").write_text(f'{{"h": "{h["a"]}", "t": "A"}}\n{{"h": "{h["b"]}", "t": "B', encoding="utf-8")
+    assert TranslationCache(tmp_path).get("s", "fr", "en", ["a", "b"]) == ["A", None]
 
 
 def _pool() -> Pool:

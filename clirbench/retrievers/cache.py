@@ -2,9 +2,11 @@
 
 Layout: ``root/<sha256(json([model_id, revision, prompt, role]))[:16]>/`` holds ``meta.json`` and
 append-only shards ``<name>.vecs.npy`` (float32, n x d) + ``<name>.hashes.npy`` (uint8, n x 32,
-the texts' sha256 digests). Each file is written to a temp file and moved into place; the hashes
-file goes last and marks the shard complete, so a killed run leaves only whole shards and the next
-run resumes from them. Shards are read through memory maps, only the rows asked for.
+the texts' sha256 digests) + ``<name>.shard.json`` (sizes and checksums, written last: marks the
+shard complete; see ``clirbench.shards``), so a killed run leaves only whole shards and the next
+run resumes from them. A shard that fails its check is quarantined and its texts encoded again.
+Each chunk is encoded holding the folder's writer lock, so concurrent runs share the work.
+Shards are read through memory maps, only the rows asked for.
 Every vector served or encoded is also kept in memory, so one process encodes or reads each
 distinct text once, however many pools it appears in.
 """
@@ -14,20 +16,19 @@ import hashlib
 import io
 import json
 import os
-import time
-import uuid
-import warnings
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
-from ..atomic import write_bytes_atomic
+from ..atomic import remove_stale_temps, write_bytes_atomic
+from ..shards import Shard, find_shards, new_name, quarantine, set_aside, write_shard, writer_lock
 from .base import check_role
 
 __all__ = ["EmbeddingCache", "space_key"]
 
 _FORMAT = 1
+_MARKER = ".hashes.npy"  # completes a shard written before manifests (see clirbench.shards)
 
 
 def space_key(model_id: str, revision: str, prompt: str, role: str) -> str:
@@ -70,10 +71,30 @@ def _digest(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
 
 
-def _save_atomic(path: Path, array: np.ndarray) -> None:
+def npy_bytes(array: np.ndarray) -> bytes:
+    """``array`` in ``.npy`` format."""
     buffer = io.BytesIO()
     np.save(buffer, array)
-    write_bytes_atomic(path, buffer.getvalue())
+    return buffer.getvalue()
+
+
+class _Bad(Exception):
+    """A shard that fails its check; the message says why."""
+
+
+def claim(counters, space, keys: Sequence[bytes], part: list[int]) -> list[int]:
+    """Of ``part`` (indices of ``keys``), those still missing once shards written meanwhile are read.
+
+    Call with the space's writer lock held: what another process wrote while this one waited is
+    read, not encoded again. Counters move from ``misses`` to ``hits`` / ``loaded`` accordingly.
+    """
+    space.refresh()
+    found = set(space.read([keys[i] for i in part]))
+    if found:
+        counters.loaded += len(found)
+        counters.hits += len(found)
+        counters.misses -= len(found)
+    return [i for i in part if keys[i] not in found]
 
 
 class _Space:
@@ -87,50 +108,90 @@ class _Space:
         self.n = 0
         self.memo: dict[bytes, int] = {}  # digest -> row of self.vecs
         self.disk: dict[bytes, tuple[int, int]] = {}  # digest -> (shard number, row)
-        self.shards: list[Path] = []  # vecs files, by shard number
-        self.seen: set[str] = set()  # shard names already indexed
+        self.shards: list[Shard] = []  # by shard number
+        self.seen: set[str] = set()  # shard names already indexed (or set aside)
         self._maps: dict[int, np.ndarray] = {}
+        self._verified: set[int] = set()  # shard numbers whose vectors passed their checksum
+        self._swept = False  # stale temp files removed
 
     # -- disk ----------------------------------------------------------------------------------
+    def _read_meta(self) -> None:
+        meta_path = self.folder / "meta.json"
+        if not meta_path.is_file():
+            return
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            dim = int(meta["dim"])
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            quarantine(self.folder.parent, [meta_path], f"unreadable: {type(e).__name__}", str(meta_path))
+            return  # rewritten with the next shard; the shards' own shapes give the dimension
+        for k in ("model_id", "revision", "prompt", "role"):
+            if meta.get(k) != self.meta[k]:
+                raise ValueError(f"embedding cache {meta_path} holds {meta.get(k)!r} for {k}, expected {self.meta[k]!r}")
+        self.dim = dim
+
+    def _open(self, shard: Shard) -> tuple[np.ndarray, np.ndarray]:
+        """(hashes, memory-mapped vectors) of a shard; raises ``_Bad`` with the reason."""
+        data, reason = shard.read(".hashes.npy")
+        reason = reason or shard.check(".vecs.npy", digest=False)  # sizes now, the digest on first use
+        if reason:
+            raise _Bad(reason)
+        try:
+            hashes = np.load(io.BytesIO(data))
+            vecs = np.load(shard.path(".vecs.npy"), mmap_mode="r")
+        except (OSError, ValueError, EOFError) as e:
+            raise _Bad(f"unreadable: {type(e).__name__}: {str(e).splitlines()[0][:80] if str(e) else ''}") from None
+        if hashes.ndim != 2 or hashes.shape[1] != 32 or hashes.dtype != np.uint8 or vecs.ndim != 2 \
+                or len(vecs) != len(hashes) or vecs.dtype != np.float32 \
+                or (self.dim is not None and vecs.shape[1] != self.dim):
+            raise _Bad(f"inconsistent shapes {hashes.shape} and {vecs.shape}")
+        if shard.legacy and not np.isfinite(vecs).all():  # written before checksums: re-read, unverified
+            raise _Bad("non-finite vectors")
+        return hashes, vecs
+
     def refresh(self) -> None:
         """Index shards written since the last look (by this or another process)."""
         if self.folder is None or not self.folder.is_dir():
             return
+        if not self._swept:
+            remove_stale_temps(self.folder)
+            self._swept = True
         if self.dim is None:
-            meta_path = self.folder / "meta.json"
-            if meta_path.is_file():
-                meta = json.loads(meta_path.read_text(encoding="utf-8"))
-                for k in ("model_id", "revision", "prompt", "role"):
-                    if meta.get(k) != self.meta[k]:
-                        raise ValueError(f"embedding cache {self.folder} holds {meta.get(k)!r} for {k}, expected {self.meta[k]!r}")
-                self.dim = int(meta["dim"])
-        for hpath in sorted(self.folder.glob("*.hashes.npy")):
-            name = hpath.name[: -len(".hashes.npy")]
-            if name in self.seen:
-                continue
-            self.seen.add(name)
-            vpath = self.folder / f"{name}.vecs.npy"
+            self._read_meta()
+        for shard in find_shards(self.folder, _MARKER, self.seen):
+            self.seen.add(shard.name)
             try:
-                hashes = np.load(hpath)
-                vecs = np.load(vpath, mmap_mode="r")
-            except (OSError, ValueError) as e:
-                warnings.warn(f"embedding cache: skipping unreadable shard {hpath}: {e}", stacklevel=3)
-                continue
-            if hashes.ndim != 2 or hashes.shape[1] != 32 or vecs.ndim != 2 or len(vecs) != len(hashes) \
-                    or vecs.dtype != np.float32 or (self.dim is not None and vecs.shape[1] != self.dim):
-                warnings.warn(f"embedding cache: skipping inconsistent shard {hpath}", stacklevel=3)
+                hashes, vecs = self._open(shard)
+            except _Bad as e:
+                set_aside(self.folder.parent, shard, str(e))
                 continue
             self.dim = vecs.shape[1] if self.dim is None else self.dim
             number = len(self.shards)
-            self.shards.append(vpath)
+            self.shards.append(shard)
             self._maps[number] = vecs
             keys = np.ascontiguousarray(hashes).view(np.dtype("V32")).ravel().tolist()
             for row, key in enumerate(keys):
                 self.disk.setdefault(key, (number, row))
 
+    def _verify(self, number: int) -> bool:
+        """Check shard ``number``'s vectors against its checksum (once); set it aside if bad."""
+        if number in self._verified:
+            return True
+        shard = self.shards[number]
+        reason = shard.check(".vecs.npy")
+        if reason is None:
+            self._verified.add(number)
+            return True
+        set_aside(self.folder.parent, shard, reason)
+        self._maps.pop(number, None)
+        self.disk = {k: v for k, v in self.disk.items() if v[0] != number}
+        return False
+
     def read(self, keys: list[bytes]) -> list[bytes]:
-        """Move ``keys`` found on disk into the memo; returns those found."""
+        """Move ``keys`` found on disk (in shards that pass their check) into the memo; returns those found."""
         found = [k for k in keys if k in self.disk]
+        if not all([self._verify(n) for n in {self.disk[k][0] for k in found}]):
+            found = [k for k in found if k in self.disk]
         if not found:
             return found
         where = np.array([self.disk[k] for k in found], dtype=np.int64)
@@ -144,16 +205,17 @@ class _Space:
         return found
 
     def write(self, keys: list[bytes], vecs: np.ndarray) -> None:
+        """Write one shard (call with the writer lock held)."""
         if self.folder is None:
             return
         self.folder.mkdir(parents=True, exist_ok=True)
         meta_path = self.folder / "meta.json"
         if not meta_path.is_file():
             write_bytes_atomic(meta_path, json.dumps({**self.meta, "dim": int(vecs.shape[1]), "format": _FORMAT}, indent=1).encode())
-        name = f"{int(time.time() * 1000):013d}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        name = new_name()
         hashes = np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(len(keys), 32)
-        _save_atomic(self.folder / f"{name}.vecs.npy", np.ascontiguousarray(vecs, dtype=np.float32))
-        _save_atomic(self.folder / f"{name}.hashes.npy", hashes)  # last: marks the shard complete
+        write_shard(self.folder, name, {".vecs.npy": npy_bytes(np.ascontiguousarray(vecs, dtype=np.float32)),
+                                        ".hashes.npy": npy_bytes(hashes)})
         self.seen.add(name)
 
     # -- memory --------------------------------------------------------------------------------
@@ -233,19 +295,12 @@ class EmbeddingCache:
                            unit="text")
             try:
                 for a in range(0, len(todo), chunk):
-                    part = todo[a: a + chunk]
-                    vecs = np.asarray(encoder.encode([distinct[i] for i in part], role))
-                    self.encoded += len(part)
-                    if vecs.ndim != 2 or len(vecs) != len(part):
-                        raise ValueError(f"encoder returned shape {vecs.shape} for {len(part)} texts")
-                    if not np.isfinite(vecs).all():
-                        raise ValueError("encoder returned non-finite values")
-                    vecs = np.ascontiguousarray(vecs, dtype=np.float32)
-                    part_keys = [keys[i] for i in part]
-                    space.write(part_keys, vecs)
-                    space.add(part_keys, vecs)
+                    with writer_lock(space.folder, _MARKER):
+                        part = claim(self, space, keys, todo[a: a + chunk])
+                        if part:
+                            self._encode(encoder, space, role, [distinct[i] for i in part], [keys[i] for i in part])
                     if bar is not None:
-                        bar.update(len(part))
+                        bar.update(len(todo[a: a + chunk]))
             finally:
                 if bar is not None:
                     bar.close()
@@ -253,6 +308,17 @@ class EmbeddingCache:
         memo = space.memo
         rows = np.fromiter((memo[k] for k in keys), dtype=np.int64, count=len(keys))[rows_of_text]
         return space.view(), rows
+
+    def _encode(self, encoder, space: _Space, role: str, texts: list[str], keys: list[bytes]) -> None:
+        vecs = np.asarray(encoder.encode(texts, role))
+        self.encoded += len(texts)
+        if vecs.ndim != 2 or len(vecs) != len(texts):
+            raise ValueError(f"encoder returned shape {vecs.shape} for {len(texts)} texts")
+        if not np.isfinite(vecs).all():
+            raise ValueError("encoder returned non-finite values")
+        vecs = np.ascontiguousarray(vecs, dtype=np.float32)
+        space.write(keys, vecs)
+        space.add(keys, vecs)
 
     def embed(self, encoder, texts: Sequence[str], role: str, batch_size: int | None = None,
               progress: bool = False) -> np.ndarray:

@@ -13,16 +13,15 @@ so they rank after every returned document by the tie rule.
 
 Token embeddings are cached like dense ones (``EmbeddingCache``'s key: model id, revision, prompt
 and settings, role, SHA-256 of the text) in ``<cache>/multivector/<key>/`` shards of
-``<name>.tokens.npy`` (float32, all tokens), ``<name>.offsets.npy`` and ``<name>.hashes.npy``
-(written last: marks the shard complete).
+``<name>.tokens.npy`` (float32, all tokens), ``<name>.offsets.npy``, ``<name>.hashes.npy`` and
+``<name>.shard.json`` (checksums, written last: marks the shard complete; see ``clirbench.shards``).
 """
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
-import time
-import uuid
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -30,12 +29,15 @@ import numpy as np
 
 from ..collection import Text
 from ..errors import ClirbenchError
-from .cache import _digest, _save_atomic, space_key
+from ..atomic import remove_stale_temps, write_bytes_atomic
+from ..shards import Shard, find_shards, new_name, set_aside, write_shard, writer_lock
+from .cache import _digest, npy_bytes, space_key
 
 __all__ = ["MultiVectorModel", "TokenEmbeddingCache", "ColBERTRetriever", "from_spec", "maxsim",
            "EXACT_LIMIT", "MAX_BLOCK_BYTES"]
 
 EXACT_LIMIT = 100_000
+_MARKER = ".hashes.npy"  # completes a shard written before manifests
 MAX_BLOCK_BYTES = 256 << 20
 _MISSING = ("colbert:<model> needs sentence-transformers >= 6 (MultiVectorEncoder) or PyLate "
             "(pip install 'clirbench[colbert]', see the README); neither is installed here")
@@ -131,45 +133,92 @@ class TokenEmbeddingCache:
         self.root = Path(root) if root is not None else None
         self.hits = self.misses = self.encoded = self.loaded = 0
         self._memo: dict[str, dict[bytes, np.ndarray]] = {}
-        self._seen: dict[str, set[str]] = {}
+        self._seen: dict[str, set[str]] = {}  # shard names indexed (or set aside), per space
+        self._disk: dict[str, dict[bytes, tuple[Shard, int]]] = {}  # digest -> (shard, row), per space
 
     def stats(self) -> dict[str, int]:
         return {"hits": self.hits, "misses": self.misses, "encoded": self.encoded, "loaded": self.loaded}
 
-    def _load(self, key: str, memo: dict[bytes, np.ndarray], want: set[bytes]) -> None:
+    def _index(self, key: str) -> dict[bytes, tuple[Shard, int]]:
+        """Index the shards of space ``key`` written since the last look; bad ones are set aside."""
+        disk = self._disk.setdefault(key, {})
         if self.root is None or not (self.root / key).is_dir():
-            return
+            return disk
+        if key not in self._seen:
+            remove_stale_temps(self.root / key)
         seen = self._seen.setdefault(key, set())
-        for hpath in sorted((self.root / key).glob("*.hashes.npy")):
-            name = hpath.name[: -len(".hashes.npy")]
-            if name in seen:
+        for shard in find_shards(self.root / key, _MARKER, seen):
+            seen.add(shard.name)
+            data, reason = shard.read(".hashes.npy")
+            reason = reason or shard.check(".offsets.npy", digest=False) or shard.check(".tokens.npy", digest=False)
+            if reason is None:
+                try:
+                    hashes = np.load(io.BytesIO(data))
+                    if hashes.ndim != 2 or hashes.shape[1] != 32 or hashes.dtype != np.uint8:
+                        reason = f"hashes of shape {hashes.shape}"
+                except (OSError, ValueError, EOFError) as e:
+                    reason = f"unreadable hashes: {type(e).__name__}"
+            if reason:
+                set_aside(self.root, shard, reason)
                 continue
-            seen.add(name)
-            hashes = np.load(hpath)
-            offsets = np.load(hpath.with_name(f"{name}.offsets.npy"))
-            tokens = np.load(hpath.with_name(f"{name}.tokens.npy"), mmap_mode="r")
-            for i, h in enumerate(hashes):
-                k = h.tobytes()
-                if k in want and k not in memo:
-                    memo[k] = np.array(tokens[offsets[i]: offsets[i + 1]])
-                    self.loaded += 1
+            for row, k in enumerate(np.ascontiguousarray(hashes).view(np.dtype("V32")).ravel().tolist()):
+                disk.setdefault(k, (shard, row))
+        return disk
+
+    def _open(self, shard: Shard, rows: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """(memory-mapped tokens, offsets) of a shard that passes its check, else None (set aside)."""
+        reason = shard.check(".offsets.npy") or shard.check(".tokens.npy")
+        if reason is None:
+            try:
+                offsets = np.load(shard.path(".offsets.npy"))
+                tokens = np.load(shard.path(".tokens.npy"), mmap_mode="r")
+                if offsets.ndim != 1 or len(offsets) != rows + 1 or tokens.ndim != 2 or tokens.dtype != np.float32 \
+                        or offsets[0] != 0 or offsets[-1] != len(tokens) or (np.diff(offsets) < 0).any():
+                    reason = f"offsets of shape {offsets.shape} and tokens of shape {tokens.shape} disagree"
+                elif shard.legacy and not np.isfinite(tokens).all():  # written before checksums: re-read
+                    reason = "non-finite token embeddings"
+            except (OSError, ValueError, EOFError) as e:
+                reason = f"unreadable: {type(e).__name__}"
+        if reason:
+            set_aside(self.root, shard, reason)
+            return None
+        return tokens, offsets
+
+    def _load(self, key: str, memo: dict[bytes, np.ndarray], want) -> None:
+        """Read the wanted keys found on disk into ``memo``."""
+        disk = self._index(key)
+        by_shard: dict[str, list[bytes]] = {}
+        for k in want:
+            if k in disk and k not in memo:
+                by_shard.setdefault(disk[k][0].name, []).append(k)
+        for items in by_shard.values():
+            shard = disk[items[0]][0]
+            opened = self._open(shard, sum(1 for s, _ in disk.values() if s is shard))
+            if opened is None:
+                self._disk[key] = disk = {k: v for k, v in disk.items() if v[0] is not shard}
+                continue
+            tokens, offsets = opened
+            for k in items:
+                row = disk[k][1]
+                memo[k] = np.array(tokens[offsets[row]: offsets[row + 1]])
+                self.loaded += 1
 
     def _write(self, key: str, model: MultiVectorModel, role: str, keys: list[bytes], vecs: list[np.ndarray]) -> None:
+        """Write one shard (call with the writer lock held)."""
         if self.root is None:
             return
         folder = self.root / key
         folder.mkdir(parents=True, exist_ok=True)
         meta = folder / "meta.json"
         if not meta.exists():
-            from ..atomic import write_bytes_atomic
-
             write_bytes_atomic(meta, json.dumps({"model_id": model.model_id, "revision": model.revision,
                                                  "space": model.space(role), "role": role}, indent=1).encode())
-        name = f"{int(time.time() * 1000):013d}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        name = new_name()
         offsets = np.concatenate([[0], np.cumsum([len(v) for v in vecs])]).astype(np.int64)
-        _save_atomic(folder / f"{name}.tokens.npy", np.concatenate(vecs).astype(np.float32))
-        _save_atomic(folder / f"{name}.offsets.npy", offsets)
-        _save_atomic(folder / f"{name}.hashes.npy", np.frombuffer(b"".join(keys), np.uint8).reshape(len(keys), 32))
+        write_shard(folder, name, {
+            ".tokens.npy": npy_bytes(np.concatenate(vecs).astype(np.float32)),
+            ".offsets.npy": npy_bytes(offsets),
+            ".hashes.npy": npy_bytes(np.frombuffer(b"".join(keys), np.uint8).reshape(len(keys), 32))})
         self._seen.setdefault(key, set()).add(name)
 
     def embed(self, model: MultiVectorModel, texts: Sequence[str], role: str, chunk: int = 256) -> list[np.ndarray]:
@@ -187,14 +236,23 @@ class TokenEmbeddingCache:
         self.hits += len(first) - len(todo)
         self.misses += len(todo)
         todo.sort(key=lambda d: -len(first[d]))
+        folder = None if self.root is None else self.root / key
         for a in range(0, len(todo), chunk):
-            part = todo[a: a + chunk]
-            vecs = model.encode([first[d] for d in part], role)
-            if len(vecs) != len(part) or any(v.ndim != 2 or not np.isfinite(v).all() for v in vecs):
-                raise ValueError("multi-vector encoder returned malformed or non-finite embeddings")
-            self.encoded += len(part)
-            self._write(key, model, role, part, vecs)
-            memo.update(zip(part, vecs))
+            with writer_lock(folder, _MARKER):
+                part = todo[a: a + chunk]
+                if folder is not None:  # what another process wrote while this one waited
+                    self._load(key, memo, part)
+                    done = sum(1 for d in part if d in memo)
+                    self.hits, self.misses = self.hits + done, self.misses - done
+                    part = [d for d in part if d not in memo]
+                if not part:
+                    continue
+                vecs = model.encode([first[d] for d in part], role)
+                if len(vecs) != len(part) or any(v.ndim != 2 or not np.isfinite(v).all() for v in vecs):
+                    raise ValueError("multi-vector encoder returned malformed or non-finite embeddings")
+                self.encoded += len(part)
+                self._write(key, model, role, part, vecs)
+                memo.update(zip(part, vecs))
         return [memo[d] for d in digests]
 
 

@@ -15,25 +15,24 @@ import hashlib
 import io
 import json
 import os
-import time
-import uuid
-import warnings
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from ..atomic import write_bytes_atomic
+from ..atomic import remove_stale_temps, write_bytes_atomic
 from ..collection import Text
 from ..errors import ClirbenchError
+from ..shards import Shard, find_shards, new_name, set_aside, write_shard, writer_lock
 from .base import check_role
-from .cache import _digest, distinct_rows, find_missing
+from .cache import _digest, claim, distinct_rows, find_missing, npy_bytes
 from .encoders import _batches, _locate, _saved_prompts, default_device
 
 __all__ = ["SparseEncoderModel", "SparseVectorCache", "SpladeRetriever", "from_spec"]
 
 MAX_BLOCK_BYTES = 128 << 20  # float64 score block of (rows x pool size)
 _FORMAT = 1
+_MARKER = ".hashes.npy"  # completes a shard written before manifests
 
 
 def _csr(data, indices, indptr, shape):
@@ -184,62 +183,83 @@ class _Space:
         self.dim: int | None = None
         self.mats: list = []  # CSR matrices: loaded shards and freshly encoded chunks
         self.memo: dict[bytes, tuple[int, int]] = {}  # digest -> (matrix, row)
-        self.disk: dict[bytes, tuple[Path, int]] = {}  # digest -> (shard file, row), not yet loaded
-        self.loaded: dict[Path, int] = {}  # shard file -> matrix number
+        self.disk: dict[bytes, tuple[str, int]] = {}  # digest -> (shard name, row), not yet loaded
+        self.loaded: dict[str, int] = {}  # shard name -> matrix number
+        self.shard_of: dict[str, Shard] = {}
         self.seen: set[str] = set()
+        self._swept = False
 
     def refresh(self) -> None:
         if self.folder is None or not self.folder.is_dir():
             return
-        for hpath in sorted(self.folder.glob("*.hashes.npy")):
-            name = hpath.name[: -len(".hashes.npy")]
-            if name in self.seen:
+        if not self._swept:
+            remove_stale_temps(self.folder)
+            self._swept = True
+        for shard in find_shards(self.folder, _MARKER, self.seen):
+            self.seen.add(shard.name)
+            data, reason = shard.read(".hashes.npy")
+            reason = reason or shard.check(".npz", digest=False)
+            hashes = None
+            if reason is None:
+                try:
+                    hashes = np.load(io.BytesIO(data))
+                except (ValueError, EOFError, OSError) as e:
+                    reason = f"unreadable hashes: {type(e).__name__}"
+            if reason is None and (hashes.ndim != 2 or hashes.shape[1] != 32 or hashes.dtype != np.uint8):
+                reason = f"hashes of shape {hashes.shape}"
+            if reason:
+                set_aside(self.folder.parent, shard, reason)
                 continue
-            self.seen.add(name)
-            try:
-                hashes = np.load(hpath)
-            except (OSError, ValueError) as e:
-                warnings.warn(f"sparse cache: skipping unreadable shard {hpath}: {e}", stacklevel=3)
-                continue
-            if hashes.ndim != 2 or hashes.shape[1] != 32:
-                warnings.warn(f"sparse cache: skipping inconsistent shard {hpath}", stacklevel=3)
-                continue
+            self.shard_of[shard.name] = shard
             keys = np.ascontiguousarray(hashes).view(np.dtype("V32")).ravel().tolist()
-            vpath = self.folder / f"{name}.npz"
             for row, key in enumerate(keys):
-                self.disk.setdefault(key, (vpath, row))
+                self.disk.setdefault(key, (shard.name, row))
 
-    def read(self, keys: list[bytes]) -> list[bytes]:
-        """Load the shards holding ``keys`` into memory; returns the keys found."""
+    def _load(self, name: str):
+        """The CSR matrix of shard ``name`` (checked), or None after setting a bad shard aside."""
         import scipy.sparse as sp
 
+        shard = self.shard_of[name]
+        data, reason = shard.read(".npz")
+        mat = None
+        if reason is None:
+            try:
+                mat = sp.load_npz(io.BytesIO(data)).tocsr()
+            except (OSError, ValueError, EOFError, KeyError) as e:
+                reason = f"unreadable: {type(e).__name__}"
+        if reason is None:
+            rows = sum(1 for v in self.disk.values() if v[0] == name)
+            if (self.dim is not None and mat.shape[1] != self.dim) or mat.shape[0] < rows \
+                    or (shard.legacy and not np.isfinite(mat.data).all()):
+                reason = f"a matrix of shape {mat.shape}"
+        if reason:
+            set_aside(self.folder.parent, shard, reason)
+            self.disk = {k: v for k, v in self.disk.items() if v[0] != name}
+            return None
+        return mat
+
+    def read(self, keys: list[bytes]) -> list[bytes]:
+        """Load the shards holding ``keys`` into memory (each checked once); returns the keys found."""
         found = []
         for k in keys:
             where = self.disk.get(k)
             if where is None:
                 continue
-            path, row = where
-            number = self.loaded.get(path)
+            name, row = where
+            number = self.loaded.get(name)
             if number is None:
-                try:
-                    mat = sp.load_npz(path).tocsr()
-                except (OSError, ValueError) as e:
-                    warnings.warn(f"sparse cache: skipping unreadable shard {path}: {e}", stacklevel=3)
-                    for key, (p, _) in list(self.disk.items()):
-                        if p == path:
-                            del self.disk[key]
-                    continue
-                if self.dim is not None and mat.shape[1] != self.dim:
-                    warnings.warn(f"sparse cache: skipping shard {path} of dimension {mat.shape[1]}", stacklevel=3)
+                mat = self._load(name)
+                if mat is None:
                     continue
                 self.dim = mat.shape[1]
-                number = self.loaded[path] = len(self.mats)
+                number = self.loaded[name] = len(self.mats)
                 self.mats.append(mat.astype(np.float32, copy=False))
             self.memo[k] = (number, row)
             found.append(k)
         return found
 
     def write(self, keys: list[bytes], mat) -> None:
+        """Write one shard (call with the writer lock held)."""
         if self.folder is None:
             return
         import scipy.sparse as sp
@@ -249,13 +269,11 @@ class _Space:
         if not meta_path.is_file():
             meta = {**self.meta, "dim": int(mat.shape[1]), "format": _FORMAT}
             write_bytes_atomic(meta_path, json.dumps(meta, indent=1).encode())
-        name = f"{int(time.time() * 1000):013d}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        name = new_name()
         buffer = io.BytesIO()
         sp.save_npz(buffer, mat, compressed=False)
-        write_bytes_atomic(self.folder / f"{name}.npz", buffer.getvalue())
-        buffer = io.BytesIO()
-        np.save(buffer, np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(len(keys), 32))
-        write_bytes_atomic(self.folder / f"{name}.hashes.npy", buffer.getvalue())  # last: marks it complete
+        hashes = np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(len(keys), 32)
+        write_shard(self.folder, name, {".npz": buffer.getvalue(), ".hashes.npy": npy_bytes(hashes)})
         self.seen.add(name)
 
     def add(self, keys: list[bytes], mat) -> None:
@@ -290,7 +308,8 @@ class SparseVectorCache:
     """Sparse vectors by (model id, revision, prompt, role, settings, text); ``root=None``: memory only.
 
     Layout: ``root/<sha256(json(key))[:16]>/`` with ``meta.json`` and shards ``<name>.npz`` (scipy
-    CSR) + ``<name>.hashes.npy`` (n x 32 sha256 digests, written last: marks the shard complete).
+    CSR) + ``<name>.hashes.npy`` (n x 32 sha256 digests) + ``<name>.shard.json`` (checksums,
+    written last: marks the shard complete; see ``clirbench.shards``).
     Counters over distinct texts: ``hits``, ``misses``, ``encoded``, ``loaded``.
     """
 
@@ -319,18 +338,22 @@ class SparseVectorCache:
         todo = find_missing(self, space, keys)
         todo.sort(key=lambda i: -len(distinct[i]))
         for a in range(0, len(todo), chunk):
-            part = todo[a: a + chunk]
-            mat = encoder.encode([distinct[i] for i in part], role)
-            self.encoded += len(part)
-            if mat.shape[0] != len(part):
-                raise ValueError(f"encoder returned {mat.shape[0]} vectors for {len(part)} texts")
-            if not np.isfinite(mat.data).all():
-                raise ValueError("encoder returned non-finite values")
-            mat = mat.astype(np.float32, copy=False).tocsr()
-            part_keys = [keys[i] for i in part]
-            space.write(part_keys, mat)
-            space.add(part_keys, mat)
+            with writer_lock(space.folder, _MARKER):
+                part = claim(self, space, keys, todo[a: a + chunk])
+                if part:
+                    self._encode(encoder, space, role, [distinct[i] for i in part], [keys[i] for i in part])
         return space.gather(keys), rows
+
+    def _encode(self, encoder, space: _Space, role: str, texts: list[str], keys: list[bytes]) -> None:
+        mat = encoder.encode(texts, role)
+        self.encoded += len(texts)
+        if mat.shape[0] != len(texts):
+            raise ValueError(f"encoder returned {mat.shape[0]} vectors for {len(texts)} texts")
+        if not np.isfinite(mat.data).all():
+            raise ValueError("encoder returned non-finite values")
+        mat = mat.astype(np.float32, copy=False).tocsr()
+        space.write(keys, mat)
+        space.add(keys, mat)
 
     def vectors(self, encoder, texts: Sequence[str], role: str):
         """CSR float32 (len(texts), vocabulary size), one row per text."""

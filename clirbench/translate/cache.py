@@ -1,8 +1,10 @@
 """On-disk translation cache: spec + source + target language + SHA-256 of the text -> translation.
 
-One JSON Lines file per (translator spec, src, tgt) under ``<root>/<sha256(spec)[:16]>/``, with a
-``spec.json`` naming the translator. Lines are appended and flushed chunk by chunk, so an
-interrupted translation of a large corpus resumes where it stopped; a torn last line is ignored.
+Under ``<root>/<sha256(spec)[:16]>/`` (with a ``spec.json`` naming the translator), one folder
+``<src>-<tgt>/`` of shards per language pair: each chunk of translations is one JSON Lines shard
+with a checksum (``clirbench.shards``), so an interrupted translation of a large corpus resumes
+where it stopped and a damaged shard is set aside and translated again. The older single
+appended file ``<src>-<tgt>.jsonl`` is still read (a torn last line is ignored).
 """
 from __future__ import annotations
 
@@ -12,11 +14,17 @@ import os
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from ..atomic import remove_stale_temps, write_bytes_atomic
+from ..shards import find_shards, new_name, set_aside, write_shard
+
 __all__ = ["TranslationCache", "text_key"]
 
 
 def text_key(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+_MARKER = ".jsonl"
 
 
 def _safe(code: str) -> str:
@@ -30,24 +38,27 @@ class TranslationCache:
         self.root = None if root is None else Path(root)
         self._memo: dict[tuple[str, str, str], dict[str, str]] = {}
 
-    def _file(self, spec: str, src: str, tgt: str) -> Path | None:
+    def _folder(self, spec: str, src: str, tgt: str) -> Path | None:
         if self.root is None:
             return None
-        return self.root / hashlib.sha256(spec.encode()).hexdigest()[:16] / f"{_safe(src)}-{_safe(tgt)}.jsonl"
+        return self.root / hashlib.sha256(spec.encode()).hexdigest()[:16] / f"{_safe(src)}-{_safe(tgt)}"
 
     def _table(self, spec: str, src: str, tgt: str) -> dict[str, str]:
         key = (spec, src, tgt)
         if key not in self._memo:
             table: dict[str, str] = {}
-            path = self._file(spec, src, tgt)
-            if path is not None and path.is_file():
-                with open(path, encoding="utf-8") as handle:
-                    for line in handle:
-                        try:
-                            row = json.loads(line)
-                            table[row["h"]] = row["t"]
-                        except (ValueError, KeyError, TypeError):
-                            continue  # a line torn by an interruption
+            folder = self._folder(spec, src, tgt)
+            if folder is not None:
+                legacy = folder.with_name(folder.name + ".jsonl")  # one appended file, before shards
+                if legacy.is_file():
+                    _parse(legacy.read_bytes(), table)
+                remove_stale_temps(folder)
+                for shard in find_shards(folder, _MARKER):
+                    data, reason = shard.read(_MARKER)
+                    if reason is None and not _parse(data, table, strict=True):
+                        reason = "not JSON Lines of translations"
+                    if reason:
+                        set_aside(self.root, shard, reason)
             self._memo[key] = table
         return self._memo[key]
 
@@ -57,30 +68,37 @@ class TranslationCache:
         return [table.get(text_key(t)) for t in texts]
 
     def put(self, spec: str, src: str, tgt: str, pairs: Iterable[tuple[str, str]]) -> None:
-        """Add (text, translation) pairs and append them to disk at once (flushed and synced)."""
+        """Add (text, translation) pairs and write them to disk at once, as one shard."""
         table = self._table(spec, src, tgt)
         rows = [(text_key(s), t) for s, t in pairs]
         for h, t in rows:
             table[h] = t
-        path = self._file(spec, src, tgt)
-        if path is None or not rows:
+        folder = self._folder(spec, src, tgt)
+        if folder is None or not rows:
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        meta = path.parent / "spec.json"
+        meta = folder.parent / "spec.json"
         if not meta.exists():
-            meta.write_text(json.dumps({"spec": spec}) + "\n", encoding="utf-8")
-        with open(path, "a", encoding="utf-8") as handle:
-            if handle.tell() > 0 and not _ends_with_newline(path):
-                handle.write("\n")  # after a torn line
-            handle.write("".join(json.dumps({"h": h, "t": t}, ensure_ascii=False) + "\n" for h, t in rows))
-            handle.flush()
-            os.fsync(handle.fileno())
+            write_bytes_atomic(meta, (json.dumps({"spec": spec}) + "\n").encode())
+        body = "".join(json.dumps({"h": h, "t": t}, ensure_ascii=False) + "\n" for h, t in rows)
+        write_shard(folder, new_name(), {_MARKER: body.encode("utf-8")})
 
     def __len__(self) -> int:
         return sum(len(t) for t in self._memo.values())
 
 
-def _ends_with_newline(path: Path) -> bool:
-    with open(path, "rb") as handle:
-        handle.seek(-1, os.SEEK_END)
-        return handle.read(1) == b"\n"
+def _parse(data: bytes, table: dict[str, str], strict: bool = False) -> bool:
+    """Add the rows of a JSON Lines body to ``table``; False (strict) at the first bad line."""
+    rows = {}
+    for line in data.decode("utf-8", "replace").splitlines():
+        try:
+            row = json.loads(line)
+            h, t = row["h"], row["t"]
+            if not isinstance(h, str) or not isinstance(t, str):
+                raise TypeError
+            rows[h] = t
+        except (ValueError, KeyError, TypeError):
+            if strict:
+                return False
+            continue  # the legacy file: a line torn by an interruption
+    table.update(rows)
+    return True
