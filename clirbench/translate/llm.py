@@ -4,8 +4,10 @@ The default prompt follows the CLIRudit paper's description (a translator person
 JSON with a ``translation`` field, temperature 0.1, top-p 1.0); the paper's exact wording was not
 available here, so the template is ours. The key is read from ``$OPENAI_API_KEY`` at request time
 and goes only into the Authorization header: never into ``spec``, ``describe()``, caches, results
-or error messages. Rate limits (429) and server errors (5xx, unreadable bodies, timeouts) are
-retried with exponential backoff (``Retry-After`` honoured); requests run ``concurrency`` at a time.
+or error messages; without it, OpenAI's own endpoint is refused at once, before any request (a
+server named by ``@<base_url>`` may need none). Rate limits (429) and server errors (5xx,
+unreadable bodies, timeouts) are retried with exponential backoff (``Retry-After`` honoured);
+requests run ``concurrency`` at a time.
 """
 from __future__ import annotations
 
@@ -75,6 +77,10 @@ class OpenAITranslator:
         if not model:
             raise ClirbenchError("openai translator needs a model: openai:<model>[@<base_url>]")
         self.model, self.base_url = model, (base_url if sep else DEFAULT_BASE_URL).rstrip("/")
+        if self.base_url == DEFAULT_BASE_URL and not os.environ.get(KEY_ENV, "").strip():
+            # OpenAI's own API refuses every request without a key: say so now, not after the retries
+            raise ClirbenchError(f"translator openai:{model} needs an API key in ${KEY_ENV} (or name a local "
+                                 f"server: openai:<model>@<base_url>)")
         self.spec = f"openai:{arg}"
         self.temperature, self.top_p, self.concurrency = temperature, top_p, max(1, concurrency)
         self.max_retries, self.backoff, self.timeout = max_retries, backoff, timeout
