@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 __all__ = ["Analyzer", "get_analyzer", "analyze", "normalise", "base_lang", "SNOWBALL", "CJK_LANGS",
-           "analyzer_table"]
+           "analyzer_table", "require_backends"]
 
 # ISO 639-1 -> Snowball algorithm (PyStemmer names); English uses Porter, as Lucene does
 SNOWBALL = {
@@ -68,9 +68,19 @@ def base_lang(lang: str) -> str:
     return _THREE.get(code, code)
 
 
+def require_backends(purpose: str) -> None:
+    """Fail now, in one line naming the ``bm25`` extra, when a library the analyzers use is missing."""
+    from .optional import require
+
+    for module in ("regex", "Stemmer", "bm25s"):
+        require(module, extra="bm25", purpose=purpose)
+
+
 @lru_cache(maxsize=None)
 def _patterns():
-    import regex
+    from .optional import require
+
+    regex = require("regex", purpose="text analysis (bm25, psq)")
 
     word = r"[\p{L}\p{M}\p{N}]"
     not_cjk = rf"(?![{_CJK_SCRIPTS}])"
@@ -87,26 +97,26 @@ def _patterns():
 
 @lru_cache(maxsize=None)
 def _stemmer(algorithm: str):
-    import Stemmer
+    from .optional import require
+
+    Stemmer = require("Stemmer", purpose="text analysis (bm25, psq)")
 
     return Stemmer.Stemmer(algorithm)
 
 
 def _bm25s_stopwords(lang: str) -> frozenset[str]:
-    from bm25s import stopwords
+    from .optional import require
 
+    stopwords = require("bm25s.stopwords", purpose="text analysis (bm25, psq)")
     return frozenset(normalise(w) for w in getattr(stopwords, _BM25S_STOPWORDS[lang]))
 
 
 def _thai():
-    try:
-        from pythainlp.corpus import thai_stopwords
-        from pythainlp.tokenize import word_tokenize
-    except ImportError:
-        from .errors import ClirbenchError
+    from .optional import require
 
-        raise ClirbenchError("analysing Thai needs pythainlp (pip install pythainlp)") from None
-    return word_tokenize, thai_stopwords
+    corpus = require("pythainlp.corpus", purpose="analysing Thai")
+    tokenize = require("pythainlp.tokenize", purpose="analysing Thai")
+    return tokenize.word_tokenize, corpus.thai_stopwords
 
 
 @dataclass(frozen=True)

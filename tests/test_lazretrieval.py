@@ -95,3 +95,18 @@ def test_run_and_average_table(tmp_path, bag_retriever):
     line = summary_table(records)
     assert line.startswith("lazretrieval nDCG@10: TH ")
     assert line.endswith(f"average over 2 locales {(values['TH'] + values['VN']) / 2:.4f}")
+
+
+def test_data_dir_holding_a_lazretrieval_folder_like_other_tasks(tmp_path, monkeypatch, capsys):
+    """`--data-dir D` finds D/lazretrieval/test/ (as D/<task>/ for the other tasks), and
+    `clirbench tasks --data-dir D` points there when it is missing."""
+    from clirbench.cli import main
+
+    monkeypatch.delenv("CLIRBENCH_DATA_DIR", raising=False)
+    assert main(["tasks", "--data-dir", str(tmp_path), "--json"]) == 0
+    (row,) = [r for r in json.loads(capsys.readouterr().out) if r["id"] == "lazretrieval"]
+    assert str(tmp_path / "lazretrieval" / "test") + "/" in row["data"]
+    write_laz(tmp_path / "lazretrieval" / "test")
+    pools = get_task("lazretrieval").pools(None, data_dir=tmp_path)
+    assert [p.subset for p in pools] == ["TH", "VN"]
+    assert get_task("lazretrieval").locate(tmp_path) == str(tmp_path / "lazretrieval" / "test")

@@ -1,7 +1,6 @@
 """Leaderboard files: build, submit (and what it refuses), significance groups, show, the seeded board."""
 from __future__ import annotations
 
-import argparse
 import copy
 import hashlib
 import json
@@ -246,17 +245,21 @@ def test_load_refuses_hostile_or_malformed_leaderboards(tmp_path):
         load(tmp_path / "dup.json")
 
 
-def test_cli_handler(board_dir, capsys):
-    from clirbench.cli_leaderboard import add_leaderboard_parser, cmd_leaderboard
+def test_cli_through_main(board_dir, results, tmp_path, capsys):
+    """The real parser and dispatch: `--command` of build/submit is not the subcommand selector."""
+    from clirbench.cli import main
 
-    parser = argparse.ArgumentParser()
-    add_leaderboard_parser(parser.add_subparsers())
-    assert cmd_leaderboard(parser.parse_args(["leaderboard", "show", "xquad", "--dir", str(board_dir),
-                                              "--scenario", "mono-same"])) == 0
+    assert main(["leaderboard", "show", "xquad", "--dir", str(board_dir), "--scenario", "mono-same"]) == 0
     out = capsys.readouterr().out
     assert "mono-same · RR" in out and "multi ·" not in out
-    with pytest.raises(ClirbenchError):
-        cmd_leaderboard(parser.parse_args(["leaderboard"]))
+    assert main(["leaderboard", "build", str(results), "--data-dir", str(XQUAD), "--dir", str(tmp_path / "b"),
+                 "--command", "clirbench run --model bm25"]) == 0
+    assert load(tmp_path / "b" / "xquad.json")["systems"]["bm25"]["commands"] == ["clirbench run --model bm25"]
+    assert main(["leaderboard", "submit", str(_one(results)), "--command", "run", "--dir", str(tmp_path / "s"),
+                 "--data-dir", str(XQUAD)]) == 0
+    assert "merged" in capsys.readouterr().out
+    assert main(["leaderboard"]) == 2
+    assert "expected a subcommand" in capsys.readouterr().err
 
 
 def test_seeded_xquad_leaderboard():

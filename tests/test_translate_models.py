@@ -21,11 +21,14 @@ LINES = ["the cat sits on the mat.", "le chat est sur le tapis.", "a dog runs in
 @pytest.fixture(scope="module")
 def tiny_marian(tmp_path_factory) -> str:
     """MarianMT with random weights and a SentencePiece vocabulary trained here (no download)."""
+    return build_marian(tmp_path_factory.mktemp("marian"))
+
+
+def build_marian(folder: Path, positions: int = 128) -> str:
     import sentencepiece as spm
     import torch
     from transformers import MarianConfig, MarianMTModel, MarianTokenizer
 
-    folder = tmp_path_factory.mktemp("marian")
     (folder / "corpus.txt").write_text("\n".join(LINES * 20), encoding="utf-8")
     spm.SentencePieceTrainer.train(input=str(folder / "corpus.txt"), model_prefix=str(folder / "spm"),
                                    vocab_size=50, model_type="unigram", character_coverage=1.0, bos_id=-1,
@@ -42,7 +45,7 @@ def tiny_marian(tmp_path_factory) -> str:
     torch.manual_seed(0)
     config = MarianConfig(vocab_size=len(vocab), d_model=32, encoder_layers=1, decoder_layers=1,
                           encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=32,
-                          decoder_ffn_dim=32, max_position_embeddings=128, pad_token_id=vocab["<pad>"],
+                          decoder_ffn_dim=32, max_position_embeddings=positions, pad_token_id=vocab["<pad>"],
                           eos_token_id=0, decoder_start_token_id=vocab["<pad>"], forced_eos_token_id=None,
                           max_length=16, num_beams=1, init_std=0.5)
     out = folder / "model"
@@ -67,6 +70,19 @@ def test_hf_marian_end_to_end_document_and_sentence_units(tiny_marian, tmp_path)
     first, hits = translate_texts(doc, texts, "fr", "en", cache)
     assert first == out and hits == 0
     assert translate_texts(doc, texts, "fr", "en", TranslationCache(tmp_path)) == (out, 3)
+
+
+def test_hf_truncates_at_the_models_own_position_limit(tmp_path):
+    """A model with 16 positions: inputs are cut at 16 tokens (not 512) and generation stops there."""
+    (tmp_path / "m16").mkdir()
+    small = build_marian(tmp_path / "m16", positions=16)
+    long_text = " ".join(LINES * 4)  # far more than 16 tokens
+    for options in ({}, {"max_new_tokens": 40}):
+        tr = make_translator(f"hf:{small}", progress=False, **options)
+        assert tr.max_input_tokens == 16 and tr.describe()["max_input_tokens"] == 16
+        (out,) = tr.translate([long_text], "fr", "en")
+        assert isinstance(out, str)
+    assert make_translator(f"hf:{small}", max_input_tokens=8, progress=False).max_input_tokens == 8
 
 
 def test_ct2_conversion_agrees_with_transformers(tiny_marian, tmp_path):

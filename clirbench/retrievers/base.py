@@ -7,7 +7,7 @@ import numpy as np
 
 from ..collection import Text
 
-__all__ = ["Retriever", "Encoder", "ROLES", "check_role"]
+__all__ = ["Retriever", "Encoder", "BatchEncoder", "ROLES", "check_role"]
 
 ROLES = ("query", "document")
 
@@ -47,4 +47,13 @@ class Encoder(Protocol):
 
     def encode(self, texts: Sequence[str], role: str) -> np.ndarray:
         """float32 (n, d), L2-normalised rows; the encoder applies its own prompt."""
+        ...
+
+
+@runtime_checkable
+class BatchEncoder(Protocol):
+    """Optional capability of an Encoder: encode batch by batch, so that progress shows per batch."""
+
+    def encode_batches(self, texts: Sequence[str], role: str) -> Iterator[np.ndarray]:
+        """The rows of ``encode(texts, role)``, one model batch at a time, in order."""
         ...

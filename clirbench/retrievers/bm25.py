@@ -40,7 +40,9 @@ class BM25Retriever:
 
     def __init__(self, k1: float = K1, b: float = B, method: str = METHOD, top_k: int | None = None,
                  spec: str = "bm25") -> None:
-        import bm25s  # noqa: F401  (fail at construction, not at the first pool)
+        from ..analysis import require_backends
+
+        require_backends("retriever bm25")  # fail at construction, not at the first pool
 
         if top_k is not None and top_k < 1:
             raise ValueError(f"top_k must be positive, not {top_k}")
@@ -138,11 +140,7 @@ def from_spec(arg: str, options: dict):
     from ..errors import ClirbenchError, UnknownNameError
 
     if arg == "pyserini":
-        try:
-            from .pyserini_bm25 import from_spec as pyserini_from_spec
-        except ImportError as exc:
-            raise ClirbenchError(f"retriever bm25:pyserini is not available here: it needs "
-                                 f"{exc.name or str(exc)!r} (see the README for its install extra)") from None
+        from .pyserini_bm25 import from_spec as pyserini_from_spec
         return pyserini_from_spec("", options)
     if arg:
         raise UnknownNameError(f"unknown BM25 backend {arg!r}: expected bm25 (embedded) or bm25:pyserini")

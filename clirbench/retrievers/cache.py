@@ -247,6 +247,22 @@ class _Space:
         return v
 
 
+def _encode_chunk(encoder, texts: list[str], role: str, bar) -> np.ndarray:
+    """``encoder.encode(texts, role)``; batch by batch (the bar advancing after each) for a BatchEncoder."""
+    batches = getattr(encoder, "encode_batches", None)
+    if batches is None:
+        vecs = np.asarray(encoder.encode(texts, role))
+        if bar is not None:
+            bar.update(len(texts))
+        return vecs
+    parts = []
+    for vecs in batches(texts, role):
+        parts.append(np.asarray(vecs))
+        if bar is not None:
+            bar.update(len(parts[-1]))
+    return np.concatenate(parts) if parts else np.asarray(encoder.encode(texts, role))
+
+
 class EmbeddingCache:
     """Embeddings by (model id, revision, prompt, role, text); ``root=None`` keeps them in memory only.
 
@@ -298,9 +314,10 @@ class EmbeddingCache:
                     with writer_lock(space.folder, _MARKER):
                         part = claim(self, space, keys, todo[a: a + chunk])
                         if part:
-                            self._encode(encoder, space, role, [distinct[i] for i in part], [keys[i] for i in part])
-                    if bar is not None:
-                        bar.update(len(todo[a: a + chunk]))
+                            self._encode(encoder, space, role, [distinct[i] for i in part], [keys[i] for i in part], bar)
+                    claimed = len(todo[a: a + chunk]) - len(part)  # texts another process encoded meanwhile
+                    if bar is not None and claimed:
+                        bar.update(claimed)
             finally:
                 if bar is not None:
                     bar.close()
@@ -309,8 +326,8 @@ class EmbeddingCache:
         rows = np.fromiter((memo[k] for k in keys), dtype=np.int64, count=len(keys))[rows_of_text]
         return space.view(), rows
 
-    def _encode(self, encoder, space: _Space, role: str, texts: list[str], keys: list[bytes]) -> None:
-        vecs = np.asarray(encoder.encode(texts, role))
+    def _encode(self, encoder, space: _Space, role: str, texts: list[str], keys: list[bytes], bar=None) -> None:
+        vecs = _encode_chunk(encoder, texts, role, bar)
         self.encoded += len(texts)
         if vecs.ndim != 2 or len(vecs) != len(texts):
             raise ValueError(f"encoder returned shape {vecs.shape} for {len(texts)} texts")

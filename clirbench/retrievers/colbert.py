@@ -328,7 +328,10 @@ class ColBERTRetriever:
 
     def _candidates(self, qvecs: list[np.ndarray], dvecs: list[np.ndarray], keys: tuple[bytes, ...]) -> list[np.ndarray]:
         """Per query, the distinct documents owning one of the nearest tokens of its tokens (Voyager)."""
-        from voyager import Index, Space
+        from ..optional import require
+
+        voyager = require("voyager", purpose="colbert: on pools over 100k documents (its approximate index)")
+        Index, Space = voyager.Index, voyager.Space
 
         if self._index is None or self._index[0] != keys:
             index = Index(Space.InnerProduct, num_dimensions=dvecs[0].shape[1], M=16, ef_construction=100)

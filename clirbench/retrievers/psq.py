@@ -46,6 +46,7 @@ import numpy as np
 
 from ..collection import Text
 from ..errors import ClirbenchError, DataNotFoundError, MalformedDataError
+from ..optional import require
 
 __all__ = ["PSQTable", "PSQRetriever", "from_spec", "load_table", "write_table", "prune_translations",
            "analyzer_record", "meta_path", "ANALYZER", "DEFAULTS", "MAX_BLOCK_BYTES"]
@@ -185,8 +186,6 @@ def load_table(path: str | os.PathLike, *, min_prob: float = DEFAULTS["min_prob"
                max_cdf: float = DEFAULTS["max_cdf"],
                max_alternatives: int = DEFAULTS["max_alternatives"]) -> PSQTable:
     """Read, check and prune a table and its sidecar."""
-    from scipy import sparse
-
     path = Path(path).expanduser()
     side = meta_path(path)
     if not path.is_file():
@@ -226,6 +225,7 @@ def load_table(path: str | os.PathLike, *, min_prob: float = DEFAULTS["min_prob"
             rows.append(i)
             cols.append(query_index.setdefault(e, len(query_index)))
             vals.append(p)
+    sparse = require("scipy.sparse", purpose="retriever psq:")
     matrix = sparse.csr_matrix((np.asarray(vals, np.float64), (np.asarray(rows, np.int64), np.asarray(cols, np.int64))),
                                shape=(len(doc_vocab), len(query_index)))
     counts = meta.get("query_counts")
@@ -464,6 +464,12 @@ def from_spec(arg: str, options: dict) -> PSQRetriever:
     given = _parse_options(opts_part)
     settings = {**DEFAULTS, **given}
     pruning = {k: settings[k] for k in ("min_prob", "max_cdf", "max_alternatives")}
+    for p in paths:  # a wrong path is the likelier mistake: say so before any missing package
+        if not Path(p).expanduser().is_file():
+            raise DataNotFoundError(f"psq table {Path(p).expanduser()} not found")
+    from ..analysis import require_backends
+
+    require_backends("retriever psq:")
     tables = [load_table(p, **pruning) for p in paths]
     canon = "+".join(paths)
     changed = {k: v for k, v in given.items() if v != DEFAULTS[k]}

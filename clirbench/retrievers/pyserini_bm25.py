@@ -337,6 +337,10 @@ class PyseriniBM25Retriever:
         if depth is not None and depth < 1:
             raise ValueError(f"depth must be positive, not {depth}")
         self.k1, self.b, self.depth, self.spec = float(k1), float(b), depth, spec
+        from ..optional import require
+
+        for module in ("pyserini", "jnius_config"):
+            require(module, purpose=f"bm25:pyserini (with Java 21: {INSTALL_HINT})")
         self.pyserini_version = _version("pyserini")
         if self.pyserini_version is None:
             raise ClirbenchError(f"bm25:pyserini needs Pyserini and Java 21: {INSTALL_HINT}")

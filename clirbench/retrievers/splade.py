@@ -83,10 +83,12 @@ class SparseEncoderModel:
     def _load(self):
         if self._model is not None:
             return self._model
-        try:
-            from sentence_transformers import SparseEncoder
-        except ImportError:
-            raise ClirbenchError("splade retrievers need sentence-transformers >= 5: pip install 'clirbench[dense]'") from None
+        from ..optional import require
+
+        SparseEncoder = getattr(require("sentence_transformers", extra="splade", purpose="splade retrievers"),
+                                "SparseEncoder", None)
+        if SparseEncoder is None:
+            raise ClirbenchError("splade retrievers need sentence-transformers >= 5: pip install 'clirbench[splade]'")
         kwargs: dict[str, Any] = {"device": self.device}
         if self._folder is not None:
             target, kwargs["local_files_only"] = str(self._folder), True

@@ -231,13 +231,14 @@ def _string_list(value: Any, key: str, fail, nonempty: bool = False) -> tuple[st
 
 def _check_models(models: Sequence[str], fail) -> None:
     """The family of each spec must be known (no model is loaded here)."""
-    from ..retrievers.spec import FAMILIES
+    from ..errors import UnknownNameError
+    from ..retrievers.spec import canonical_family
 
     for i, spec in enumerate(models):
-        family = spec.partition(":")[0]
-        if family not in FAMILIES and not os.path.isdir(os.path.expanduser(spec)):
-            fail(f"models[{i}]", f"unknown retriever {spec!r}; expected "
-                 + ", ".join(f.usage for f in FAMILIES.values()) + " or a local model directory")
+        try:
+            canonical_family(spec)
+        except UnknownNameError as exc:
+            fail(f"models[{i}]", str(exc))
 
 
 def _task_entry(item: Any, key: str, fail) -> TaskEntry:

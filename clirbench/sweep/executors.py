@@ -180,15 +180,17 @@ class RayExecutor:
                  init_kwargs: dict | None = None):
         if cpus_per_cell <= 0 or gpus_per_cell < 0:
             raise ClirbenchError("--cpus-per-cell must be > 0 and --gpus-per-cell >= 0")
+        from ..optional import require
+
+        require("ray", purpose="--executor ray", load=False)  # before any cell is considered
         self.address, self.cpus_per_cell, self.gpus_per_cell = address, cpus_per_cell, gpus_per_cell
         self.init_kwargs = dict(init_kwargs or {})
 
     def _connect(self) -> bool:
         """Connect or start Ray; True when this executor started it (and must shut it down)."""
-        try:
-            import ray
-        except ImportError:
-            raise ClirbenchError("--executor ray needs the 'ray' package: pip install 'clirbench[ray]'") from None
+        from ..optional import require
+
+        ray = require("ray", purpose="--executor ray")
         if ray.is_initialized():
             return False
         kwargs = dict(self.init_kwargs)
@@ -204,9 +206,9 @@ class RayExecutor:
 
     def map(self, cells: Sequence[Cell], config: SweepConfig, overwrite: bool = False,
             progress: bool = True) -> Iterator[CellOutcome]:
+        started = self._connect()  # one line when ray is missing
         import ray
 
-        started = self._connect()
         bar = _bar(len(cells), progress)
         try:
             env = {k: v for k, v in os.environ.items() if k.startswith(_FORWARDED_ENV)}

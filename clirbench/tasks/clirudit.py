@@ -67,8 +67,10 @@ def locate(card: TaskCard, data_dir=None) -> str:
 
 
 def _read(folder: Path | None, card: TaskCard, part: str, hashes: dict):
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    from ..optional import require
+
+    pa = require("pyarrow", purpose="task clirudit (its parquet files)")
+    pq = require("pyarrow.parquet", purpose="task clirudit (its parquet files)")
 
     config, split = LAYOUT[part]
     want = _COLUMNS[config]
@@ -114,7 +116,9 @@ def _disciplines(path: str) -> dict[str, tuple[str, ...]]:
         raise DataNotFoundError(f"clirudit: disciplines file {p} not found")
     out: dict[str, list[str]] = {}
     if p.suffix == ".parquet":
-        import pyarrow.parquet as pq
+        from ..optional import require
+
+        pq = require("pyarrow.parquet", purpose="a parquet disciplines file")
 
         t = pq.read_table(p)
         if not {"docid", "discipline"} <= set(t.column_names):

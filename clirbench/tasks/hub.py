@@ -110,11 +110,12 @@ def hub_reachable(timeout: float = 5.0) -> bool:
 def load_hub_split(repo: str, config: str | None, split: str, revision: str | None, what: str,
                    local_help: str) -> Iterable[Mapping[str, Any]]:
     """Rows of one hub split through ``datasets`` (the thin hub path); any failure is one line."""
+    from ..optional import MissingDependencyError, require
+
     try:
-        import datasets
-    except ImportError:
-        raise DataNotFoundError(f"{what} not found locally; {local_help}, or install clirbench[hub] "
-                                f"to read {repo}") from None
+        datasets = require("datasets", purpose=f"reading {repo} from the hub")
+    except MissingDependencyError as exc:
+        raise DataNotFoundError(f"{what} not found locally; {local_help}, or: {exc}") from None
     if not hub_reachable():
         raise DataNotFoundError(f"{what} not found locally and the hub ({repo}) is unreachable or "
                                 f"HF_HUB_OFFLINE is set; {local_help}")

@@ -1,7 +1,8 @@
 """LazRetrieval: e-commerce retrieval in seven locales, one pool per locale, nDCG@10 and its average.
 
-Local files only (the data set is not published). Per split, in ``<dir>/<split>/`` (or directly in
-``<dir>``)::
+Local files only (the data set is not published). Per split, in ``<dir>/lazretrieval/<split>/``
+(as other tasks, ``<dir>`` is ``--data-dir`` or ``$CLIRBENCH_DATA_DIR``), ``<dir>/<split>/`` or
+directly in ``<dir>``::
 
     query.json        ID, nation, text
     item.json         nation, item_id, text
@@ -35,10 +36,11 @@ _FIELDS = {"query.json": ("ID", "nation", "text"), "item.json": ("nation", "item
 
 
 def _folder(data_dir, split: str) -> Path | None:
-    roots = [Path(data_dir)] if data_dir is not None else []
     env = os.environ.get("CLIRBENCH_DATA_DIR")
-    if data_dir is None and env:
-        roots.append(Path(env) / "lazretrieval")
+    if data_dir is not None:
+        roots = [Path(data_dir) / "lazretrieval", Path(data_dir)]
+    else:
+        roots = [Path(env) / "lazretrieval"] if env else []
     for root in roots:
         for folder in (root / split, root):
             if all((folder / name).is_file() for name in FILES):
@@ -47,7 +49,8 @@ def _folder(data_dir, split: str) -> Path | None:
 
 
 def _missing(data_dir, split: str) -> DataNotFoundError:
-    where = f"{data_dir}/{split}/" if data_dir is not None else f"$CLIRBENCH_DATA_DIR/lazretrieval/{split}/"
+    where = (f"{Path(data_dir) / 'lazretrieval' / split}/ (or {Path(data_dir) / split}/)" if data_dir is not None
+             else f"$CLIRBENCH_DATA_DIR/lazretrieval/{split}/")
     return DataNotFoundError(f"lazretrieval is not public: put {', '.join(FILES)} (split {split}) in {where}")
 
 

@@ -5,7 +5,8 @@ JSON with a ``translation`` field, temperature 0.1, top-p 1.0); the paper's exac
 available here, so the template is ours. The key is read from ``$OPENAI_API_KEY`` at request time
 and goes only into the Authorization header: never into ``spec``, ``describe()``, caches, results
 or error messages; credentials in the base URL (``user:key@``, ``?api_key=``) are shown as ``***``
-everywhere (``spec``, ``describe()``, errors) and a ``user:password@`` goes into a Basic
+everywhere (``spec``, ``describe()``, errors); without a key, OpenAI's own endpoint is refused at
+once, before any request (a server named by ``@<base_url>`` may need none), and a ``user:password@`` goes into a Basic
 Authorization header when ``$OPENAI_API_KEY`` is unset. Rate limits (429) and server errors (5xx,
 unreadable bodies, read timeouts, dropped connections) are retried with exponential backoff
 (``Retry-After`` honoured); an endpoint that cannot be reached at all (connection refused, unknown
@@ -100,6 +101,10 @@ class OpenAITranslator:
         self._url, self._basic = _split_userinfo(url)
         self.model, self.base_url = model, redact_url(url)  # shown everywhere; _url is only requested
         self.spec = f"openai:{redact(arg)}"
+        if url == DEFAULT_BASE_URL and not os.environ.get(KEY_ENV, "").strip():
+            # OpenAI's own API refuses every request without a key: say so now, not after the retries
+            raise ClirbenchError(f"translator openai:{model} needs an API key in ${KEY_ENV} (or name a local "
+                                 f"server: openai:<model>@<base_url>)")
         self.temperature, self.top_p, self.concurrency = temperature, top_p, max(1, concurrency)
         self.max_retries, self.backoff, self.timeout = max_retries, backoff, timeout
         self.system_prompt, self.json_mode, self.progress = system_prompt, json_mode, progress

@@ -97,7 +97,10 @@ def translation_quality(hypotheses: Sequence[str], references: Sequence[str], la
 
     BLEU uses sacrebleu's ``zh`` tokenizer for Chinese targets, ``13a`` otherwise.
     """
-    from sacrebleu.metrics import BLEU, CHRF
+    from ..optional import require
+
+    metrics = require("sacrebleu.metrics", purpose="--translation-quality")
+    BLEU, CHRF = metrics.BLEU, metrics.CHRF
 
     if not hypotheses:
         return {"n": 0, "bleu": None, "chrf": None}
@@ -136,7 +139,10 @@ class TranslationPlan:
         if quality:
             if direction != "docs":
                 raise ClirbenchError("--translation-quality needs --translate docs (a gold reference for documents)")
+            from ..optional import require
             from .keyed import GoldTranslator
+
+            require("sacrebleu", purpose="--translation-quality")  # now, not after the translation
 
             gold = translator if translator.spec == "gold" else GoldTranslator(task, data_dir, task_options)
         return cls(direction, translator, TranslationCache(Path(cache_dir)), quality, gold)

@@ -3,18 +3,24 @@
 MarianMT / OpusMT (one model per direction, no language codes), NLLB-200 (``fra_Latn`` codes)
 and M2M100 (``fr`` codes). ``#sentence`` after the model translates sentence by sentence (for
 models with short limits: OpusMT's 512 tokens) and joins the sentences; the default, ``document``,
-translates each text whole, truncated at ``max_input_tokens`` (what the CLIRudit paper did with
-OpusMT). The unit is part of the spec, so both modes have their own cache and result folder.
+translates each text whole, truncated at the model's own input limit (its position embeddings or
+its tokenizer's ``model_max_length``, whichever is smaller; ``max_input_tokens`` lowers it), which
+is what the CLIRudit paper did with OpusMT. The unit is part of the spec, so both modes have their
+own cache and result folder.
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Sequence
 
+from ..errors import DataNotFoundError
+from ..optional import require
 from .base import join_sentences, nllb_code, split_sentences
 
 __all__ = ["HFTranslator", "CT2Translator", "parse_unit"]
 
 UNITS = ("document", "sentence")
+DEFAULT_MAX_INPUT_TOKENS = 512  # when neither the model nor its tokenizer states a limit
 
 
 def parse_unit(arg: str) -> tuple[str, str]:
@@ -44,10 +50,10 @@ class _Seq2Seq:
 
     prefix = ""
 
-    def __init__(self, model: str, unit: str = "document", batch_size: int = 8, max_input_tokens: int = 512,
+    def __init__(self, model: str, unit: str = "document", batch_size: int = 8, max_input_tokens: int | None = None,
                  max_new_tokens: int | None = None, num_beams: int = 1, progress: bool = True) -> None:
         self.model, self.unit = model, unit
-        self.batch_size, self.max_input_tokens = batch_size, max_input_tokens
+        self.batch_size, self._max_input_tokens = batch_size, max_input_tokens
         self.max_new_tokens, self.num_beams, self.progress = max_new_tokens, num_beams, progress
         self.spec = f"{self.prefix}:{model}" + ("" if unit == "document" else f"#{unit}")
         self._tokenizer = None
@@ -59,6 +65,17 @@ class _Seq2Seq:
 
             self._tokenizer = AutoTokenizer.from_pretrained(self.model)
         return self._tokenizer
+
+    def _positions(self) -> int | None:
+        """The model's position embeddings (None when unknown)."""
+        return None
+
+    @property
+    def max_input_tokens(self) -> int:
+        """Input tokens kept per text: the model's limit, or ``max_input_tokens`` when lower."""
+        limits = [n for n in (getattr(self.tokenizer, "model_max_length", None), self._positions(),
+                              self._max_input_tokens) if isinstance(n, int) and 0 < n < 1_000_000]
+        return min(limits) if limits else DEFAULT_MAX_INPUT_TOKENS
 
     def codes(self, src: str, tgt: str) -> tuple[str | None, str | None]:
         family = _family(self.tokenizer)
@@ -108,9 +125,16 @@ class HFTranslator(_Seq2Seq):
     prefix = "hf"
 
     def __init__(self, model: str, device: str | None = None, **options) -> None:
+        for module in ("torch", "transformers"):
+            require(module, purpose="translator hf:")
+        if model.startswith(("/", "./", "../", "~")) and not Path(model).expanduser().is_dir():
+            raise DataNotFoundError(f"translator hf:{model}: no such model folder")
         super().__init__(model, **options)
         self.device = device
         self._model = None
+
+    def _positions(self) -> int | None:
+        return getattr(self._load().config, "max_position_embeddings", None)
 
     def _load(self):
         if self._model is None:
@@ -133,8 +157,12 @@ class HFTranslator(_Seq2Seq):
         model, tok = self._load(), self.tokenizer
         src_code, tgt_code = self.codes(src, tgt)
         kwargs = {"num_beams": self.num_beams}
+        positions = self._positions()  # the decoder cannot go past its position embeddings either
         if self.max_new_tokens:
-            kwargs["max_new_tokens"] = self.max_new_tokens
+            kwargs["max_new_tokens"] = min(self.max_new_tokens, positions - 1) if positions else self.max_new_tokens
+        elif positions:
+            limit = model.generation_config.max_length
+            kwargs["max_length"] = min(limit, positions) if limit else positions
         if src_code is not None:
             tok.src_lang = src_code
             kwargs["forced_bos_token_id"] = tok.convert_tokens_to_ids(tgt_code) if _family(tok) == "nllb" \
@@ -156,6 +184,15 @@ class CT2Translator(_Seq2Seq):
     prefix = "ct2"
 
     def __init__(self, model: str, device: str = "cpu", compute_type: str = "default", **options) -> None:
+        folder = Path(model).expanduser()
+        if not folder.is_dir():
+            raise DataNotFoundError(f"translator ct2:{model}: no such folder (a model converted with "
+                                    f"ct2-transformers-converter)")
+        if not (folder / "model.bin").is_file():
+            raise DataNotFoundError(f"translator ct2:{model}: no model.bin in {folder} (convert the model "
+                                    f"with ct2-transformers-converter)")
+        require("ctranslate2", purpose="translator ct2:")
+        require("transformers", purpose="translator ct2: (its tokenizer)")
         super().__init__(model, **options)
         self.device, self.compute_type = device, compute_type
         self._translator = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from ..errors import ClirbenchError, UnknownNameError
+from ..optional import MissingDependencyError
 
 __all__ = ["make_translator", "USAGE"]
 
@@ -37,6 +38,8 @@ def make_translator(spec: str, *, task=None, data_dir=None, task_options: Mappin
             from .llm import OpenAITranslator
 
             return OpenAITranslator(arg, **options)
+    except MissingDependencyError:
+        raise
     except ImportError as exc:
         raise ClirbenchError(f"translator {prefix}: is not available here: it needs {exc.name or exc!r}") from None
     from ..redact import redact
