@@ -570,8 +570,11 @@ def read_result(path: str | os.PathLike) -> Result:
         raise DataNotFoundError(f"{path}: no such result file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise MalformedDataError(f"{path}: cannot read result file: {_one_line(exc)}") from None
+    from .strict import loads_json
+
+    data = loads_json(raw, f"{path}: malformed result file")  # duplicate keys and deep nesting refused
     try:
-        return Result.from_dict(json.loads(raw))
+        return Result.from_dict(data)
     except (ValueError, TypeError) as exc:  # JSONDecodeError is a ValueError
         raise MalformedDataError(f"{path}: malformed result file: {_one_line(exc)}") from None
 

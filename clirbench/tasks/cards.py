@@ -77,18 +77,23 @@ def parse_card(data: Mapping[str, Any], origin: str) -> TaskCard:
     )
 
 
+def read_card_yaml(path: Path) -> Any:
+    """The parsed YAML of a card file: no anchors/aliases, no duplicate keys (one-line errors)."""
+    from ..strict import load_yaml
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise MalformedDataError(f"{path}: not UTF-8 text") from None
+    return load_yaml(text, str(path))
+
+
 def load_cards(folder: Path | None = None) -> dict[str, TaskCard]:
     """All task cards in ``folder`` (default: the installed cards), by task id."""
-    import yaml
-
     folder = folder or cards_dir()
     cards: dict[str, TaskCard] = {}
     for path in sorted(folder.glob("*.yaml")):
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except yaml.YAMLError as exc:
-            raise MalformedDataError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
-        card = parse_card(data, str(path))
+        card = parse_card(read_card_yaml(path), str(path))
         if card.id != path.stem:
             raise MalformedDataError(f"{path}: id {card.id!r} does not match the file name")
         cards[card.id] = card

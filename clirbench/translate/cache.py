@@ -41,13 +41,13 @@ class TranslationCache:
             table: dict[str, str] = {}
             path = self._file(spec, src, tgt)
             if path is not None and path.is_file():
-                with open(path, encoding="utf-8") as handle:
+                with open(path, encoding="utf-8", errors="replace") as handle:
                     for line in handle:
                         try:
                             row = json.loads(line)
                             table[row["h"]] = row["t"]
-                        except (ValueError, KeyError, TypeError):
-                            continue  # a line torn by an interruption
+                        except (ValueError, KeyError, TypeError, RecursionError):
+                            continue  # a line torn by an interruption (or garbled): re-translated
             self._memo[key] = table
         return self._memo[key]
 
