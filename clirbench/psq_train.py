@@ -125,14 +125,11 @@ def _bitext_lines(path: Path) -> Iterator[tuple[int, str]]:
     import gzip
     import zlib
 
-    n = 0
+    from .jsonl import decode_lines
+
     try:
-        with (gzip.open(path, "rt", encoding="utf-8-sig") if path.suffix == ".gz"
-              else open(path, encoding="utf-8-sig")) as fh:
-            for n, line in enumerate(fh, 1):
-                yield n, line
-    except UnicodeDecodeError:
-        raise MalformedDataError(f"{path}:{n + 1}: not valid UTF-8") from None
+        with (gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")) as fh:
+            yield from decode_lines(fh, path)
     except (OSError, EOFError, zlib.error) as exc:  # BadGzipFile is an OSError
         raise MalformedDataError(f"{path}: not a readable gzip file ({type(exc).__name__}: "
                                  f"{' '.join(str(exc).split())})") from None

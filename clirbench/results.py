@@ -565,7 +565,7 @@ def read_result(path: str | os.PathLike) -> Result:
     """Load a result JSON; a malformed file raises MalformedDataError (a ValueError), one line."""
     path = Path(path)
     try:
-        raw = path.read_text(encoding="utf-8")
+        raw = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise DataNotFoundError(f"{path}: no such result file") from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -44,12 +44,10 @@ def _json_depth_ok(text: str, limit: int) -> bool:
 
 
 def loads_json(text: str | bytes, where: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
-    """Parse JSON; a duplicate key, deep nesting or bad syntax raises one-line MalformedDataError
+    """Parse JSON (a ``str`` is parsed as is; file readers drop a byte-order mark); a duplicate key, deep nesting or bad syntax raises one-line MalformedDataError
     naming ``where`` (``file`` or ``file:line``)."""
-    if isinstance(text, bytes):
-        text = text.decode("utf-8")
-    if text.startswith(BOM):
-        text = text[1:]
+    if isinstance(text, bytes):  # a whole file: a byte-order mark at its start is dropped
+        text = text.decode("utf-8-sig")
     if not _json_depth_ok(text, max_depth):
         raise MalformedDataError(f"{where}: JSON nested deeper than {max_depth} levels")
 

@@ -48,6 +48,12 @@ def parse_card(data: Mapping[str, Any], origin: str) -> TaskCard:
     unknown = set(data) - set(TaskCard.__dataclass_fields__)
     if unknown:
         raise MalformedDataError(f"{origin}: unknown field(s) {', '.join(sorted(unknown))}")
+    for key, kind, what in (("scenarios", (list, tuple), "a list"), ("languages", (list, tuple), "a list"),
+                            ("source", Mapping, "a mapping"), ("main_measures", Mapping, "a mapping"),
+                            ("pool_modes", (list, tuple), "a list"), ("expected", (Mapping, type(None)), "a mapping"),
+                            ("files_sha256", (Mapping, type(None)), "a mapping")):
+        if key in data and not isinstance(data[key], kind):
+            raise MalformedDataError(f"{origin}: {key} must be {what}, got {type(data[key]).__name__}")
     scenarios = tuple(data["scenarios"])
     kinds = {"parallel": SCENARIOS, "retrieval": (RETRIEVAL,)}
     if data["kind"] not in kinds:
