@@ -19,7 +19,8 @@ __all__ = ["MAX_JSON_DEPTH", "loads_json", "load_yaml", "ascii_int", "BOM"]
 MAX_JSON_DEPTH = 64
 BOM = "\ufeff"
 _ASCII_INT = re.compile(r"[+-]?[0-9]+")
-_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 
 
 def _show(key: Any, limit: int = 60) -> str:
@@ -28,19 +29,15 @@ def _show(key: Any, limit: int = 60) -> str:
 
 
 def _json_depth_ok(text: str, limit: int) -> bool:
-    """Whether ``text`` nests at most ``limit`` arrays/objects (strings skipped); cheap when shallow."""
+    """Whether ``text`` nests at most ``limit`` arrays/objects (strings skipped); linear, in C."""
     if text.count("[") + text.count("{") <= limit:
         return True
-    depth = 0
-    for match in _JSON_TOKEN.finditer(text):
-        token = match.group()
-        if token in "[{":
-            depth += 1
-            if depth > limit:
-                return False
-        elif token in "]}":
-            depth -= 1
-    return True
+    import numpy as np
+
+    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text)).encode("ascii")
+    opening = np.frombuffer(brackets, dtype=np.uint8)
+    opening = (opening == ord("[")) | (opening == ord("{"))
+    return int(np.cumsum(np.where(opening, 1, -1)).max(initial=0)) <= limit
 
 
 def loads_json(text: str | bytes, where: str, max_depth: int = MAX_JSON_DEPTH) -> Any:

@@ -11,6 +11,7 @@ import base64
 import gzip
 import json
 import shutil
+import warnings
 from pathlib import Path
 
 import pytest
@@ -182,7 +183,9 @@ def test_malformed_input_is_refused_on_one_line(case, tmp_path, capsys, monkeypa
     monkeypatch.delenv("CLIRBENCH_DEBUG", raising=False)
     monkeypatch.chdir(tmp_path)
     argv = _argv(case, folder, _Keep(bert=tiny_bert_dir))
-    code = cli.main(argv)  # an exception escaping here is a traceback: the test fails
+    with warnings.catch_warnings(record=True) as caught:  # what the console would print as warnings
+        warnings.simplefilter("always")
+        code = cli.main(argv)  # an exception escaping here is a traceback: the test fails
     err = capsys.readouterr().err
     lines = err.splitlines()
     expected_code = case.get("exit", 2)
@@ -190,7 +193,8 @@ def test_malformed_input_is_refused_on_one_line(case, tmp_path, capsys, monkeypa
     assert "Traceback" not in err
     expect = case["expect"]
     if expected_code == 0:  # repaired with a warning: the warning must say what happened
-        assert any(expect in line for line in lines), err
+        shown = lines + [str(w.message) for w in caught]
+        assert any(expect in line for line in shown), shown
         return
     assert len(lines) == 1, f"stderr is not one line: {err!r}"
     assert lines[0].startswith("clirbench: "), lines[0]
