@@ -155,21 +155,16 @@ def validate(data_dir=None, load_data: bool = True, folder=None) -> tuple[list[s
     files' SHA-256 match the card. Problems fail ``clirbench validate``; notes (no local data, a
     file the card has no hash for) do not.
     """
-    import yaml
-
     from .measures import parse
     from .tasks import Task
-    from .tasks.cards import cards_dir, parse_card
+    from .tasks.cards import cards_dir, parse_card, read_card_yaml
 
     problems: list[str] = []
     notes: list[str] = []
     for path in sorted(Path(folder or cards_dir()).glob("*.yaml")):
         name = path.stem
         try:
-            card = parse_card(yaml.safe_load(path.read_text(encoding="utf-8")), str(path))
-        except yaml.YAMLError as exc:
-            problems.append(f"{name}: {path}: not valid YAML ({str(exc).splitlines()[0]})")
-            continue
+            card = parse_card(read_card_yaml(path), str(path))
         except ValueError as exc:
             problems.append(f"{name}: {exc}")
             continue

@@ -19,7 +19,7 @@ def add_leaderboard_parser(subparsers) -> argparse.ArgumentParser:
         s.add_argument(arg, metavar=meta)
         s.add_argument("--data-dir", default=None,
                        help="the task's local data, to check qrels of pools the leaderboard does not list yet")
-        s.add_argument("--command", default=None, help="the command that produced the results (kept as provenance)")
+        s.add_argument("--command", dest="provenance", default=None, help="the command that produced the results (kept as provenance)")
         s.add_argument("--replace", action="store_true",
                        help="replace a system already listed with another model revision or prompts")
     s = sub.add_parser("show", help="print the ranked tables of a task", parents=[common])
@@ -40,10 +40,10 @@ def cmd_leaderboard(args) -> int:
 
     command = getattr(args, "leaderboard_command", None)
     if command == "build":
-        for path, count in lb.build(args.results_dir, args.dir, args.data_dir, args.command, args.replace).items():
+        for path, count in lb.build(args.results_dir, args.dir, args.data_dir, args.provenance, args.replace).items():
             print(f"{path}: {count} results merged")
     elif command == "submit":
-        path, sub = lb.submit(args.result, args.dir, args.data_dir, args.command, args.replace)
+        path, sub = lb.submit(args.result, args.dir, args.data_dir, args.provenance, args.replace)
         print(f"{path}: {sub.system} on {sub.pool_id} merged")
     elif command == "show":
         print(lb.show(args.task, args.dir, args.scenario, args.measure))

@@ -20,12 +20,12 @@ from .stats import paired_bootstrap, randomization_test
 
 __all__ = ["compare", "format_comparison"]
 
-_POOL_FIELDS = ("task", "subset", "scenario", "pool_mode", "doc_langs", "query_lang", "qrels_sha256")
+_POOL_FIELDS = ("task", "subset", "scenario", "pool_mode", "pool_size", "doc_langs", "query_lang", "qrels_sha256")
 
 
 def _pool_of(result) -> dict:
     return {"task": result.task.id, "subset": result.subset, "scenario": result.scenario, "pool_mode": result.pool_mode,
-            "doc_langs": list(result.doc_langs), "query_lang": result.query_lang,
+            "pool_size": result.pool_size, "doc_langs": list(result.doc_langs), "query_lang": result.query_lang,
             "qrels_sha256": result.qrels_sha256}
 
 

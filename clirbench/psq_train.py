@@ -19,7 +19,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -123,6 +123,22 @@ def train_ibm1(source: Sequence[Sequence[str]], target: Sequence[Sequence[str]],
                       log_likelihood=tuple(lls))
 
 
+def _bitext_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """Numbered lines of a bitext file, gzip when it ends in ``.gz``; a BOM at the start is dropped;
+    a corrupt or truncated gzip stream or text that is not UTF-8 is one line naming the file."""
+    import gzip
+    import zlib
+
+    from .jsonl import decode_lines
+
+    try:
+        with (gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")) as fh:
+            yield from decode_lines(fh, path)
+    except (OSError, EOFError, zlib.error) as exc:  # BadGzipFile is an OSError
+        raise MalformedDataError(f"{path}: not a readable gzip file ({type(exc).__name__}: "
+                                 f"{' '.join(str(exc).split())})") from None
+
+
 def read_bitext(paths: Sequence[str | os.PathLike]) -> tuple[list[str], list[str]]:
     """Source and target segments from files of ``source<TAB>target`` lines (or ``source ||| target``)."""
     src, tgt = [], []
@@ -130,17 +146,15 @@ def read_bitext(paths: Sequence[str | os.PathLike]) -> tuple[list[str], list[str
         path = Path(p).expanduser()
         if not path.is_file():
             raise DataNotFoundError(f"bitext file {path} not found")
-        opener = __import__("gzip").open if path.suffix == ".gz" else open
-        with opener(path, "rt", encoding="utf-8") as fh:
-            for n, line in enumerate(fh, 1):
-                line = line.rstrip("\n")
-                if not line.strip():
-                    continue
-                parts = line.split("\t") if "\t" in line else line.split(" ||| ")
-                if len(parts) != 2:
-                    raise MalformedDataError(f"{path}:{n}: expected 'source<TAB>target' (or 'source ||| target')")
-                src.append(parts[0])
-                tgt.append(parts[1])
+        for n, line in _bitext_lines(path):
+            line = line.rstrip("\r\n")
+            if not line.strip():
+                continue
+            parts = line.split("\t") if "\t" in line else line.split(" ||| ")
+            if len(parts) != 2:
+                raise MalformedDataError(f"{path}:{n}: expected 'source<TAB>target' (or 'source ||| target')")
+            src.append(parts[0])
+            tgt.append(parts[1])
     if not src:
         raise MalformedDataError(f"bitext {', '.join(map(str, paths))}: no segment pairs")
     return src, tgt

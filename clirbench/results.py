@@ -587,13 +587,16 @@ def read_result(path: str | os.PathLike) -> Result:
     """Load a result JSON; a malformed file raises MalformedDataError (a ValueError), one line."""
     path = Path(path)
     try:
-        raw = path.read_text(encoding="utf-8")
+        raw = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise DataNotFoundError(f"{path}: no such result file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise MalformedDataError(f"{path}: cannot read result file: {_one_line(exc)}") from None
+    from .strict import loads_json
+
+    data = loads_json(raw, f"{path}: malformed result file")  # duplicate keys and deep nesting refused
     try:
-        return Result.from_dict(json.loads(raw))
+        return Result.from_dict(data)
     except (ValueError, TypeError) as exc:  # JSONDecodeError is a ValueError
         raise MalformedDataError(f"{path}: malformed result file: {_one_line(exc)}") from None
 

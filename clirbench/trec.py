@@ -38,6 +38,8 @@ def _lines(path: str | os.PathLike) -> Iterator[tuple[int, list[str]]]:
     with _open_text(path) as f:
         try:
             for no, line in enumerate(f, 1):
+                if "\ufeff" in line:  # a second BOM, or one mid-file: it would become part of an id
+                    raise ValueError(f"{path}:{no}: a byte-order mark (U+FEFF) inside the line")
                 fields = line.split()
                 if fields:
                     yield no, fields

@@ -43,7 +43,8 @@ class _CheckedBytes:
         self.first, self.closed = True, False
         other = b"\t" if delim == b" " else b" "
         self.bad_ascii = [bytes([c]) for c in b"\x0b\x0c\x1c\x1d\x1e\x1f" + other]
-        self.bad_text = re.compile("[" + _PY_SPACE.replace(delim.decode(), "").replace(other.decode(), "") + other.decode() + "]")
+        # and U+FEFF (a BOM past the first, which the strict reader refuses)
+        self.bad_text = re.compile("[" + _PY_SPACE.replace(delim.decode(), "").replace(other.decode(), "") + other.decode() + "\ufeff]")
         self.decoder = codecs.getincrementaldecoder("utf-8")()
 
     def read(self, n: int = -1) -> bytes:

@@ -122,7 +122,7 @@ def test_malformed_configs_fail_with_one_line_naming_the_key(data, message):
 def test_cli_refuses_malformed_yaml_and_unknown_keys_before_any_work(tmp_path):
     broken = tmp_path / "broken.yaml"
     broken.write_text("models: [bm25\ntasks: {", encoding="utf-8")
-    with pytest.raises(SweepConfigError, match=r"broken\.yaml: not valid YAML"):
+    with pytest.raises(SweepConfigError, match=r"broken\.yaml:2: not valid YAML"):
         _cli([str(broken)])
     with pytest.raises(SweepConfigError, match=r"missing\.yaml: cannot read"):
         _cli([str(tmp_path / "missing.yaml")])

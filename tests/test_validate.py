@@ -45,7 +45,7 @@ def _card_folder(tmp_path: Path, name: str, old: str, new: str) -> Path:
     ("id: xquad", "id: something_else", r"^xquad: id 'something_else' does not match the file name$"),
     ("  questions_per_language: 1190\n", "", r"^xquad: expected\.questions_per_language is missing$"),
     ("pivot: en\n", "", r"^xquad: a parallel task needs a pivot language$"),
-    ("kind: parallel", "kind: [parallel", r"^xquad: .*xquad\.yaml: not valid YAML \(.*\)$"),
+    ("kind: parallel", "kind: [parallel", r"^xquad: .*xquad\.yaml:9: not valid YAML \(.*\)$"),
     ("license: CC-BY-SA-4.0", "license: ''", r"^xquad: empty license$"),
 ])
 def test_a_broken_card_is_one_problem_line(tmp_path, old, new, problem):

@@ -35,6 +35,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import zlib
 import math
 import os
 from collections import Counter
@@ -195,11 +196,13 @@ def load_table(path: str | os.PathLike, *, min_prob: float = DEFAULTS["min_prob"
             f"psq table {path} has no sidecar {side.name}: it must record the languages and the analyzer "
             f"the table was built with (tables from clirbench psq train have one; for another table, build "
             f"one with the same analysis, or write the sidecar yourself if you know they agree)")
+    from ..strict import loads_json
+
     try:
-        meta = json.loads(side.read_text(encoding="utf-8"))
-        raw = json.loads(gzip.decompress(path.read_bytes()).decode("utf-8"))
-    except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise MalformedDataError(f"psq table {path}: unreadable ({type(exc).__name__}: {exc})") from None
+        meta = loads_json(side.read_bytes(), str(side))
+        raw = loads_json(gzip.decompress(path.read_bytes()), f"psq table {path}")
+    except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:
+        raise MalformedDataError(f"psq table {path}: unreadable ({type(exc).__name__}: {' '.join(str(exc).split())})") from None
     if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
         raise MalformedDataError(f"psq table {path}: expected {{document term: {{query term: p}}}}")
     if not isinstance(meta, dict) or not meta.get("doc_lang") or not meta.get("query_lang"):

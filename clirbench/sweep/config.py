@@ -135,18 +135,20 @@ def cells(config: SweepConfig) -> list[Cell]:
 
 def load_config(path: str | os.PathLike) -> SweepConfig:
     """Read and validate a YAML sweep config; raises SweepConfigError (one line) when malformed."""
-    import yaml
+    from ..errors import MalformedDataError
+    from ..strict import load_yaml
 
     origin = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise SweepConfigError(f"{origin}: cannot read the sweep config ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise SweepConfigError(f"{origin}: not UTF-8 text") from None
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        first = " ".join(str(exc).split())
-        raise SweepConfigError(f"{origin}: not valid YAML ({first})") from None
+        data = load_yaml(text, origin)  # no anchors/aliases, no duplicate keys
+    except MalformedDataError as exc:
+        raise SweepConfigError(str(exc)) from None
     return parse_config(data, origin)
 
 

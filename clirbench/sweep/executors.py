@@ -52,7 +52,7 @@ def finished(cell: Cell, config: SweepConfig) -> CellOutcome | None:
     try:
         data = json.loads(marker.read_text(encoding="utf-8"))
         results = tuple(str(p) for p in data["results"])
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):  # a damaged marker: run the cell
         return None
     out = Path(config.output)
     if not results or not all((out / p).is_file() for p in results):

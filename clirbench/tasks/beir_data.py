@@ -7,11 +7,11 @@ mixed-language corpus gets SameLangFirst. Options (``--task-option``): ``split``
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from ..errors import DataNotFoundError
+from ..errors import DataNotFoundError, MalformedDataError
 from ..scenarios import RETRIEVAL
+from ..strict import loads_json
 from . import Task
 from .hub import sha256_file
 from .beir_format import (UNDETERMINED, check_qrels, check_scenarios, no_options, pools_by_query_lang,
@@ -24,14 +24,14 @@ _FILES = "corpus.jsonl, queries.jsonl and qrels/<split>.tsv"
 def _langs_in(path: Path) -> set[str]:
     """Language tags a JSON Lines file declares (``und`` for records without one); a cheap scan."""
     langs: set[str] = set()
-    with open(path, encoding="utf-8", errors="replace") as handle:
+    with open(path, encoding="utf-8-sig", errors="replace") as handle:
         for line in handle:
             if not line.strip():
                 continue
             if '"lang"' in line:
                 try:
-                    lang = json.loads(line).get("lang")
-                except (json.JSONDecodeError, AttributeError):
+                    lang = loads_json(line, str(path)).get("lang")
+                except (MalformedDataError, AttributeError):
                     lang = None  # reported with its line number when the pools are read
                 langs.add(lang if isinstance(lang, str) and lang else UNDETERMINED)
             else:

@@ -17,6 +17,7 @@ from ..collection import Pool, Text
 from ..errors import DataNotFoundError, MalformedDataError, UnknownNameError
 from ..jsonl import json_objects, numbered_lines
 from ..scenarios import RETRIEVAL
+from ..strict import ascii_int
 
 __all__ = [
     "UNDETERMINED", "read_corpus", "read_queries", "read_qrels", "qrels_path", "check_scenarios",
@@ -98,9 +99,10 @@ def read_qrels(path: str | os.PathLike) -> dict[str, dict[str, int]]:
         if not qid or not did:
             raise MalformedDataError(f"{path}:{lineno}: empty query-id or corpus-id")
         try:
-            grade = int(score)
+            grade = ascii_int(score)
         except ValueError:
-            raise MalformedDataError(f"{path}:{lineno}: score {score!r} is not an integer") from None
+            raise MalformedDataError(f"{path}:{lineno}: score {score!r} is not an integer "
+                                     f"(ASCII digits only)") from None
         judged = qrels.setdefault(qid, {})
         if judged.get(did, grade) != grade:
             raise MalformedDataError(f"{path}:{lineno}: ({qid}, {did}) judged twice with different scores")

@@ -48,6 +48,12 @@ def parse_card(data: Mapping[str, Any], origin: str) -> TaskCard:
     unknown = set(data) - set(TaskCard.__dataclass_fields__)
     if unknown:
         raise MalformedDataError(f"{origin}: unknown field(s) {', '.join(sorted(unknown))}")
+    for key, kind, what in (("scenarios", (list, tuple), "a list"), ("languages", (list, tuple), "a list"),
+                            ("source", Mapping, "a mapping"), ("main_measures", Mapping, "a mapping"),
+                            ("pool_modes", (list, tuple), "a list"), ("expected", (Mapping, type(None)), "a mapping"),
+                            ("files_sha256", (Mapping, type(None)), "a mapping")):
+        if key in data and not isinstance(data[key], kind):
+            raise MalformedDataError(f"{origin}: {key} must be {what}, got {type(data[key]).__name__}")
     scenarios = tuple(data["scenarios"])
     kinds = {"parallel": SCENARIOS, "retrieval": (RETRIEVAL,)}
     if data["kind"] not in kinds:
@@ -77,18 +83,23 @@ def parse_card(data: Mapping[str, Any], origin: str) -> TaskCard:
     )
 
 
+def read_card_yaml(path: Path) -> Any:
+    """The parsed YAML of a card file: no anchors/aliases, no duplicate keys (one-line errors)."""
+    from ..strict import load_yaml
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise MalformedDataError(f"{path}: not UTF-8 text") from None
+    return load_yaml(text, str(path))
+
+
 def load_cards(folder: Path | None = None) -> dict[str, TaskCard]:
     """All task cards in ``folder`` (default: the installed cards), by task id."""
-    import yaml
-
     folder = folder or cards_dir()
     cards: dict[str, TaskCard] = {}
     for path in sorted(folder.glob("*.yaml")):
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except yaml.YAMLError as exc:
-            raise MalformedDataError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
-        card = parse_card(data, str(path))
+        card = parse_card(read_card_yaml(path), str(path))
         if card.id != path.stem:
             raise MalformedDataError(f"{path}: id {card.id!r} does not match the file name")
         cards[card.id] = card

@@ -125,7 +125,7 @@ def _disciplines(path: str) -> dict[str, tuple[str, ...]]:
             raise MalformedDataError(f"{p}: needs columns docid and discipline")
         pairs = zip(t.column("docid").to_pylist(), t.column("discipline").to_pylist())
     else:
-        lines = p.read_text(encoding="utf-8").splitlines()
+        lines = p.read_text(encoding="utf-8-sig").splitlines()
         if not lines or lines[0].split("\t")[:2] != ["docid", "discipline"]:
             raise MalformedDataError(f"{p}:1: expected the header docid<TAB>discipline")
         pairs = []

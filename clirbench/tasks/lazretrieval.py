@@ -15,14 +15,17 @@ by language or locale code. Option ``split`` (default ``test``).
 """
 from __future__ import annotations
 
-import json
+import math
 import os
+import re
 from pathlib import Path
 from types import MappingProxyType
 from typing import Iterable, Iterator, Mapping
 
 from ..collection import Pool, Text
 from ..errors import DataNotFoundError, MalformedDataError, UnknownNameError
+from ..jsonl import json_objects
+from ..strict import loads_json
 from .hub import sha256_file
 from .beir_format import check_scenarios, no_options, parse_lang_list
 from .cards import TaskCard
@@ -31,6 +34,7 @@ __all__ = ["pools", "locate", "read_records", "summary_table", "LOCALES", "FILES
 
 LOCALES = {"BD": "bn", "ID": "id", "MY": "ms", "PK": "ur", "TH": "th", "PH": "tl", "VN": "vi"}
 FILES = ("query.json", "item.json", "pairs_info.json")
+_ASCII_GRADE = re.compile(r"[+-]?[0-9]+(\.0*)?")
 _FIELDS = {"query.json": ("ID", "nation", "text"), "item.json": ("nation", "item_id", "text"),
            "pairs_info.json": ("nation", "query_id", "item_id", "rscore")}
 
@@ -62,23 +66,15 @@ def locate(card: TaskCard, data_dir=None) -> str:
 def read_records(path: str | os.PathLike) -> Iterator[tuple[str, dict]]:
     """``(where, record)`` from a JSON array file or a JSON Lines file; ``where`` is ``file:line`` or ``file[i]``."""
     path = Path(path)
-    with open(path, encoding="utf-8") as handle:
+    with open(path, encoding="utf-8-sig") as handle:
         head = handle.read(4096).lstrip()
     if head.startswith("["):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise MalformedDataError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+        data = loads_json(path.read_text(encoding="utf-8-sig"), str(path))
         for i, obj in enumerate(data):
             yield f"{path}[{i}]", obj
         return
-    with open(path, encoding="utf-8") as handle:
-        for n, line in enumerate(handle, start=1):
-            if line.strip():
-                try:
-                    yield f"{path}:{n}", json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise MalformedDataError(f"{path}:{n}: not valid JSON ({exc.msg})") from None
+    for n, obj in json_objects(path):
+        yield f"{path}:{n}", obj
 
 
 def _rows(path: Path) -> Iterator[tuple[str, dict]]:
@@ -96,11 +92,10 @@ def _rows(path: Path) -> Iterator[tuple[str, dict]]:
 def _grade(value, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise MalformedDataError(f"{where}: rscore must be an integer grade, got {value!r}")
-    try:
-        number = float(value)
-    except ValueError:
-        raise MalformedDataError(f"{where}: rscore must be an integer grade, got {value!r}") from None
-    if number != int(number):
+    if isinstance(value, str) and not _ASCII_GRADE.fullmatch(value.strip()):
+        raise MalformedDataError(f"{where}: rscore must be an integer grade (ASCII digits), got {value!r}")
+    number = float(value)
+    if not math.isfinite(number) or number != int(number):
         raise MalformedDataError(f"{where}: rscore must be an integer grade, got {value!r}")
     return int(number)
 

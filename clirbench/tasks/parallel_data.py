@@ -2,20 +2,24 @@
 
 JSONL, one item per line (blank lines ignored)::
 
-    {"item": "p001", "passages": {"en": "...", "de": "..."},
-     "questions": [{"id": "q1", "en": "...?", "de": "...?"}]}
+    {"item": "p001", "passages": {"en": "...", "id": "..."},
+     "questions": [{"id": "q1", "text": {"en": "...?", "id": "...?"}}]}
 
+A question's texts are under ``text``, so no language code (Indonesian is ``id``) can collide with
+a field name. The older form with the texts beside the id, ``{"id": "q1", "en": "...?", "de":
+"...?"}``, is still read, except in a file whose languages include ``id`` (it would be ambiguous).
 ``questions`` is optional per item (an item without questions is a distractor passage); a
-question's ``id`` defaults to ``<item>-q<n>``. TSV, a header ``item<TAB>question_id<TAB><lang>…``,
-then one row per passage (empty ``question_id``) and one per question (texts without tabs or
-newlines)::
+question's ``id`` defaults to ``<item>-q<n>``. Duplicate keys in a line are refused. TSV, a header
+``item<TAB>question_id<TAB><lang>…``, then one row per passage (empty ``question_id``) and one per
+question (texts without tabs or newlines)::
 
     item    question_id    en              de
     p001                   The passage.    Die Passage.
     p001    q1             Who ...?        Wer ...?
 
 Every item has a passage and every question a text in every language of the file; ids are unique
-and contain no whitespace or ``/``. The languages are whatever the file has.
+and contain no whitespace or ``/``. The languages are whatever the file has. A byte-order mark at
+the start of either kind of file is ignored.
 """
 from __future__ import annotations
 
@@ -96,6 +100,20 @@ class _Items:
         self.questions.append((qid, item, self.texts(texts, where, f"question {qid}")))
 
 
+def _question_texts(items: _Items, question: dict, k: int, where: str) -> Any:
+    """The texts of a question: ``{"id", "text": {lang: text}}``, or the older ``{"id", lang: text}``."""
+    if "text" in question:
+        extra = sorted(set(question) - {"id", "text"})
+        if extra:
+            raise MalformedDataError(f"{where}: question {k} has unknown field(s) {', '.join(extra)} "
+                                     f"(a question is {{\"id\": ..., \"text\": {{language: text}}}})")
+        return question["text"]
+    if items.languages is not None and "id" in items.languages:
+        raise MalformedDataError(f"{where}: question {k}: with Indonesian (id) among the languages, write the "
+                                 f"texts under \"text\": {{\"id\": \"q1\", \"text\": {{\"en\": ..., \"id\": ...}}}}")
+    return {key: value for key, value in question.items() if key != "id"}
+
+
 def _read_jsonl(path: Path, lines: list[str]) -> _Items:
     items = _Items()
     for n, record in json_objects(path):
@@ -112,8 +130,8 @@ def _read_jsonl(path: Path, lines: list[str]) -> _Items:
         for k, question in enumerate(questions, 1):
             if not isinstance(question, dict):
                 raise MalformedDataError(f"{where}: question {k} must be an object")
-            texts = {key: value for key, value in question.items() if key != "id"}
-            items.add_question(question.get("id", f"{item}-q{k}"), item, texts, where)
+            items.add_question(question.get("id", f"{item}-q{k}"), item, _question_texts(items, question, k, where),
+                               where)
     return items
 
 
@@ -154,7 +172,7 @@ def read_items(path: str | Path) -> _Items:
     if suffix not in (".jsonl", ".tsv"):
         raise MalformedDataError(f"parallel:{path}: expected a .jsonl or .tsv file")
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
     except UnicodeDecodeError:
         raise MalformedDataError(f"{path}: not UTF-8 text") from None
     items = (_read_jsonl if suffix == ".jsonl" else _read_tsv)(path, lines)

@@ -1,12 +1,12 @@
 """XQuAD loader: 12 parallel SQuAD-format files, aligned by paragraph position and question id."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Sequence
 
 from ..collection import ParallelCollection, Text
 from ..errors import MalformedDataError
+from ..strict import loads_json
 from .cards import TaskCard
 from .hub import check_counts, find_local_dir, hub_rows, require_file, sha256_file, source_record
 
@@ -14,13 +14,13 @@ from .hub import check_counts, find_local_dir, hub_rows, require_file, sha256_fi
 def _read_squad_file(path: Path) -> list[tuple[str, list[tuple[str, str]]]]:
     """[(context, [(question id, question), ...]), ...] in file order, whitespace-stripped."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = loads_json(path.read_text(encoding="utf-8-sig"), str(path))
         paragraphs = []
         for article in data["data"]:
             for paragraph in article["paragraphs"]:
                 qas = [(str(qa["id"]), qa["question"].strip()) for qa in paragraph["qas"]]
                 paragraphs.append((paragraph["context"].strip(), qas))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+    except (OSError, UnicodeDecodeError, KeyError, TypeError, AttributeError) as exc:
         raise MalformedDataError(f"{path}: not a SQuAD v1.1 JSON file ({type(exc).__name__}: {exc})") from None
     return paragraphs
 

@@ -96,7 +96,7 @@ def _parse(data: bytes, table: dict[str, str], strict: bool = False) -> bool:
             if not isinstance(h, str) or not isinstance(t, str):
                 raise TypeError
             rows[h] = t
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):
             if strict:
                 return False
             continue  # the legacy file: a line torn by an interruption

@@ -25,6 +25,8 @@ class FileTranslator:
             fields = [obj.get(k) for k in ("id", "language", "text")]
             if not all(isinstance(v, str) for v in fields):
                 raise MalformedDataError(f"{path}:{line}: expected string fields id, language, text")
+            if (fields[0], fields[1]) in self.table:
+                raise MalformedDataError(f"{path}:{line}: a second {fields[1]} translation of id {fields[0]!r}")
             self.table[(fields[0], fields[1])] = fields[2]
         self.sha256 = sha256_file(path)
 
