@@ -220,10 +220,6 @@ def rank_run_file(path: str | os.PathLike, qrels: Mapping[str, Mapping[str, int]
         return None
 
 
-def _DICT(pa):
-    return pa.dictionary(pa.int32(), pa.string())
-
-
 def _read(pa, pcsv, pc, source: _CheckedBytes, delim: bytes, qrels) -> tuple[RankTable, list[str]]:
     names = ["q", "q0", "d", "rank", "s", "tag"]
     reader = pcsv.open_csv(
@@ -231,18 +227,17 @@ def _read(pa, pcsv, pc, source: _CheckedBytes, delim: bytes, qrels) -> tuple[Ran
         read_options=pcsv.ReadOptions(column_names=names, block_size=_BLOCK),
         parse_options=pcsv.ParseOptions(delimiter=delim.decode(), quote_char=False, double_quote=False,
                                         escape_char=False, newlines_in_values=False, ignore_empty_lines=True),
-        convert_options=pcsv.ConvertOptions(column_types={"q": pa.string(), "q0": _DICT(pa), "d": pa.string(),
-                                                          "rank": pa.int64(), "s": pa.float64(), "tag": _DICT(pa)},
+        # q0, rank and tag are ignored (as trec_eval ignores them): kept as strings only to check
+        # that none is empty, which the strict reader would see as a missing field
+        convert_options=pcsv.ConvertOptions(column_types={"q": pa.string(), "q0": pa.string(), "d": pa.string(),
+                                                          "rank": pa.string(), "s": pa.float64(), "tag": pa.string()},
                                             null_values=[],
                                             strings_can_be_null=False, quoted_strings_can_be_null=False))
     ranker = _Ranker(qrels)
     carry = None
     for batch in reader:
-        for name in ("q", "d"):
-            if len(batch) and pc.min(pc.binary_length(batch.column(name))).as_py() == 0:
-                raise _NotCanonical("empty field")
-        for name in ("q0", "tag"):
-            if len(batch) and pc.min(pc.binary_length(batch.column(name).dictionary)).as_py() == 0:
+        for name in names:
+            if name != "s" and len(batch) and pc.min(pc.binary_length(batch.column(name))).as_py() == 0:
                 raise _NotCanonical("empty field")
         q, d, s = (batch.column(name) for name in ("q", "d", "s"))
         if carry is not None:
