@@ -12,7 +12,7 @@ import clirbench.tasks.cards as cards_module
 from clirbench.cli import main, validate
 from clirbench.tasks.cards import cards_dir
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+from xquad_files import DATA as SHARED_DATA  # noqa: E402  (holds xquad/)
 BELEBELE_FIXTURE = Path(__file__).resolve().parent / "fixtures" / "belebele"
 
 
