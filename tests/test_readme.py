@@ -126,7 +126,9 @@ def readme_session(tmp_path_factory):
     write_run(inputs / "run.txt", {"q1": {"d2": 3.0, "d9": 2.0, "d1": 1.0}, "q2": {"d8": 1.0, "d4": 0.5},
                                    "q3": {"d5": 2.0, "d6": 2.0}})
     xquad = get_task("xquad").load(["de", "en"])
-    (inputs / "pairs.tsv").write_text("".join(f"{xquad.passages['de'][i]}\t{xquad.passages['en'][i]}\n"
+    one_line = " ".join  # a passage's own tabs and line breaks would break the bitext's lines
+    (inputs / "pairs.tsv").write_text("".join(f"{one_line(xquad.passages['de'][i].split())}\t"
+                                              f"{one_line(xquad.passages['en'][i].split())}\n"
                                               for i in xquad.passages["en"]), encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k != "CLIRBENCH_DATA_DIR"}
     env.update(CLIRBENCH_CACHE_DIR=str(base / "cache"), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")

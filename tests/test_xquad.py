@@ -266,3 +266,10 @@ def test_the_wheel_ships_the_embedded_copy_and_reads_it(tmp_path):
     assert init == str(tmp_path / "site" / "clirbench" / "__init__.py")
     assert origin == "embedded:clirbench/data/xquad" and match is True
     assert where == f"embedded (CC-BY-SA-4.0): {tmp_path / 'site' / 'clirbench' / 'data' / 'xquad'}"
+
+
+def test_the_readme_says_the_embedded_data_is_cc_by_sa_not_apache():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Licence and data"):]
+    assert "The XQuAD data shipped in `clirbench/data/xquad` is not: it is\nCC-BY-SA 4.0" in section
+    assert "clirbench/data/xquad/CC-BY-SA4.0.txt" in section and "clirbench/data/xquad/ATTRIBUTION.md" in section
