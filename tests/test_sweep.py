@@ -19,7 +19,7 @@ from clirbench.sweep import (LocalExecutor, RayExecutor, SweepConfigError, cells
 from clirbench.sweep.executors import translation_kwargs
 from clirbench.sweep.config import Translation
 
-XQUAD = Path(__file__).resolve().parents[2] / "shared" / "data" / "xquad"
+from xquad_files import XQUAD  # noqa: E402  (../shared/data/xquad, else the embedded copy)
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "sweep-xquad.yaml"
 
 # two small task entries: 4 pools (en,de: multi and mono-same, both query languages) and 1 pool

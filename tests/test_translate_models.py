@@ -12,7 +12,7 @@ from clirbench.errors import ClirbenchError
 from clirbench.translate import TranslationCache, make_translator, translate_texts
 from clirbench.translate.llm import parse_answer
 
-XQUAD = Path(__file__).resolve().parents[2] / "shared" / "data" / "xquad"
+from xquad_files import XQUAD  # noqa: E402  (../shared/data/xquad, else the embedded copy)
 LINES = ["the cat sits on the mat.", "le chat est sur le tapis.", "a dog runs in the park.",
          "un chien court dans le parc.", "workers of quebec study health and history.",
          "les ouvriers du québec étudient la santé et l'histoire."]

