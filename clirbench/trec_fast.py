@@ -113,6 +113,36 @@ def _fingerprints(arr, seg: np.ndarray) -> np.ndarray:
     return fp
 
 
+def _numpy(arr, dtype, missing=None) -> np.ndarray:
+    """The values of a pyarrow array of ``dtype`` as numpy, nulls replaced by ``missing``. Read
+    from the buffers: ``Array.to_numpy`` and ``pc.fill_null`` import pandas (0.3 s) when installed."""
+    assert np.dtype(dtype).itemsize * 8 == arr.type.bit_width
+    validity, values = arr.buffers()[:2]
+    out = np.frombuffer(values, dtype=dtype, count=len(arr), offset=arr.offset * np.dtype(dtype).itemsize)
+    if arr.null_count:
+        assert missing is not None
+        bits = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")
+        out = np.where(bits[arr.offset: arr.offset + len(arr)].astype(bool), out, missing)
+    return out
+
+
+def _take(arr, positions: np.ndarray):
+    """``arr.take(positions)`` with the positions handed over as an Arrow buffer (a numpy array
+    would go through ``pa.array``, which imports pandas)."""
+    import pyarrow as pa
+
+    idx = np.ascontiguousarray(positions, dtype=np.int64)
+    return arr.take(pa.Array.from_buffers(pa.int64(), len(idx), [None, pa.py_buffer(idx)]))
+
+
+def _string_array(pa, strings: list[str]):
+    """A pyarrow string array built from its buffers: ``pa.array(list)`` would import pandas (0.3 s)."""
+    data = [x.encode("utf-8") for x in strings]
+    offsets = np.zeros(len(data) + 1, dtype=np.int64)
+    np.cumsum([len(x) for x in data], out=offsets[1:])
+    return pa.LargeStringArray.from_buffers(len(data), pa.py_buffer(offsets), pa.py_buffer(b"".join(data)))
+
+
 class _Ranker:
     """Ranks the relevant entries of each complete query of a chunk."""
 
@@ -122,7 +152,7 @@ class _Ranker:
         self.qrels = qrels
         rel_docs = sorted({d for docs in qrels.values() for d, g in docs.items() if g > 0})
         self.rel_index = {d: i for i, d in enumerate(rel_docs)}
-        self.rel_docs = pa.array(rel_docs, type=pa.string())
+        self.rel_docs = _string_array(pa, rel_docs)
         self.run_queries: list[str] = []
         self.seen: set[str] = set()
         self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (t, rank, grade)
@@ -131,7 +161,7 @@ class _Ranker:
     def add(self, q, d, score: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> None:
         import pyarrow.compute as pc
 
-        qids = q.take(starts).to_pylist()
+        qids = _take(q, starts).to_pylist()
         for qid in qids:
             if qid in self.seen:  # not grouped by query: the strict reader decides
                 raise _NotCanonical("ungrouped")
@@ -165,7 +195,7 @@ class _Ranker:
             return
         row_key = np.asarray(row_key, dtype=np.int64)
         rank = np.full(len(row_key), np.inf)
-        ix = pc.fill_null(pc.index_in(d, value_set=self.rel_docs), -1).to_numpy()
+        ix = _numpy(pc.index_in(d, value_set=self.rel_docs), np.int32, missing=-1)
         cand = np.flatnonzero(ix >= 0)
         cand_key = seg[cand].astype(np.int64) * n_rel + ix[cand]
         order = np.argsort(row_key, kind="stable")
@@ -174,7 +204,9 @@ class _Ranker:
         entry, row = cand[hit], order[pos[hit]]
         if len(entry):
             def doc_before(a, b):
-                return pc.greater(d.take(a), d.take(b)).to_numpy(zero_copy_only=False)  # byte-wise
+                before = np.zeros(len(a), dtype=bool)  # byte-wise
+                before[_numpy(pc.indices_nonzero(pc.greater(_take(d, a), _take(d, b))), np.uint64)] = True
+                return before
             rank[row] = rank_in_segments(score, starts, ends, entry, seg[entry], doc_before)
         t_of_seg = np.full(len(qids), -1, dtype=np.int64)
         evaluated_here = [i for i, qid in enumerate(qids) if self.qrels.get(qid)]
@@ -187,7 +219,7 @@ class _Ranker:
         if len(where) > 100_000:
             raise _NotCanonical("fingerprints")
         pairs = set()
-        for s, doc in zip(seg[where].tolist(), d.take(where).to_pylist()):
+        for s, doc in zip(seg[where].tolist(), _take(d, where).to_pylist()):
             if (s, doc) in pairs:
                 raise _NotCanonical("duplicate")  # the strict reader names the line
             pairs.add((s, doc))
@@ -253,15 +285,15 @@ def _rank_complete(ranker: _Ranker, pc, q, d, s, final: bool):
     n = len(q)
     if n == 0:
         return None
-    neq = pc.not_equal(q.slice(1), q.slice(0, n - 1)).to_numpy(zero_copy_only=False)
-    starts = np.r_[0, 1 + np.flatnonzero(neq)].astype(np.int64)
+    changes = _numpy(pc.indices_nonzero(pc.not_equal(q.slice(1), q.slice(0, n - 1))), np.uint64)
+    starts = np.r_[0, 1 + changes.astype(np.int64)]
     ends = np.r_[starts[1:], n].astype(np.int64)
     cut = n if final else int(starts[-1])
     if cut == 0:
         return q, d, s
     if not final:
         starts, ends = starts[:-1], ends[:-1]
-    score = s.slice(0, cut).to_numpy(zero_copy_only=False)
+    score = _numpy(s.slice(0, cut), np.float64)
     if np.isnan(score).any():
         raise _NotCanonical("NaN")
     with np.errstate(over="ignore"):

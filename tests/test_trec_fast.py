@@ -183,3 +183,19 @@ def test_per_query_tsv_and_jsonl(tmp_path, capsys):
     capsys.readouterr()
     assert main(base + ["--per-query", str(tmp_path / "pq.csv")]) == 2
     assert "--per-query" in capsys.readouterr().err
+
+
+def test_evaluate_imports_no_pandas(tmp_path):
+    """pyarrow imports pandas (0.3 s of start-up) from to_numpy, fill_null, pa.array(list) and
+    take(numpy): the fast reader avoids them, so `clirbench evaluate` starts light."""
+    import subprocess
+    import sys
+
+    (tmp_path / "q.txt").write_text("q1 0 d1 1\nq1 0 d3 0\nq2 0 d2 2\n")
+    (tmp_path / "r.txt").write_text("q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 2.0 t\nq1 Q0 d3 3 1.0 t\nq2 Q0 d1 1 1.0 t\nq2 Q0 d2 2 1.0 t\n")
+    code = ("import sys; from clirbench.evaluate import evaluate_files; from clirbench import trec_fast\n"
+            f"assert trec_fast.rank_run_file({str(tmp_path / 'r.txt')!r}, {{'q1': {{'d1': 1}}}}) is not None\n"
+            f"evaluate_files({str(tmp_path / 'q.txt')!r}, {str(tmp_path / 'r.txt')!r}, resamples=10)\n"
+            "print('pandas' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
