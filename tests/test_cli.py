@@ -12,16 +12,9 @@ from clirbench.runner import run
 from clirbench.trec import write_qrels, write_run
 
 from xquad_files import XQUAD  # noqa: E402  (../shared/data/xquad, else the embedded copy)
+from cli_helpers import one_line_error
 
 
-def one_line_error(capsys, argv) -> str:
-    code = main(argv)
-    err = capsys.readouterr().err
-    assert code == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("clirbench: error:"), err
-    assert "Traceback" not in err
-    return lines[0]
 
 
 def test_tasks_lists_xquad_and_where_its_data_is(capsys):

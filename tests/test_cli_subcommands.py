@@ -8,19 +8,13 @@ from pathlib import Path
 import pytest
 
 from clirbench.cli import main
+from cli_helpers import one_line_error
 
 XQUAD = Path(__file__).resolve().parents[2] / "shared" / "data" / "xquad"
 POOL = ["--task", "xquad", "--langs", "en,de", "--query-lang", "de", "--data-dir", str(XQUAD),
         "--resamples", "20", "--no-progress"]
 
 
-def one_line_error(capsys, argv) -> str:
-    code = main(argv)
-    err = capsys.readouterr().err
-    assert code == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("clirbench: error:"), err
-    return lines[0]
 
 
 @pytest.fixture(scope="module")

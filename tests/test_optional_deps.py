@@ -10,6 +10,7 @@ import pytest
 
 from clirbench.cli import main
 from clirbench.optional import EXTRAS, MissingDependencyError, require
+from cli_helpers import one_line_error
 
 XQUAD = Path(__file__).resolve().parents[2] / "shared" / "data" / "xquad"
 
@@ -22,13 +23,6 @@ def block(monkeypatch, *names: str) -> None:
         monkeypatch.setitem(sys.modules, name, None)
 
 
-def one_line_error(capsys, argv) -> str:
-    code = main(argv)
-    err = capsys.readouterr().err
-    assert code == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("clirbench: error:"), err
-    return lines[0]
 
 
 def run_args(tmp_path, *extra) -> list[str]:
