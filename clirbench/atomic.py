@@ -63,19 +63,22 @@ def is_stale_temp(path: str | os.PathLike, now: float | None = None, stale_after
 def remove_stale_temps(folder: str | os.PathLike, target: str | None = None) -> list[Path]:
     """Remove stale temp files in ``folder`` (only those of file ``target`` when given); returns them."""
     prefix = "." if target is None else f".{target}."
-    removed = []
     try:
         names = [e.name for e in os.scandir(folder) if e.name.startswith(prefix) and e.name.endswith(".tmp")]
     except FileNotFoundError:
-        return removed
-    for name in names:
-        path = Path(folder) / name
-        if is_stale_temp(path):
-            try:
-                path.unlink()
-                removed.append(path)
-            except FileNotFoundError:
-                pass
+        return []
+    return unlink_all(Path(folder) / name for name in names if is_stale_temp(Path(folder) / name))
+
+
+def unlink_all(paths) -> list[Path]:
+    """Remove each path; those another process removed first are skipped. Returns the removed ones."""
+    removed = []
+    for path in paths:
+        try:
+            Path(path).unlink()
+            removed.append(Path(path))
+        except FileNotFoundError:
+            pass
     return removed
 
 

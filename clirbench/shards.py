@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from .atomic import STALE_AFTER, is_stale_temp, is_temp, write_bytes_atomic
+from .atomic import STALE_AFTER, is_stale_temp, is_temp, unlink_all, write_bytes_atomic
 
 __all__ = ["Shard", "write_shard", "new_name", "find_shards", "set_aside", "quarantine", "writer_lock",
            "leftovers", "remove_leftovers", "clean_purge", "MANIFEST", "LOCK", "QUARANTINE"]
@@ -218,14 +218,7 @@ def leftovers(folder: str | os.PathLike, marker: str, lock_held: bool = False) -
 
 
 def remove_leftovers(folder: str | os.PathLike, marker: str, lock_held: bool = False) -> list[Path]:
-    removed = []
-    for path in leftovers(folder, marker, lock_held):
-        try:
-            path.unlink()
-            removed.append(path)
-        except FileNotFoundError:
-            pass
-    return removed
+    return unlink_all(leftovers(folder, marker, lock_held))
 
 
 def quarantine(root: str | os.PathLike, files: list[Path], reason: str, label: str,
