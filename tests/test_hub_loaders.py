@@ -134,7 +134,7 @@ def test_xquad_hub_rows_give_the_local_paragraphs(hub, tmp_path):
         path = tmp_path / f"xquad.{lang}.parquet"
         datasets.Dataset.from_list(_xquad_rows(XQUAD / f"xquad.{lang}.json"), features=XQUAD_FEATURES).to_parquet(str(path))
         hub[("google/xquad", f"xquad.{lang}", "validation")] = ("parquet", [path], None)
-        assert xquad._read_hub(card, lang) == xquad._read_squad_file(XQUAD / f"xquad.{lang}.json")
+        assert xquad._read_hub(card, lang) == xquad._read_squad_file(XQUAD / f"xquad.{lang}.json", (XQUAD / f"xquad.{lang}.json").read_bytes())
     assert [c[:3] for c in hub["calls"]] == [("google/xquad", "xquad.en", "validation"),
                                              ("google/xquad", "xquad.zh", "validation")]
 

