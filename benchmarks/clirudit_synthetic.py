@@ -1,10 +1,11 @@
 """A CLIRudit-size synthetic stand-in, run end to end through clirbench.runner.run: wall time and peak RSS.
 
-    .venv/bin/python benchmarks/clirudit_synthetic.py [--out benchmarks/out/clirudit-synthetic]
+    .venv/bin/python benchmarks/clirudit_synthetic.py [--dim 384] [--out benchmarks/out/clirudit-synthetic]
 
 Writes random parquet files in the documented local layout (16,389 documents, 357,710 queries,
 360,596 judgements; ``docs/fr.test.parquet``, ``queries/en.test.parquet``, ``qrels/en_fr.test.parquet``),
-then evaluates a hashing bag-of-words encoder (dimension 64, exact dense scores) on the whole task in
+then evaluates a hashing bag-of-words encoder (``--dim``, default 384 as multilingual-e5-small; exact dense
+scores) on the whole task in
 a child process, which reports its wall time and peak resident memory (``VmHWM``). Queries are made
 of words of their relevant document, so the scores are not trivial. Prints one JSON object.
 """
@@ -78,7 +79,7 @@ def _peak_rss_mb() -> float:
     return float("nan")
 
 
-def child(data: Path, output: Path, resamples: int) -> None:
+def child(data: Path, output: Path, resamples: int, dim: int) -> None:
     from clirbench.retrievers.cache import EmbeddingCache
     from clirbench.retrievers.dense import DenseRetriever
     from clirbench.runner import run
@@ -86,7 +87,7 @@ def child(data: Path, output: Path, resamples: int) -> None:
     from clirbench.tasks.clirudit import write_breakdown
 
     t0 = time.perf_counter()
-    retriever = DenseRetriever(HashingEncoder(), EmbeddingCache(None), spec="bench:hashing-bow-64")
+    retriever = DenseRetriever(HashingEncoder(dim), EmbeddingCache(None), spec=f"bench:hashing-bow-{dim}")
     report = run(retriever, task="clirudit", langs=None, data_dir=data, output_dir=output, overwrite=True,
                  resamples=resamples, progress=False)
     (outcome,) = report.outcomes
@@ -100,7 +101,7 @@ def child(data: Path, output: Path, resamples: int) -> None:
         "AP@1000": record["measures"]["AP@1000"]["value"], "R@100": record["measures"]["R@100"]["value"],
         "timings_s": record["timings_s"], "run_wall_s": round(run_s, 1), "peak_rss_mb_run": round(rss_run),
         "total_wall_s": round(time.perf_counter() - t0, 1), "peak_rss_mb_total": round(_peak_rss_mb()),
-        "disciplines": len(breakdown or {}),
+        "disciplines": len(breakdown or {}), "dim": retriever.encoder.dim,
     }))
 
 
@@ -108,18 +109,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="benchmarks/out/clirudit-synthetic")
     parser.add_argument("--resamples", type=int, default=1000)
+    parser.add_argument("--dim", type=int, default=384, help="embedding dimension of the hashing encoder")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     out = Path(args.out)
     if args.child:
-        child(out / "data", out / "results", args.resamples)
+        child(out / "data", out / "results", args.resamples, args.dim)
         return
     t0 = time.perf_counter()
     if not (out / "data" / "qrels" / "en_fr.test.parquet").is_file():
         generate(out / "data")
     generated = time.perf_counter() - t0
     t1 = time.perf_counter()
-    proc = subprocess.run([sys.executable, __file__, "--child", "--out", str(out), "--resamples", str(args.resamples)],
+    proc = subprocess.run([sys.executable, __file__, "--child", "--out", str(out), "--resamples", str(args.resamples),
+                           "--dim", str(args.dim)],
                           capture_output=True, text=True)
     if proc.returncode:
         sys.exit(proc.stderr[-2000:])

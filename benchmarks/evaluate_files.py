@@ -8,7 +8,7 @@ query with grades 0-3, one relevant doc never retrieved) and its qrels under a t
 runs each tool as its own process, one at a time, repetitions interleaved; reports wall time and
 peak RSS (ru_maxrss of the child) per run, the medians, the time to read the file's bytes
 (`cat run > /dev/null`), and the values of each tool side by side (they must agree to 1e-9).
-The temp folder is deleted at the end.
+The temp folder is deleted at the end (``--data DIR`` keeps the files there, and reuses them).
 """
 from __future__ import annotations
 
@@ -83,11 +83,14 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--tools", default="clirbench,pytrec_eval,ranx")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--data", default=None, help="folder for run.txt/qrels.txt: generated there if missing, and kept")
     args = ap.parse_args()
     tools = args.tools.split(",")
-    folder = Path(tempfile.mkdtemp(prefix="clirbench-eval-bench-"))
+    folder = Path(args.data) if args.data else Path(tempfile.mkdtemp(prefix="clirbench-eval-bench-"))
     try:
-        generate(folder, args.queries, args.depth, args.docs)
+        if not (folder / "run.txt").is_file():
+            folder.mkdir(parents=True, exist_ok=True)
+            generate(folder, args.queries, args.depth, args.docs)
         qrels, run = str(folder / "qrels.txt"), str(folder / "run.txt")
         (folder / "pytrec.py").write_text(PYTREC)
         (folder / "ranx_eval.py").write_text(RANX)
@@ -126,7 +129,8 @@ def main() -> None:
         if args.out:
             Path(args.out).write_text(json.dumps(summary, indent=2) + "\n")
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        if not args.data:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":
