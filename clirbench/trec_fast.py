@@ -267,7 +267,7 @@ def _read(pa, pcsv, pc, source: _CheckedBytes, delim: bytes, qrels) -> tuple[Ran
                                             strings_can_be_null=False, quoted_strings_can_be_null=False))
     ranker = _Ranker(qrels)
     carry = None
-    for batch in reader:
+    for batch in _prefetched(reader):
         for name in names:
             if name != "s" and len(batch) and pc.min(pc.binary_length(batch.column(name))).as_py() == 0:
                 raise _NotCanonical("empty field")
@@ -278,6 +278,49 @@ def _read(pa, pcsv, pc, source: _CheckedBytes, delim: bytes, qrels) -> tuple[Ran
     if carry is not None:
         _rank_complete(ranker, pc, *carry, final=True)
     return ranker.table(), ranker.run_queries
+
+
+def _prefetched(items, depth: int = 2):
+    """The items of an iterator, pulled by a background thread ahead of the caller: the reader then
+    parses the next blocks (without the GIL) while the caller ranks this one. Reading in the
+    caller's thread left the second core idle (5k x 1000 run: 1.5 s -> 1.2 s with both cores)."""
+    import queue
+    import threading
+
+    ahead: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def offer(message) -> bool:  # False once the caller has stopped listening
+        while not stop.is_set():
+            try:
+                ahead.put(message, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def pull() -> None:
+        try:
+            for item in items:
+                if not offer(("item", item)):
+                    return
+            offer(("end", None))
+        except BaseException as exc:  # raised again in the caller's thread
+            offer(("error", exc))
+
+    worker = threading.Thread(target=pull, name="clirbench-trec-reader", daemon=True)
+    worker.start()
+    try:
+        while True:
+            kind, item = ahead.get()
+            if kind == "end":
+                return
+            if kind == "error":
+                raise item
+            yield item
+    finally:
+        stop.set()
+        worker.join()
 
 
 def _rank_complete(ranker: _Ranker, pc, q, d, s, final: bool):

@@ -199,3 +199,30 @@ def test_evaluate_imports_no_pandas(tmp_path):
             "print('pandas' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_prefetched_keeps_order_passes_errors_and_stops_when_the_caller_does():
+    import itertools
+    import threading
+    import time
+
+    from clirbench.trec_fast import _prefetched
+
+    assert list(_prefetched(iter(range(100)))) == list(range(100))
+
+    def failing():
+        yield 1
+        raise ValueError("bad block")
+
+    got = []
+    with pytest.raises(ValueError, match="bad block"):
+        for x in _prefetched(failing()):
+            got.append(x)
+    assert got == [1]
+
+    t = time.perf_counter()  # the caller stops early: the reader thread must end, not block on a full queue
+    gen = _prefetched(itertools.count())
+    assert next(gen) == 0
+    gen.close()
+    assert time.perf_counter() - t < 5
+    assert not [th for th in threading.enumerate() if th.name == "clirbench-trec-reader"]
