@@ -12,7 +12,7 @@ from .cli_cache import add_cache_parser, cmd_cache
 from .cli_leaderboard import add_leaderboard_parser, cmd_leaderboard
 from .cli_psq import add_psq_parser, cmd_psq
 from .cli_sweep import add_sweep_parser, cmd_sweep
-from .cli_train import add_merge_parser, cmd_merge
+from .cli_train import add_merge_parser, add_train_parser, cmd_merge, cmd_train
 from .cli_translate import add_translation_arguments, translation_options
 from . import checks
 
@@ -93,6 +93,7 @@ def _build_parser() -> argparse.ArgumentParser:
     add_leaderboard_parser(sub)
     add_sweep_parser(sub)
     add_cache_parser(sub)
+    add_train_parser(sub)
     add_merge_parser(sub)
 
     p = sub.add_parser("compare", help="paired comparison of two results on the same pool")
@@ -301,7 +302,7 @@ def cmd_compare(args) -> int:
 
 
 COMMANDS = {"cache": cmd_cache, "sweep": cmd_sweep, "leaderboard": cmd_leaderboard, "psq": cmd_psq, "tasks": cmd_tasks, "validate": cmd_validate, "run": cmd_run, "evaluate": cmd_evaluate, "compare": cmd_compare,
-            "merge": cmd_merge}
+            "train": cmd_train, "merge": cmd_merge}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
