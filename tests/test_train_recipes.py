@@ -72,11 +72,13 @@ def test_triplet_file_is_read_and_checked(tmp_path):
     (["--triplets", "EMPTY", "--task", "xquad"], "exactly one of --task"),
     (["--task", "xquad", "--task-option", "articles=dev"], "articles=train or articles=test"),
     (["--task", "xquad", "--recipe", "compose", "--compositions", "en-en"], "composition 'en-en'"),
+    (["--task", "xquad", "--recipe", "compose", "--loss", "nce"], "--loss applies to --recipe align"),
+    (["--triplets", "MISSING"], "no such file"),
 ])
 def test_bad_inputs_are_one_line_errors(tiny_bert_dir, tmp_path, capsys, argv, message):
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n")
-    argv = [str(empty) if a == "EMPTY" else a for a in argv]
+    argv = [str(empty) if a == "EMPTY" else str(tmp_path / "missing.jsonl") if a == "MISSING" else a for a in argv]
     code = main(["train", "--model", tiny_bert_dir, "--out", str(tmp_path / "out"), *argv])
     err = capsys.readouterr().err
     assert code == 2, err
@@ -124,3 +126,35 @@ def test_ci_sized_experiment_train_merge_evaluate_compare(tiny_bert_dir, tmp_pat
                  "--permutations", "100", "--measures", "MaxR,Complete@10"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert "MaxR" in json.dumps(report)
+
+
+def test_compose_recipe_mines_hard_negatives_and_records_them(tiny_bert_dir, tmp_path, capsys):
+    out = tmp_path / "compose"
+    assert main(["train", "--model", tiny_bert_dir, "--out", str(out), "--recipe", "compose", "--task", "xquad",
+                 "--langs", "en,de", "--task-option", "articles=train", "--compositions", "en-de-de,de-de-en",
+                 "--hard-negatives", "2", "--max-examples", "16", "--batch-size", "8", "--max-steps", "2",
+                 "--no-progress"]) == 0
+    record = json.loads((out / "clirbench_train.json").read_text())
+    assert record["recipe"] == "compose" and record["compositions"] == ["en-de-de", "de-de-en"]
+    assert record["columns"] == ["anchor", "positive", "negative_1", "negative_2"] and record["rows"] == 32
+    assert record["data"]["hard_negatives"] == {"retriever": "bm25", "mined_in": "en", "per_query": 2}
+    assert record["loss"]["loss"] == "MultipleNegativesRankingLoss" and record["optimizer"]["warmup_ratio"] == 0.1
+    assert record["steps"] == 2
+
+
+def test_triplet_file_trains_both_recipes(tiny_bert_dir, tmp_path, capsys):
+    lines = [json.dumps({"query": {"en": f"who barked {i}?", "de": f"wer bellt {i}?"},
+                         "positive": {"en": f"A dog barked {i}.", "de": f"Der Hund bellt {i}."},
+                         "negatives": [{"en": f"The cat sat {i}.", "de": f"Die Katze sitzt {i}."}]}) for i in range(8)]
+    triplets = tmp_path / "t.jsonl"
+    triplets.write_text("\n".join(lines) + "\n")
+    for recipe, loss in (("align", ["--loss", "nce-psg"]), ("compose", [])):
+        out = tmp_path / recipe
+        assert main(["train", "--model", tiny_bert_dir, "--out", str(out), "--recipe", recipe, *loss,
+                     "--triplets", str(triplets), "--batch-size", "4", "--compositions", "de-en-en",
+                     "--no-progress"]) == 0
+        record = json.loads((out / "clirbench_train.json").read_text())
+        assert record["steps"] == 2 and record["data"]["triplets"] == str(triplets)
+    assert json.loads((tmp_path / "align" / "clirbench_train.json").read_text())["loss"]["loss"] == "nce-psg"
+    assert json.loads((tmp_path / "compose" / "clirbench_train.json").read_text())["columns"] == [
+        "anchor", "positive", "negative_1"]

@@ -32,7 +32,7 @@ WARMUP = {"align": 0.15, "compose": 0.1}
 
 def train(model: str, out: str | os.PathLike, *, task: str | None = None, langs: Sequence[str] = ("en", "de"),
           task_options: Mapping | None = None, data_dir=None, triplets: str | None = None, recipe: str = "align",
-          loss: str = "jsd+nce", compositions: str | Sequence[str] = "all", hard_negatives: int = 6,
+          loss: str | None = None, compositions: str | Sequence[str] = "all", hard_negatives: int = 6,
           miner: str = "bm25", lr: float = 2e-5, epochs: float = 1, batch_size: int = 32,
           warmup_ratio: float | None = None, seed: int = 42, max_steps: int | None = None,
           max_examples: int | None = None, scale: float = 20.0, device: str | None = None,
@@ -40,12 +40,15 @@ def train(model: str, out: str | os.PathLike, *, task: str | None = None, langs:
     """Train ``model`` (a sentence-transformers folder or hub id) and save it to ``out``; returns ``out``.
 
     Data: ``task`` (a parallel task; ``task_options`` such as ``{"articles": "train"}``) or
-    ``triplets`` (a triplet JSONL). ``langs`` = (pivot, target) for ``align``, the two languages of
+    ``triplets`` (a triplet JSONL). ``loss`` (align only): ``jsd+nce`` (default), ``nce``, ``jsd``, ``nce-psg``. ``langs`` = (pivot, target) for ``align``, the two languages of
     the compositions for ``compose``. ``max_examples`` keeps the first N examples (after shuffling
     with ``seed``), ``max_steps`` stops early (CI-sized runs).
     """
     if recipe not in RECIPES:
         raise UnknownNameError(f"unknown recipe {recipe!r}; available: {', '.join(RECIPES)}")
+    if recipe == "compose" and loss is not None:
+        raise ClirbenchError("--loss applies to --recipe align; compose trains with MultipleNegativesRankingLoss")
+    loss = loss or "jsd+nce"
     if loss not in LOSSES:
         raise UnknownNameError(f"unknown loss {loss!r}; available: {', '.join(LOSSES)}")
     langs = tuple(langs)
