@@ -68,6 +68,10 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--scale", type=positive_float, default=20.0, help="cosine similarity scale (1/temperature), default 20")
     p.add_argument("--max-steps", type=positive_int, default=None, help="stop after this many steps")
     p.add_argument("--max-examples", type=positive_int, default=None, help="train on this many examples (seeded sample)")
+    p.add_argument("--eval-every", type=positive_int, default=None, metavar="N",
+                   help="measure the task's multi pools every N steps (sentence-transformers evaluator)")
+    p.add_argument("--eval-task-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="task option of the pools measured during training, e.g. articles=test")
     p.add_argument("--seed", type=seed, default=42)
     p.add_argument("--device", default=None, help="cpu, cuda, ... (default: cuda when present; bf16 only there)")
     p.add_argument("--cache-dir", default=None, help="embedding cache for a dense miner")
@@ -85,7 +89,8 @@ def cmd_train(args) -> int:
                 hard_negatives=args.hard_negatives, miner=args.miner, lr=args.lr, epochs=args.epochs,
                 batch_size=args.batch_size, warmup_ratio=args.warmup_ratio, seed=args.seed,
                 max_steps=args.max_steps, max_examples=args.max_examples, scale=args.scale,
-                device=args.device, cache_dir=args.cache_dir, progress=not args.no_progress)
+                device=args.device, cache_dir=args.cache_dir, progress=not args.no_progress,
+                eval_every=args.eval_every, eval_task_options=_options(args.eval_task_option))
     record = json.loads((out / TRAIN_RECORD).read_text(encoding="utf-8"))
     print(f"{out}: {record['recipe']} ({record['loss']['loss']}), {record['steps']} steps on {record['rows']} rows, "
           f"train loss {record['train_loss']:.4f}, {record['train_seconds']:.0f} s; "

@@ -158,3 +158,46 @@ def test_triplet_file_trains_both_recipes(tiny_bert_dir, tmp_path, capsys):
     assert json.loads((tmp_path / "align" / "clirbench_train.json").read_text())["loss"]["loss"] == "nce-psg"
     assert json.loads((tmp_path / "compose" / "clirbench_train.json").read_text())["columns"] == [
         "anchor", "positive", "negative_1"]
+
+
+def test_eval_every_measures_test_pools_during_training(tiny_bert_dir, tmp_path, capsys):
+    """sentence-transformers' evaluator hook: clirbench's multi pools measured every step."""
+    out = tmp_path / "evaluated"
+    assert main(["train", "--model", tiny_bert_dir, "--out", str(out), "--task", "xquad", "--langs", "en,de",
+                 "--task-option", "articles=train", "--eval-every", "1", "--eval-task-option", "articles=test",
+                 "--max-examples", "16", "--batch-size", "8", "--max-steps", "2", "--no-progress"]) == 0
+    record = json.loads((out / "clirbench_train.json").read_text())
+    evals = [h for h in record["loss_history"] if "eval_clirbench_multi_en-de_q-de_MaxR" in h]
+    assert [h["step"] for h in evals] == [1, 2] and record["eval_task_options"] == {"articles": "test"}
+    for h in evals:
+        assert 1 <= h["eval_clirbench_multi_en-de_q-de_MaxR"] <= 240
+        assert 0 <= h["eval_clirbench_multi_en-de_q-en_MaxR_norm"] <= 100
+
+
+def test_pool_evaluator_agrees_with_clirbench_run(tiny_bert_dir, tmp_path, capsys):
+    """The evaluator's MaxR equals the harness's on the same pool (same encoder, same tie rule)."""
+    from sentence_transformers import SentenceTransformer
+
+    from clirbench.train.evaluator import PoolEvaluator
+
+    ev = PoolEvaluator.from_task("parallel:" + str(_tiny_parallel(tmp_path)), ["en", "de"], measures=["MaxR"])
+    got = ev(SentenceTransformer(tiny_bert_dir, device="cpu"))
+    assert main(["run", "--model", tiny_bert_dir, "--task", "parallel:" + str(tmp_path / "tiny.jsonl"),
+                 "--langs", "en,de", "--scenario", "multi", "--output", str(tmp_path / "r"), "--resamples", "10",
+                 "--no-progress", "--cache-dir", str(tmp_path / "c")]) == 0
+    for path in (tmp_path / "r").rglob("*.q-*.json"):
+        rec = json.loads(path.read_text())
+        key = f"clirbench_multi_en-de_q-{rec['query_lang']}_MaxR"
+        assert got[key] == pytest.approx(rec["measures"]["MaxR"]["value"], abs=1e-9)
+    assert ev.primary_metric == "clirbench_multi_en-de_q-en_MaxR" and ev.greater_is_better is False
+
+
+def _tiny_parallel(tmp_path):
+    from conftest import TINY_SENTENCES
+
+    path = tmp_path / "tiny.jsonl"
+    rows = [{"item": f"p{i}", "passages": {"en": s, "de": s[::-1]},
+             "questions": [{"id": f"q{i}", "text": {"en": s.split()[1], "de": s.split()[1][::-1]}}]}
+            for i, s in enumerate(TINY_SENTENCES)]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    return path

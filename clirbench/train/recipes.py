@@ -36,13 +36,17 @@ def train(model: str, out: str | os.PathLike, *, task: str | None = None, langs:
           miner: str = "bm25", lr: float = 2e-5, epochs: float = 1, batch_size: int = 32,
           warmup_ratio: float | None = None, seed: int = 42, max_steps: int | None = None,
           max_examples: int | None = None, scale: float = 20.0, device: str | None = None,
-          cache_dir=None, progress: bool = True) -> Path:
+          cache_dir=None, progress: bool = True, eval_every: int | None = None,
+          eval_task_options: Mapping | None = None, evaluator=None) -> Path:
     """Train ``model`` (a sentence-transformers folder or hub id) and save it to ``out``; returns ``out``.
 
     Data: ``task`` (a parallel task; ``task_options`` such as ``{"articles": "train"}``) or
     ``triplets`` (a triplet JSONL). ``loss`` (align only): ``jsd+nce`` (default), ``nce``, ``jsd``, ``nce-psg``. ``langs`` = (pivot, target) for ``align``, the two languages of
     the compositions for ``compose``. ``max_examples`` keeps the first N examples (after shuffling
-    with ``seed``), ``max_steps`` stops early (CI-sized runs).
+    with ``seed``), ``max_steps`` stops early (CI-sized runs). ``eval_every`` N steps, the model is
+    measured on the task's multi pools in ``langs`` with ``eval_task_options`` (e.g.
+    ``{"articles": "test"}``) by :class:`~clirbench.train.evaluator.PoolEvaluator`, or by any
+    sentence-transformers ``evaluator`` given; the values go to ``loss_history``.
     """
     if recipe not in RECIPES:
         raise UnknownNameError(f"unknown recipe {recipe!r}; available: {', '.join(RECIPES)}")
@@ -67,6 +71,10 @@ def train(model: str, out: str | os.PathLike, *, task: str | None = None, langs:
         max_steps = check_int(max_steps, "max_steps", 1)
     if max_examples is not None:
         max_examples = check_int(max_examples, "max_examples", 1)
+    if eval_every is not None:
+        eval_every = check_int(eval_every, "eval_every", 1)
+        if evaluator is None and task is None:
+            raise ClirbenchError("--eval-every measures the --task's pools: give --task (or a Python evaluator)")
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ClirbenchError(f"--out {out}: exists and is not empty; choose a new folder")
@@ -106,6 +114,10 @@ def train(model: str, out: str | os.PathLike, *, task: str | None = None, langs:
 
     from .merge import quiet_loading
 
+    if eval_every is not None and evaluator is None:
+        from .evaluator import PoolEvaluator
+
+        evaluator = PoolEvaluator.from_task(task, langs, "multi", eval_task_options, data_dir)
     on_gpu = (device or ("cuda" if torch.cuda.is_available() else "cpu")).startswith("cuda")
     with quiet_loading():
         st = SentenceTransformer(str(Path(model).expanduser()) if Path(model).expanduser().is_dir() else model,
@@ -129,8 +141,10 @@ def train(model: str, out: str | os.PathLike, *, task: str | None = None, langs:
             warmup_steps=warmup, seed=seed, data_seed=seed, bf16=on_gpu, max_steps=max_steps or -1,
             batch_sampler=BatchSamplers.NO_DUPLICATES, save_strategy="no", report_to="none",
             logging_steps=max(1, len(dataset) // batch_size // 10), disable_tqdm=not progress,
-            use_cpu=not on_gpu and (device or "cpu") == "cpu", optim="adamw_torch")
-        trainer = SentenceTransformerTrainer(model=st, args=args, train_dataset=dataset, loss=loss_module)
+            use_cpu=not on_gpu and (device or "cpu") == "cpu", optim="adamw_torch",
+            **({"eval_strategy": "steps", "eval_steps": eval_every} if eval_every else {}))
+        trainer = SentenceTransformerTrainer(model=st, args=args, train_dataset=dataset, loss=loss_module,
+                                             evaluator=evaluator)
         t0 = time.perf_counter()
         output = trainer.train()
         seconds = time.perf_counter() - t0
@@ -148,7 +162,9 @@ def train(model: str, out: str | os.PathLike, *, task: str | None = None, langs:
             "batch_sampler": "no_duplicates", "bf16": on_gpu, "device": str(st.device),
             "steps": int(output.global_step), "train_loss": float(output.training_loss),
             "train_seconds": round(seconds, 2), "loss_history": [
-                {"step": h["step"], "loss": h["loss"]} for h in trainer.state.log_history if "loss" in h],
+                {k: v for k, v in h.items() if k == "step" or k == "loss" or k.startswith("eval_")}
+                for h in trainer.state.log_history if "loss" in h or any(k.startswith("eval_") for k in h)],
+            "eval_every": eval_every, "eval_task_options": dict(eval_task_options or {}) if eval_every else None,
             "versions": _versions(), "hardware": {"machine": platform.machine(), "torch_threads": torch.get_num_threads()},
         }
         (model_dir / TRAIN_RECORD).write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
