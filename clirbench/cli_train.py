@@ -59,7 +59,8 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--data-dir", default=None, help="folder with the task's files")
     p.add_argument("--loss", choices=LOSSES, default=None, help="align recipe's loss (default jsd+nce)")
     p.add_argument("--compositions", default="all", help="compose recipe: all or l1-l2-l3,... e.g. en-de-de")
-    p.add_argument("--hard-negatives", type=nonnegative_int, default=6, help="compose: hard negatives per query (default 6)")
+    p.add_argument("--hard-negatives", type=nonnegative_int, default=6,
+                   help="compose: hard negatives mined per query from parallel data (default 6; a triplet file brings its own)")
     p.add_argument("--miner", default="bm25", help="compose: clirbench retriever that mines hard negatives (default bm25)")
     p.add_argument("--lr", type=positive_float, default=2e-5, help="learning rate (default 2e-5)")
     p.add_argument("--epochs", type=positive_float, default=1.0)
