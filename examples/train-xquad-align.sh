@@ -19,3 +19,4 @@ for model in "$BASE" "$WORK/nce" "$WORK/jsd" "$WORK/jsd+nce" "$WORK/merge-base-j
   clirbench run --model "$model" --task xquad --langs "$LANGS" --task-option articles=test \
       --scenario multi,mono-same --output "$WORK/results" --no-progress
 done
+python "$(dirname "$0")/train-xquad-table.py" "$WORK/results" "dense:$BASE" "$LANGS"

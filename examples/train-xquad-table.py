@@ -21,22 +21,22 @@ def _fmt(m: dict) -> str:
 
 
 def _diff(row: dict) -> str:
-    return f"{row['diff']:+.2f} [{row['ci_low']:+.2f}, {row['ci_high']:+.2f}] p={row['p_value']:.3f}"
+    return f"{row['diff']:+.2f} [{row['ci_low']:+.2f}, {row['ci_high']:+.2f}] p={row['p_value']:.4f}"
 
 
 def main(results: str, base: str, langs: str = "en,de") -> None:
     l1, l2 = langs.split(",")
     found: dict[str, dict[str, Path]] = {}
-    for path in sorted(Path(results).rglob("*.json")):
+    for path in sorted(Path(results).rglob("*.q-*.json")):  # one result per pool and query language
         record = json.loads(path.read_text(encoding="utf-8"))
-        if "scenario" not in record or "retriever" not in record:
-            continue
         spec = record["retriever"]["spec"]
         key = f"{record['scenario']}/q-{record['query_lang']}"
         found.setdefault(spec, {})[key] = path
         if record["scenario"] == "multi" and record["query_lang"] == l1:
             found[spec]["gap"] = path.with_name(path.name.split(".q-")[0] + ".gap.json")
-    specs = sorted(found, key=lambda s: (s != base, s))
+    order = ("nce", "jsd", "jsd+nce", "nce-psg")  # the README's rows; anything else (merges) after them
+    short = lambda s: Path(s.split(":", 1)[-1]).name  # noqa: E731
+    specs = sorted(found, key=lambda s: (s != base, order.index(short(s)) if short(s) in order else 9, s))
     head = ("| model | multi Max@R (q-de) | Max@R_norm | Complete@10 | gap Max@R (de − en) | mono-same nDCG@1 (q-de) |")
     print(head.replace("de", l2).replace("en)", f"{l1})"))
     print("|---|---|---|---|---|---|")
