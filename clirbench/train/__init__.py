@@ -14,7 +14,7 @@ from __future__ import annotations
 LOSSES = ("jsd+nce", "nce", "jsd", "nce-psg")
 RECIPES = ("align", "compose")
 
-__all__ = ["LOSSES", "RECIPES", "train", "merge_models", "build_composition", "load_examples"]
+__all__ = ["LOSSES", "RECIPES", "train", "merge_models", "build_composition", "from_task", "read_triplets"]
 
 
 def __getattr__(name: str):
@@ -24,7 +24,7 @@ def __getattr__(name: str):
     if name == "merge_models":
         from .merge import merge_models
         return merge_models
-    if name in ("build_composition", "load_examples"):
+    if name in ("build_composition", "from_task", "read_triplets"):
         from . import data
         return getattr(data, name)
     raise AttributeError(name)
