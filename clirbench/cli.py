@@ -12,6 +12,7 @@ from .cli_cache import add_cache_parser, cmd_cache
 from .cli_leaderboard import add_leaderboard_parser, cmd_leaderboard
 from .cli_psq import add_psq_parser, cmd_psq
 from .cli_sweep import add_sweep_parser, cmd_sweep
+from .cli_train import add_merge_parser, add_train_parser, cmd_merge, cmd_train
 from .cli_translate import add_translation_arguments, translation_options
 from . import checks
 
@@ -92,6 +93,8 @@ def _build_parser() -> argparse.ArgumentParser:
     add_leaderboard_parser(sub)
     add_sweep_parser(sub)
     add_cache_parser(sub)
+    add_train_parser(sub)
+    add_merge_parser(sub)
 
     p = sub.add_parser("compare", help="paired comparison of two results on the same pool")
     p.add_argument("a")
@@ -298,7 +301,8 @@ def cmd_compare(args) -> int:
     return 0
 
 
-COMMANDS = {"cache": cmd_cache, "sweep": cmd_sweep, "leaderboard": cmd_leaderboard, "psq": cmd_psq, "tasks": cmd_tasks, "validate": cmd_validate, "run": cmd_run, "evaluate": cmd_evaluate, "compare": cmd_compare}
+COMMANDS = {"cache": cmd_cache, "sweep": cmd_sweep, "leaderboard": cmd_leaderboard, "psq": cmd_psq, "tasks": cmd_tasks, "validate": cmd_validate, "run": cmd_run, "evaluate": cmd_evaluate, "compare": cmd_compare,
+            "train": cmd_train, "merge": cmd_merge}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

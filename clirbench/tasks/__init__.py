@@ -1,6 +1,7 @@
 """Task registry: cards from ``tasks/*.yaml`` and the loader each task kind uses."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
@@ -39,13 +40,22 @@ class Task:
         except ModuleNotFoundError:
             raise UnknownNameError(f"task {self.card.id!r} has no loader ({name})") from None
 
-    def load(self, languages: Sequence[str] | None = None, data_dir=None) -> ParallelCollection:
-        """The parallel collection in ``languages`` (default: all of the task's languages)."""
+    def load(self, languages: Sequence[str] | None = None, data_dir=None, **options) -> ParallelCollection:
+        """The parallel collection in ``languages`` (default: all of the task's languages).
+
+        ``options`` (``--task-option``) go to the loader's ``select(card, collection, **options)``,
+        which returns a part of the collection with ``source["subset"]`` naming it (XQuAD:
+        ``articles=train|test``); a task whose loader has no ``select`` takes no options.
+        """
         if self.card.kind != "parallel":
             raise UnknownNameError(f"task {self.id} is not a parallel task; use Task.pools")
         languages = tuple(self.canonical_languages(list(languages or ())) or self.card.languages)
         self.check_languages(languages)
-        return self.loader().load(self.card, languages, data_dir)
+        select = getattr(self.loader(), "select", None)
+        if options and select is None:
+            raise UnknownNameError(f"task {self.id} takes no option(s) {', '.join(options)}")
+        collection = self.loader().load(self.card, languages, data_dir)
+        return select(self.card, collection, **options) if options else collection
 
     def pools(self, langs: str | Sequence[str] | None = None, scenarios: str | Sequence[str] = "all",
               query_langs: Sequence[str] | None = None, pool_mode: str = "unique", data_dir=None,
@@ -59,14 +69,16 @@ class Task:
         if self.card.kind != "parallel":
             return self.loader().pools(self.card, langs=langs, scenarios=scenarios,
                                         query_langs=query_langs, data_dir=data_dir, **options)
-        if options:
+        if options and getattr(self.loader(), "select", None) is None:
             raise UnknownNameError(f"task {self.id} takes no option(s) {', '.join(options)}")
         if pool_mode not in self.card.pool_modes:
             raise UnknownNameError(f"task {self.id} has no pool mode {pool_mode!r}; available: "
                                    f"{', '.join(self.card.pool_modes)}")
         pairs = parse_langs(langs or f"{self.card.pivot}+all", self.card.languages)
-        collection = self.load(sorted({l for pair in pairs for l in pair}), data_dir=data_dir)
-        return build_pools(collection, pairs, parse_scenarios(scenarios), query_langs, pool_mode)
+        collection = self.load(sorted({l for pair in pairs for l in pair}), data_dir=data_dir, **options)
+        pools = build_pools(collection, pairs, parse_scenarios(scenarios), query_langs, pool_mode)
+        subset = str(collection.source.get("subset") or "")
+        return [dataclasses.replace(p, subset=subset) for p in pools] if subset else pools
 
     def check_languages(self, languages: Sequence[str]) -> None:
         unknown = [l for l in languages if l not in self.card.languages]

@@ -1,0 +1,30 @@
+"""Training recipes that reduce language bias, on sentence-transformers' trainer.
+
+- ``losses``: the alignment losses of the Max@R paper (sqrt-JSD over embedding dimensions, InfoNCE)
+  as ``nn.Module``s for ``SentenceTransformerTrainer``.
+- ``data``: training examples from parallel data or a triplet JSONL; the data composition
+  D(l1 l2 l3) of the Korean–English paper; hard-negative mining with any clirbench retriever.
+- ``recipes``: ``train(...)`` — the two recipes with the papers' defaults.
+- ``merge``: weight-averaged model merging.
+
+Everything here imports torch / sentence-transformers lazily (``clirbench[train]``).
+"""
+from __future__ import annotations
+
+LOSSES = ("jsd+nce", "nce", "jsd", "nce-psg")
+RECIPES = ("align", "compose")
+
+__all__ = ["LOSSES", "RECIPES", "train", "merge_models", "build_composition", "from_task", "read_triplets"]
+
+
+def __getattr__(name: str):
+    if name == "train":
+        from .recipes import train
+        return train
+    if name == "merge_models":
+        from .merge import merge_models
+        return merge_models
+    if name in ("build_composition", "from_task", "read_triplets"):
+        from . import data
+        return getattr(data, name)
+    raise AttributeError(name)
