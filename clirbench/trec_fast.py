@@ -90,6 +90,9 @@ def _delimiter(path) -> bytes:
     return b"\t" if b"\t" in line and b" " not in line else b" "
 
 
+_MASKS = np.array([(1 << (8 * n)) - 1 for n in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
+
+
 def _fingerprints(arr, seg: np.ndarray) -> np.ndarray:
     """uint64 per string of a pyarrow string array, mixed with its segment: equal (segment, string)
     pairs give equal fingerprints (the converse is checked on the strings)."""
@@ -101,14 +104,15 @@ def _fingerprints(arr, seg: np.ndarray) -> np.ndarray:
     pad[8:8 + int(off[-1]) - int(off[0])] = data[int(off[0]):int(off[-1])]
     words = np.ndarray((len(pad) - 7,), dtype=np.uint64, buffer=pad, strides=(1,))  # any byte offset
     start = off[:-1].astype(np.int64) - int(off[0]) + 8
-    length = off[1:].astype(np.int64) - off[:-1]
-    head = words[start] & np.where(length >= 8, ~np.uint64(0),
-                                   (np.uint64(1) << (np.minimum(length, 7) * 8).astype(np.uint64)) - np.uint64(1))
-    tail = np.where(length > 8, words[start + length - 8], 0)
-    mid = np.where(length > 16, words[start + length // 2 - 4], 0)
+    length = np.diff(off).astype(np.int64)
+    mask = _MASKS[np.minimum(length, 8)]  # the string's own bytes of a word, for strings under 8 bytes
+    head = words[start] & mask
+    tail = words[start + np.maximum(length - 8, 0)] & mask  # = head under 8 bytes
     with np.errstate(over="ignore"):
         fp = head * np.uint64(0x9E3779B97F4A7C15) ^ tail * np.uint64(0xC2B2AE3D27D4EB4F)
-        fp ^= mid * np.uint64(0x165667B19E3779F9) ^ length.astype(np.uint64) * np.uint64(0x27D4EB2F165667C5)
+        fp ^= length.astype(np.uint64) * np.uint64(0x27D4EB2F165667C5)
+        if len(length) and int(length.max()) > 16:
+            fp ^= np.where(length > 16, words[start + length // 2 - 4], 0) * np.uint64(0x165667B19E3779F9)
         fp ^= seg.astype(np.uint64) * np.uint64(0xFF51AFD7ED558CCD)
     return fp
 

@@ -226,3 +226,27 @@ def test_prefetched_keeps_order_passes_errors_and_stops_when_the_caller_does():
     gen.close()
     assert time.perf_counter() - t < 5
     assert not [th for th in threading.enumerate() if th.name == "clirbench-trec-reader"]
+
+
+def test_fingerprints_depend_only_on_the_string_and_its_segment():
+    """Equal (segment, string) pairs get equal fingerprints wherever they sit in the array (the
+    duplicate check relies on it; the converse is checked on the strings themselves)."""
+    import pyarrow as pa
+
+    from clirbench.trec_fast import _fingerprints
+
+    rng = np.random.default_rng(7)
+    alphabet = list("ab1_-é中")
+    strings = ["".join(rng.choice(alphabet, n)) for n in rng.integers(0, 40, 400)] + ["", "a", "abcdefgh", "abcdefghi"]
+    for trial in range(3):
+        order = rng.permutation(len(strings))
+        arr = pa.array([strings[i] for i in order] + strings, type=pa.string())
+        if trial == 2:
+            arr = arr.slice(3)  # an offset into the buffers
+            order = order[3:]
+        fp = _fingerprints(arr, np.zeros(len(arr), dtype=np.int64))
+        first = {}
+        for s, f in zip(arr.to_pylist(), fp.tolist()):
+            assert first.setdefault(s, f) == f
+        other = _fingerprints(arr, np.ones(len(arr), dtype=np.int64))
+        assert (other != fp).mean() > 0.99  # the segment is mixed in
