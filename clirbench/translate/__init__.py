@@ -1,10 +1,26 @@
-"""Query and document translation (DESIGN §1): translators by spec string, a disk cache, pools."""
+"""Query and document translation (DESIGN §1): translators by spec string, a disk cache, pools.
+
+The names below are imported on first use, so that ``clirbench`` commands which never translate
+(``evaluate``, ``tasks``…) do not pay for the cache, pool and collection modules at start-up.
+"""
 from __future__ import annotations
 
-from .base import DIRECTIONS, KeyedTranslator, Translator, canonical_direction
-from .cache import TranslationCache
-from .pool import TranslationPlan, translate_pool, translate_texts, translation_quality
-from .spec import make_translator
+import importlib
 
-__all__ = ["Translator", "KeyedTranslator", "make_translator", "TranslationCache", "TranslationPlan",
-           "translate_pool", "translate_texts", "translation_quality", "DIRECTIONS", "canonical_direction"]
+_MODULE_OF = {
+    "Translator": ".base", "KeyedTranslator": ".base", "DIRECTIONS": ".base", "canonical_direction": ".base",
+    "TranslationCache": ".cache",
+    "TranslationPlan": ".pool", "translate_pool": ".pool", "translate_texts": ".pool", "translation_quality": ".pool",
+    "make_translator": ".spec",
+}
+__all__ = list(_MODULE_OF)
+
+
+def __getattr__(name: str):
+    if name in _MODULE_OF:
+        return getattr(importlib.import_module(_MODULE_OF[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(list(globals()) + __all__)
