@@ -137,7 +137,7 @@ def _keep_top_k(block: np.ndarray, keys: np.ndarray, k: int) -> np.ndarray:
 
 def from_spec(arg: str, options: dict):
     """``bm25`` (embedded) or ``bm25:pyserini`` (Lucene through Pyserini)."""
-    from ..errors import ClirbenchError, UnknownNameError
+    from ..errors import UnknownNameError
 
     if arg == "pyserini":
         from .pyserini_bm25 import from_spec as pyserini_from_spec

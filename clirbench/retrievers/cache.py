@@ -78,6 +78,23 @@ def npy_bytes(array: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
+def read_hashes(shard, *data_suffixes: str) -> tuple[np.ndarray | None, str | None]:
+    """The ``(n, 32)`` uint8 text digests of a shard, read against its manifest, after a size check of
+    its data files (their digests are checked on first use); ``(None, reason)`` when it fails."""
+    data, reason = shard.read(".hashes.npy")
+    for suffix in data_suffixes:
+        reason = reason or shard.check(suffix, digest=False)
+    if reason:
+        return None, reason
+    try:
+        hashes = np.load(io.BytesIO(data))
+    except (OSError, ValueError, EOFError) as e:
+        return None, f"unreadable hashes: {type(e).__name__}"
+    if hashes.ndim != 2 or hashes.shape[1] != 32 or hashes.dtype != np.uint8:
+        return None, f"hashes of shape {hashes.shape}"
+    return hashes, None
+
+
 class _Bad(Exception):
     """A shard that fails its check; the message says why."""
 
@@ -132,17 +149,14 @@ class _Space:
 
     def _open(self, shard: Shard) -> tuple[np.ndarray, np.ndarray]:
         """(hashes, memory-mapped vectors) of a shard; raises ``_Bad`` with the reason."""
-        data, reason = shard.read(".hashes.npy")
-        reason = reason or shard.check(".vecs.npy", digest=False)  # sizes now, the digest on first use
+        hashes, reason = read_hashes(shard, ".vecs.npy")
         if reason:
             raise _Bad(reason)
         try:
-            hashes = np.load(io.BytesIO(data))
             vecs = np.load(shard.path(".vecs.npy"), mmap_mode="r")
         except (OSError, ValueError, EOFError) as e:
             raise _Bad(f"unreadable: {type(e).__name__}: {str(e).splitlines()[0][:80] if str(e) else ''}") from None
-        if hashes.ndim != 2 or hashes.shape[1] != 32 or hashes.dtype != np.uint8 or vecs.ndim != 2 \
-                or len(vecs) != len(hashes) or vecs.dtype != np.float32 \
+        if vecs.ndim != 2 or len(vecs) != len(hashes) or vecs.dtype != np.float32 \
                 or (self.dim is not None and vecs.shape[1] != self.dim):
             raise _Bad(f"inconsistent shapes {hashes.shape} and {vecs.shape}")
         if shard.legacy and not np.isfinite(vecs).all():  # written before checksums: re-read, unverified

@@ -19,7 +19,6 @@ and settings, role, SHA-256 of the text) in ``<cache>/multivector/<key>/`` shard
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 from pathlib import Path
@@ -31,7 +30,7 @@ from ..collection import Text
 from ..errors import ClirbenchError
 from ..atomic import remove_stale_temps, write_bytes_atomic
 from ..shards import Shard, find_shards, new_name, set_aside, write_shard, writer_lock
-from .cache import _digest, npy_bytes, space_key
+from .cache import _digest, npy_bytes, read_hashes, space_key
 
 __all__ = ["MultiVectorModel", "TokenEmbeddingCache", "ColBERTRetriever", "from_spec", "maxsim",
            "EXACT_LIMIT", "MAX_BLOCK_BYTES"]
@@ -149,15 +148,7 @@ class TokenEmbeddingCache:
         seen = self._seen.setdefault(key, set())
         for shard in find_shards(self.root / key, _MARKER, seen):
             seen.add(shard.name)
-            data, reason = shard.read(".hashes.npy")
-            reason = reason or shard.check(".offsets.npy", digest=False) or shard.check(".tokens.npy", digest=False)
-            if reason is None:
-                try:
-                    hashes = np.load(io.BytesIO(data))
-                    if hashes.ndim != 2 or hashes.shape[1] != 32 or hashes.dtype != np.uint8:
-                        reason = f"hashes of shape {hashes.shape}"
-                except (OSError, ValueError, EOFError) as e:
-                    reason = f"unreadable hashes: {type(e).__name__}"
+            hashes, reason = read_hashes(shard, ".offsets.npy", ".tokens.npy")
             if reason:
                 set_aside(self.root, shard, reason)
                 continue

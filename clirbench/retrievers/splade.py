@@ -25,7 +25,7 @@ from ..collection import Text
 from ..errors import ClirbenchError
 from ..shards import Shard, find_shards, new_name, set_aside, write_shard, writer_lock
 from .base import check_role
-from .cache import _digest, claim, distinct_rows, find_missing, npy_bytes
+from .cache import _digest, claim, distinct_rows, find_missing, npy_bytes, read_hashes
 from .encoders import _batches, _locate, _saved_prompts, default_device
 
 __all__ = ["SparseEncoderModel", "SparseVectorCache", "SpladeRetriever", "from_spec"]
@@ -199,16 +199,7 @@ class _Space:
             self._swept = True
         for shard in find_shards(self.folder, _MARKER, self.seen):
             self.seen.add(shard.name)
-            data, reason = shard.read(".hashes.npy")
-            reason = reason or shard.check(".npz", digest=False)
-            hashes = None
-            if reason is None:
-                try:
-                    hashes = np.load(io.BytesIO(data))
-                except (ValueError, EOFError, OSError) as e:
-                    reason = f"unreadable hashes: {type(e).__name__}"
-            if reason is None and (hashes.ndim != 2 or hashes.shape[1] != 32 or hashes.dtype != np.uint8):
-                reason = f"hashes of shape {hashes.shape}"
+            hashes, reason = read_hashes(shard, ".npz")
             if reason:
                 set_aside(self.folder.parent, shard, reason)
                 continue
