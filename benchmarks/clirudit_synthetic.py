@@ -80,7 +80,7 @@ def _peak_rss_mb() -> float:
 
 
 def child(data: Path, output: Path, resamples: int, dim: int) -> None:
-    from clirbench.retrievers.cache import EmbeddingCache
+    from clirbench.cache.embeddings import EmbeddingCache
     from clirbench.retrievers.dense import DenseRetriever
     from clirbench.runner import run
     from clirbench.tasks import get_task

@@ -6,6 +6,15 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
+ROLES = ("query", "document")  # what a text is to a retriever: its prompt and cache space
+
+
+def check_role(role: str) -> str:
+    """``role`` if it is one of ROLES; a ValueError otherwise."""
+    if role not in ROLES:
+        raise ValueError(f"role must be 'query' or 'document', not {role!r}")
+    return role
+
 
 @dataclass(frozen=True)
 class Text:

@@ -79,8 +79,8 @@ def evaluate_files(qrels_path, run_path, measures=None, resamples: int = 1000, s
     """
     from .checks import check_resamples, check_seed
     from .ranking import rank_run
-    from .trec import read_qrels, read_run
-    from .trec_fast import rank_run_file
+    from .formats.trec import read_qrels, read_run
+    from .formats.trec_fast import rank_run_file
 
     resamples, seed = check_resamples(resamples), check_seed(seed)  # before reading any file
     if per_query_path is not None and not str(per_query_path).endswith((".tsv", ".jsonl")):

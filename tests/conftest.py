@@ -97,7 +97,7 @@ class BagOfCharsEncoder:
 @pytest.fixture
 def bag_retriever(tmp_path):
     """A DenseRetriever over BagOfCharsEncoder with an on-disk cache under tmp_path."""
-    from clirbench.retrievers.cache import EmbeddingCache
+    from clirbench.cache.embeddings import EmbeddingCache
     from clirbench.retrievers.dense import DenseRetriever
 
     def make(cache_dir=None):

@@ -2,7 +2,7 @@
 import pytest
 import Stemmer
 
-from clirbench.analysis import analyze, base_lang, get_analyzer, normalise
+from clirbench.retrievers.analyzers import analyze, base_lang, get_analyzer, normalise
 
 
 def test_german_is_stemmed_after_stop_words_are_removed():

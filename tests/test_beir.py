@@ -7,7 +7,7 @@ import pytest
 
 from clirbench.errors import DataNotFoundError, MalformedDataError, UnknownNameError
 from clirbench.tasks import get_task
-from clirbench.tasks.beir_format import read_corpus, read_qrels, read_queries, truncate_tokens
+from clirbench.formats.beir import read_corpus, read_qrels, read_queries, truncate_tokens
 
 DOCS = [{"_id": "en1", "title": "Paris", "text": "Paris is the capital of France.", "lang": "en", "url": "u1"},
         {"_id": "fr1", "title": "Paris", "text": "Paris est la capitale de la France.", "lang": "fr"},

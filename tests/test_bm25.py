@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import pytrec_eval
 
-from clirbench.analysis import analyze
+from clirbench.retrievers.analyzers import analyze
 from clirbench.collection import Text
 from clirbench.errors import UnknownNameError
 from clirbench.measures import AP, RR, MaxR, Success, compute, nDCG

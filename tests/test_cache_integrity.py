@@ -15,10 +15,10 @@ import pytest
 
 from clirbench.atomic import STALE_AFTER, write_text_atomic
 from clirbench.cli import main
-from clirbench.retrievers.cache import EmbeddingCache, npy_bytes, space_key
+from clirbench.cache.embeddings import EmbeddingCache, npy_bytes, space_key
 from clirbench.retrievers.colbert import TokenEmbeddingCache
 from clirbench.retrievers.splade import SparseVectorCache
-from clirbench.shards import MANIFEST
+from clirbench.cache.shards import MANIFEST
 
 TEXTS = [f"passage {i} " + "word " * (i % 7) for i in range(24)]
 
@@ -258,7 +258,7 @@ def test_written_files_respect_the_umask(tmp_path, umask):
 _WORKER = textwrap.dedent('''
     import hashlib, json, sys, time
     import numpy as np
-    from clirbench.retrievers.cache import EmbeddingCache
+    from clirbench.cache.embeddings import EmbeddingCache
 
     class Slow:
         model_id, revision, batch_size = "test/slow", "1", 2

@@ -9,7 +9,7 @@ import pytrec_eval
 
 from clirbench.cli import main
 from clirbench.runner import run
-from clirbench.trec import write_qrels, write_run
+from clirbench.formats.trec import write_qrels, write_run
 
 from xquad_files import XQUAD  # noqa: E402  (../shared/data/xquad, else the embedded copy)
 from cli_helpers import one_line_error

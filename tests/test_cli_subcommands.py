@@ -108,7 +108,7 @@ def test_sweep_runs_its_cells_and_builds_the_leaderboard(tmp_path, capsys):
 
 
 def test_evaluate_writes_json(tmp_path, capsys):
-    from clirbench.trec import write_qrels, write_run
+    from clirbench.formats.trec import write_qrels, write_run
 
     write_qrels(tmp_path / "qrels.txt", {"q1": {"a": 1}, "q2": {"b": 1}})
     write_run(tmp_path / "run.txt", {"q1": {"a": 2.0, "b": 1.0}, "q2": {"a": 2.0, "b": 1.0}})

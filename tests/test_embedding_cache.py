@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from clirbench.retrievers.cache import EmbeddingCache, space_key
+from clirbench.cache.embeddings import EmbeddingCache, space_key
 
 
 class FakeEncoder:

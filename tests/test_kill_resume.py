@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from clirbench.shards import MANIFEST, verify_cache
+from clirbench.cache.shards import MANIFEST, verify_cache
 
 XQUAD = Path(os.environ.get("CLIRBENCH_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data")) / "xquad"
 VOLATILE = {"timings_s", "created_at", "hardware"}

@@ -168,7 +168,7 @@ def test_malformed_input_is_refused_on_one_line(case, tmp_path, capsys, monkeypa
     folder.mkdir()
     _build(case, folder, generated)
     if case["argv"] == "cards":  # the CLI reads the task cards from this folder instead of tasks/
-        import clirbench.tasks.cards as cards
+        import clirbench.tasks.card as cards
 
         monkeypatch.setattr(cards, "cards_dir", lambda: folder / "cards")
     monkeypatch.delenv("CLIRBENCH_DEBUG", raising=False)

@@ -70,7 +70,7 @@ def mteb_run(tmp_path_factory):
 def runner_results(tmp_path_factory):
     """clirbench.runner.run on the same pools with the same encoder (DenseRetriever, numpy scores)."""
     from clirbench.results import read_per_query, read_result
-    from clirbench.retrievers.cache import EmbeddingCache
+    from clirbench.cache.embeddings import EmbeddingCache
     from clirbench.retrievers.dense import DenseRetriever
     from clirbench.runner import run
 
@@ -295,7 +295,7 @@ def test_every_task_kind_runs_through_mteb_evaluate_with_runner_scores(kind, tmp
 
     import clirbench.mteb as cm
     from clirbench.mteb.names import subset_name, task_name
-    from clirbench.retrievers.cache import EmbeddingCache
+    from clirbench.cache.embeddings import EmbeddingCache
     from clirbench.retrievers.dense import DenseRetriever
     from clirbench.runner import run
 

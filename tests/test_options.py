@@ -12,9 +12,9 @@ from clirbench.cli import main
 from clirbench.compare import compare
 from clirbench.evaluate import evaluate
 from clirbench.grid import main as grid_main
-from clirbench.psq_train import train_ibm1
+from clirbench.retrievers.psq_train import train_ibm1
 from clirbench.runner import run
-from clirbench.trec import write_qrels, write_run
+from clirbench.formats.trec import write_qrels, write_run
 
 RUN = ["run", "--model", "bm25", "--task", "xquad"]
 EVALUATE = ["evaluate", "--qrels", "q.txt", "--run", "r.txt"]

@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from clirbench.analysis import analyze
-from clirbench.cli_psq import add_psq_parser
+from clirbench.retrievers.analyzers import analyze
+from clirbench.cli.psq import add_psq_parser
 from clirbench.collection import Text
 from clirbench.errors import ClirbenchError, DataNotFoundError
-from clirbench.psq_train import train_ibm1
+from clirbench.retrievers.psq_train import train_ibm1
 from clirbench.retrievers import make_retriever
 from clirbench.retrievers.psq import (PSQRetriever, from_spec, load_table, meta_path, prune_translations,
                                       write_table)
@@ -122,7 +122,7 @@ def test_sidecar_is_required_and_a_different_analysis_is_refused(tmp_path):
     path, _ = _toy_table(tmp_path)
     side = meta_path(path)
     meta = json.loads(side.read_text())
-    assert meta["analyzer"]["name"] == "clirbench.analysis" and set(meta["analyzer"]["languages"]) == {"de", "en"}
+    assert meta["analyzer"]["name"] == "clirbench.retrievers.analyzers" and set(meta["analyzer"]["languages"]) == {"de", "en"}
     meta["analyzer"]["languages"]["de"]["fingerprint"] = "0" * 16
     side.write_text(json.dumps(meta))
     with pytest.raises(ClirbenchError, match="analysing de text differently"):
@@ -252,7 +252,7 @@ def test_train_on_xquad_items_0_179_and_retrieve_held_out_items(tmp_path, capsys
 
 def test_runs_every_xquad_scenario_with_a_table_per_direction(tmp_path):
     en, de = _paragraphs("en"), _paragraphs("de")
-    from clirbench.psq_train import train_table
+    from clirbench.retrievers.psq_train import train_table
 
     t1, t2 = tmp_path / "de-en.json.gz", tmp_path / "en-de.json.gz"
     train_table([p[0] for p in de[:120]], [p[0] for p in en[:120]], "de", "en", t1, iterations=5)

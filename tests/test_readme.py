@@ -115,7 +115,7 @@ COMMANDS = readme_commands()
 def readme_session(tmp_path_factory):
     """The folder the commands run in, their environment, and the stand-ins markers may name."""
     from clirbench.tasks import get_task
-    from clirbench.trec import write_qrels, write_run
+    from clirbench.formats.trec import write_qrels, write_run
 
     base = tmp_path_factory.mktemp("readme")
     work = base / "work"

@@ -32,7 +32,7 @@ POOLS_PER_ENTRY = [4, 1]
 
 def _cli(argv):
     """``clirbench sweep ...`` through the subparser (cli.py turns a ClirbenchError into exit code 2)."""
-    from clirbench.cli_sweep import add_sweep_parser
+    from clirbench.cli.sweep import add_sweep_parser
 
     parser = argparse.ArgumentParser(prog="clirbench")
     add_sweep_parser(parser.add_subparsers(dest="command"))

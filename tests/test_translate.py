@@ -216,7 +216,7 @@ def test_translation_quality_matches_sacrebleu_and_is_perfect_for_identity():
 
 
 def test_cli_options_build_run_kwargs():
-    from clirbench.cli_translate import add_translation_arguments, translation_options
+    from clirbench.cli.translation import add_translation_arguments, translation_options
 
     parser = add_translation_arguments(argparse.ArgumentParser())
     assert translation_options(parser.parse_args([])) == {}

@@ -9,7 +9,7 @@ import pytrec_eval
 
 from clirbench.measures import compute, nDCG
 from clirbench.ranking import rank_run
-from clirbench.trec import read_qrels, read_run, write_qrels, write_run
+from clirbench.formats.trec import read_qrels, read_run, write_qrels, write_run
 
 
 def test_qrels_round_trip_and_format(tmp_path):

@@ -13,8 +13,8 @@ import pytest
 from clirbench import ranking
 from clirbench.cli import main
 from clirbench.ranking import rank_run
-from clirbench.trec import read_qrels, read_run, write_qrels, write_run
-from clirbench.trec_fast import _PY_SPACE, rank_run_file
+from clirbench.formats.trec import read_qrels, read_run, write_qrels, write_run
+from clirbench.formats.trec_fast import _PY_SPACE, rank_run_file
 from test_pytrec_eval_agreement import assert_agree, random_case
 
 
@@ -69,7 +69,7 @@ def test_both_ranking_layouts_agree(tmp_path, seed, monkeypatch):
 
 
 def test_many_chunks_and_queries_spanning_them(tmp_path, monkeypatch):
-    import clirbench.trec_fast as tf
+    import clirbench.formats.trec_fast as tf
 
     monkeypatch.setattr(tf, "_BLOCK", 1 << 10)  # pyarrow's minimum-ish block: queries cross batches
     rng = np.random.default_rng(1)
@@ -193,7 +193,7 @@ def test_evaluate_imports_no_pandas(tmp_path):
 
     (tmp_path / "q.txt").write_text("q1 0 d1 1\nq1 0 d3 0\nq2 0 d2 2\n")
     (tmp_path / "r.txt").write_text("q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 2.0 t\nq1 Q0 d3 3 1.0 t\nq2 Q0 d1 1 1.0 t\nq2 Q0 d2 2 1.0 t\n")
-    code = ("import sys; from clirbench.evaluate import evaluate_files; from clirbench import trec_fast\n"
+    code = ("import sys; from clirbench.evaluate import evaluate_files; from clirbench.formats import trec_fast\n"
             f"assert trec_fast.rank_run_file({str(tmp_path / 'r.txt')!r}, {{'q1': {{'d1': 1}}}}) is not None\n"
             f"evaluate_files({str(tmp_path / 'q.txt')!r}, {str(tmp_path / 'r.txt')!r}, resamples=10)\n"
             "print('pandas' in sys.modules)")
@@ -206,7 +206,7 @@ def test_prefetched_keeps_order_passes_errors_and_stops_when_the_caller_does():
     import threading
     import time
 
-    from clirbench.trec_fast import _prefetched
+    from clirbench.formats.trec_fast import _prefetched
 
     assert list(_prefetched(iter(range(100)))) == list(range(100))
 
@@ -233,7 +233,7 @@ def test_fingerprints_depend_only_on_the_string_and_its_segment():
     duplicate check relies on it; the converse is checked on the strings themselves)."""
     import pyarrow as pa
 
-    from clirbench.trec_fast import _fingerprints
+    from clirbench.formats.trec_fast import _fingerprints
 
     rng = np.random.default_rng(7)
     alphabet = list("ab1_-é中")

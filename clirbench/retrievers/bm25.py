@@ -1,6 +1,6 @@
 """Embedded BM25 (spec ``bm25``): bm25s index and scoring over per-language analyzed texts, no Java.
 
-Each document is analysed with its own language's analyzer (``clirbench.analysis``), each query
+Each document is analysed with its own language's analyzer (``clirbench.retrievers.analyzers``), each query
 with the query language's, so a bilingual pool mixes two analyzers in one index (one vocabulary,
 idf over the whole pool). Scoring is bm25s's ``lucene`` variant with Pyserini's defaults k1=0.9,
 b=0.4: score(q, d) = sum over query terms t (repeats count) of
@@ -40,7 +40,7 @@ class BM25Retriever:
 
     def __init__(self, k1: float = K1, b: float = B, method: str = METHOD, top_k: int | None = None,
                  spec: str = "bm25") -> None:
-        from ..analysis import require_backends
+        from .analyzers import require_backends
 
         require_backends("retriever bm25")  # fail at construction, not at the first pool
 
@@ -53,7 +53,7 @@ class BM25Retriever:
         self._index = None
 
     def describe(self) -> dict:
-        from ..analysis import analyzer_table
+        from .analyzers import analyzer_table
 
         versions = {d: _version(d) for d in ("bm25s", "PyStemmer", "pythainlp", "regex")}
         return {
@@ -70,7 +70,7 @@ class BM25Retriever:
 
     def terms(self, texts: Sequence[Text]) -> list[tuple[str, ...]]:
         """Index terms of each text, analysed with the analyzer of its ``lang`` (memoised)."""
-        from ..analysis import get_analyzer
+        from .analyzers import get_analyzer
 
         out = []
         for t in texts:

@@ -14,7 +14,7 @@ so they rank after every returned document by the tie rule.
 Token embeddings are cached like dense ones (``EmbeddingCache``'s key: model id, revision, prompt
 and settings, role, SHA-256 of the text) in ``<cache>/multivector/<key>/`` shards of
 ``<name>.tokens.npy`` (float32, all tokens), ``<name>.offsets.npy``, ``<name>.hashes.npy`` and
-``<name>.shard.json`` (checksums, written last: marks the shard complete; see ``clirbench.shards``).
+``<name>.shard.json`` (checksums, written last: marks the shard complete; see ``clirbench.cache.shards``).
 """
 from __future__ import annotations
 
@@ -29,8 +29,8 @@ import numpy as np
 from ..collection import Text
 from ..errors import ClirbenchError
 from ..atomic import remove_stale_temps, write_bytes_atomic
-from ..shards import Shard, find_shards, new_name, set_aside, write_shard, writer_lock
-from .cache import _digest, npy_bytes, read_hashes, space_key
+from ..cache.shards import Shard, find_shards, new_name, set_aside, write_shard, writer_lock
+from ..cache.embeddings import _digest, npy_bytes, read_hashes, space_key
 
 __all__ = ["MultiVectorModel", "TokenEmbeddingCache", "ColBERTRetriever", "from_spec", "maxsim",
            "EXACT_LIMIT", "MAX_BLOCK_BYTES"]

@@ -7,7 +7,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from ..collection import Text
-from .cache import EmbeddingCache
+from ..cache.embeddings import EmbeddingCache
 
 __all__ = ["DenseRetriever", "MAX_BLOCK_BYTES"]
 

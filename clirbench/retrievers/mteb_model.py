@@ -133,7 +133,7 @@ class MTEBEncoder:
 
 def from_spec(arg: str, options: dict) -> Retriever:
     """``mteb:<registry name>``, ``mteb:<registry name>=<local dir>`` or ``mteb:<local dir>``."""
-    from .cache import EmbeddingCache
+    from ..cache.embeddings import EmbeddingCache
     from .dense import DenseRetriever
     from .encoders import _weights_hash
 

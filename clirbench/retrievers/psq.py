@@ -20,7 +20,7 @@ fast_psq drops it, and so drops a term whose best translation alone reaches the 
 renormalise them; keep at most ``max_alternatives`` (not renormalised).
 
 Files: the table is gzipped JSON ``{document term: {query term: p}}`` (fast_psq's format); the
-sidecar ``<table>.meta.json`` records the languages, the analyzer (``clirbench.analysis`` with a
+sidecar ``<table>.meta.json`` records the languages, the analyzer (``clirbench.retrievers.analyzers`` with a
 fingerprint of its output per language: the table is refused when this installation analyses
 text differently) and the query-language counts.
 
@@ -52,7 +52,7 @@ from ..optional import require
 __all__ = ["PSQTable", "PSQRetriever", "from_spec", "load_table", "write_table", "prune_translations",
            "analyzer_record", "meta_path", "ANALYZER", "DEFAULTS", "MAX_BLOCK_BYTES"]
 
-ANALYZER = "clirbench.analysis"
+ANALYZER = "clirbench.retrievers.analyzers"
 META_FORMAT = "clirbench-psq-table/1"
 # alpha and pruning as in fast_psq's README example; oov="keep" is ours (fast_psq: "drop")
 DEFAULTS = {"alpha": 0.1, "min_prob": 1e-4, "max_cdf": 0.99, "max_alternatives": 64, "oov": "keep"}
@@ -74,7 +74,7 @@ _PROBE = (
 def _analyze_fn(name: str) -> Callable[[str, str], list[str]]:
     if name != ANALYZER:
         raise ClirbenchError(f"psq: unknown analyzer {name!r}; this version knows only {ANALYZER!r}")
-    from ..analysis import analyze
+    from .analyzers import analyze
 
     return analyze
 
@@ -87,7 +87,7 @@ def _fingerprint(analyze: Callable[[str, str], list[str]], lang: str) -> str:
 def analyzer_record(langs: Sequence[str], name: str = ANALYZER) -> dict:
     """What a table's sidecar records about its analyzer: name, settings and fingerprint per language."""
     analyze = _analyze_fn(name)
-    from ..analysis import get_analyzer
+    from .analyzers import get_analyzer
 
     return {"name": name,
             "languages": {lang: {"fingerprint": _fingerprint(analyze, lang), **get_analyzer(lang).describe()}
@@ -470,7 +470,7 @@ def from_spec(arg: str, options: dict) -> PSQRetriever:
     for p in paths:  # a wrong path is the likelier mistake: say so before any missing package
         if not Path(p).expanduser().is_file():
             raise DataNotFoundError(f"psq table {Path(p).expanduser()} not found")
-    from ..analysis import require_backends
+    from .analyzers import require_backends
 
     require_backends("retriever psq:")
     tables = [load_table(p, **pruning) for p in paths]

@@ -252,7 +252,7 @@ def _start_jvm(java: JavaRuntime | None, jar: Path) -> dict[str, object]:
 
 
 def _analyzer_lang(lang: str) -> str:
-    from ..analysis import base_lang
+    from .analyzers import base_lang
 
     return base_lang(lang) or "en"
 

@@ -42,7 +42,7 @@ class Family:
 
 
 def _cache(options: dict):
-    from .cache import EmbeddingCache
+    from ..cache.embeddings import EmbeddingCache
 
     return EmbeddingCache(options.get("cache_dir"))
 

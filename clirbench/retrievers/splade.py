@@ -23,9 +23,9 @@ import numpy as np
 from ..atomic import remove_stale_temps, write_bytes_atomic
 from ..collection import Text
 from ..errors import ClirbenchError
-from ..shards import Shard, find_shards, new_name, set_aside, write_shard, writer_lock
-from .base import check_role
-from .cache import _digest, claim, distinct_rows, find_missing, npy_bytes, read_hashes
+from ..cache.shards import Shard, find_shards, new_name, set_aside, write_shard, writer_lock
+from ..collection import check_role
+from ..cache.embeddings import _digest, claim, distinct_rows, find_missing, npy_bytes, read_hashes
 from .encoders import _batches, _locate, _saved_prompts, default_device
 
 __all__ = ["SparseEncoderModel", "SparseVectorCache", "SpladeRetriever", "from_spec"]
@@ -302,7 +302,7 @@ class SparseVectorCache:
 
     Layout: ``root/<sha256(json(key))[:16]>/`` with ``meta.json`` and shards ``<name>.npz`` (scipy
     CSR) + ``<name>.hashes.npy`` (n x 32 sha256 digests) + ``<name>.shard.json`` (checksums,
-    written last: marks the shard complete; see ``clirbench.shards``).
+    written last: marks the shard complete; see ``clirbench.cache.shards``).
     Counters over distinct texts: ``hits``, ``misses``, ``encoded``, ``loaded``.
     """
 

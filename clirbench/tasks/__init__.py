@@ -1,4 +1,4 @@
-"""Task registry: cards from ``tasks/*.yaml`` and the loader each task kind uses."""
+"""Task registry: cards from ``cards/*.yaml`` and the loader each task kind uses."""
 from __future__ import annotations
 
 import dataclasses
@@ -9,7 +9,7 @@ from typing import Sequence
 from ..collection import ParallelCollection, Pool
 from ..errors import UnknownNameError
 from ..scenarios import POOL_MODES, SCENARIOS
-from .cards import TaskCard, load_cards
+from .card import TaskCard, load_cards
 
 __all__ = ["Task", "TaskCard", "get_task", "list_tasks", "SCENARIOS", "POOL_MODES"]
 

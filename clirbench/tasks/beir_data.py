@@ -14,9 +14,9 @@ from ..scenarios import RETRIEVAL
 from ..strict import loads_json
 from . import Task
 from .hub import sha256_file
-from .beir_format import (UNDETERMINED, check_qrels, check_scenarios, no_options, pools_by_query_lang,
+from ..formats.beir import (UNDETERMINED, check_qrels, check_scenarios, no_options, pools_by_query_lang,
                           qrels_path, read_corpus, read_qrels, read_queries)
-from .cards import TaskCard, parse_card
+from .card import TaskCard, parse_card
 
 _FILES = "corpus.jsonl, queries.jsonl and qrels/<split>.tsv"
 

@@ -12,8 +12,8 @@ from typing import Any, Mapping, Sequence
 
 from ..collection import ParallelCollection, Text
 from ..errors import MalformedDataError, UnknownNameError
-from .cards import TaskCard
-from ..jsonl import json_objects
+from .card import TaskCard
+from ..formats.jsonl import json_objects
 from .hub import check_counts, find_local_dir, hub_rows, plain_value, require_file, sha256_file, source_record
 
 FIELDS = ("link", "question_number", "flores_passage", "question", "mc_answer1", "mc_answer2",

@@ -28,9 +28,9 @@ from typing import Mapping
 from ..collection import Pool, Text
 from ..errors import DataNotFoundError, MalformedDataError, UnknownNameError
 from .hub import load_hub_split, sha256_file
-from .beir_format import (check_scenarios, local_dir, no_options, parse_int_option, parse_lang_list,
+from ..formats.beir import (check_scenarios, local_dir, no_options, parse_int_option, parse_lang_list,
                           pools_by_query_lang, truncate_tokens)
-from .cards import TaskCard
+from .card import TaskCard
 
 __all__ = ["pools", "locate", "query_groups", "write_breakdown", "gold_translations", "LAYOUT"]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from ..errors import DataNotFoundError, MalformedDataError
-from .cards import TaskCard
+from .card import TaskCard
 
 
 def _patterns(card: TaskCard) -> tuple[str, ...]:

@@ -27,9 +27,9 @@ from typing import Iterable, Mapping
 from ..collection import Pool, Text
 from ..errors import DataNotFoundError, MalformedDataError, UnknownNameError
 from .hub import load_hub_split, plain_rows, sha256_file
-from .beir_format import (check_qrels, check_scenarios, no_options, parse_lang_list,
+from ..formats.beir import (check_qrels, check_scenarios, no_options, parse_lang_list,
                           qrels_path, read_corpus, read_qrels, read_queries)
-from .cards import TaskCard
+from .card import TaskCard
 
 __all__ = ["pools", "locate", "summary_table", "table_rows", "SUBSETS", "DIRECTIONS"]
 

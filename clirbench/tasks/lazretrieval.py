@@ -24,11 +24,11 @@ from typing import Iterable, Iterator, Mapping
 
 from ..collection import Pool, Text
 from ..errors import DataNotFoundError, MalformedDataError, UnknownNameError
-from ..jsonl import json_objects
+from ..formats.jsonl import json_objects
 from ..strict import loads_json
 from .hub import sha256_file
-from .beir_format import check_scenarios, no_options, parse_lang_list
-from .cards import TaskCard
+from ..formats.beir import check_scenarios, no_options, parse_lang_list
+from .card import TaskCard
 
 __all__ = ["pools", "locate", "read_records", "summary_table", "LOCALES", "FILES"]
 

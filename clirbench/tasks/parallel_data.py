@@ -30,8 +30,8 @@ from typing import Any, Sequence
 from ..collection import ParallelCollection, Text
 from ..errors import DataNotFoundError, MalformedDataError
 from ..scenarios import POOL_MODES, SCENARIOS
-from .cards import TaskCard
-from ..jsonl import json_objects
+from .card import TaskCard
+from ..formats.jsonl import json_objects
 from .hub import sha256_file
 
 _LANG = re.compile(r"^[A-Za-z]{2,3}([_-][A-Za-z0-9]+)*$")

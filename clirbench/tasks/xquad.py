@@ -17,7 +17,7 @@ from typing import Sequence
 from ..collection import ParallelCollection, Text
 from ..errors import MalformedDataError, UnknownNameError
 from ..strict import loads_json
-from .cards import TaskCard
+from .card import TaskCard
 from .hub import check_counts, find_local_dir, hub_rows, read_bytes, require_file, source_record
 
 

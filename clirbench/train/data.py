@@ -71,7 +71,7 @@ def from_task(task: str, langs: Sequence[str], task_options: Mapping | None = No
 
 def read_triplets(path: str | Path, langs: Sequence[str]) -> Examples:
     """Examples from a triplet JSONL; each text must have every language in ``langs``."""
-    from ..jsonl import json_objects
+    from ..formats.jsonl import json_objects
     from ..tasks.hub import sha256_file
 
     path = Path(path)

@@ -2,7 +2,7 @@
 
 Under ``<root>/<sha256(spec)[:16]>/`` (with a ``spec.json`` naming the translator), one folder
 ``<src>-<tgt>/`` of shards per language pair: each chunk of translations is one JSON Lines shard
-with a checksum (``clirbench.shards``), so an interrupted translation of a large corpus resumes
+with a checksum (``clirbench.cache.shards``), so an interrupted translation of a large corpus resumes
 where it stopped and a damaged shard is set aside and translated again. The older single
 appended file ``<src>-<tgt>.jsonl`` is still read (a torn last line is ignored).
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from ..atomic import remove_stale_temps, write_bytes_atomic
-from ..shards import find_shards, new_name, set_aside, write_shard
+from ..cache.shards import find_shards, new_name, set_aside, write_shard
 
 __all__ = ["TranslationCache", "text_key"]
 

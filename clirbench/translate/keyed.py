@@ -16,7 +16,7 @@ class FileTranslator:
     """
 
     def __init__(self, path: str) -> None:
-        from ..jsonl import json_objects
+        from ..formats.jsonl import json_objects
         from ..tasks.hub import sha256_file
 
         self.path, self.spec = path, f"file:{path}"

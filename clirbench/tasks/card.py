@@ -1,4 +1,4 @@
-"""Task cards: the declarative description of a task (``tasks/<id>.yaml``), validated loudly."""
+"""Task cards: the declarative description of a task (``clirbench/tasks/cards/<id>.yaml``), validated loudly."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -30,12 +30,11 @@ class TaskCard:
 
 
 def cards_dir() -> Path:
-    """The folder of task cards: ``tasks/`` in a checkout, ``clirbench/_task_cards`` in a wheel."""
-    here = Path(__file__).resolve().parent.parent
-    for candidate in (here.parent / "tasks", here / "_task_cards"):
-        if candidate.is_dir():
-            return candidate
-    raise MalformedDataError("clirbench installation is incomplete: no task cards folder found")
+    """The folder of task cards, ``clirbench/tasks/cards/``, shipped inside the package."""
+    folder = Path(__file__).resolve().parent / "cards"
+    if not folder.is_dir():
+        raise MalformedDataError("clirbench installation is incomplete: no task cards folder found")
+    return folder
 
 
 def parse_card(data: Mapping[str, Any], origin: str) -> TaskCard:

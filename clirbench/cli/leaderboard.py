@@ -35,8 +35,8 @@ def add_leaderboard_parser(subparsers) -> argparse.ArgumentParser:
 
 def cmd_leaderboard(args) -> int:
     """Handler: returns the exit code; user errors raise ClirbenchError (one line, exit 2, in cli.py)."""
-    from .errors import ClirbenchError
-    from . import leaderboard as lb
+    from ..errors import ClirbenchError
+    from .. import leaderboard as lb
 
     command = getattr(args, "leaderboard_command", None)
     if command == "build":

@@ -19,7 +19,7 @@ import zlib
 from pathlib import Path
 from typing import IO, Iterator, Mapping
 
-from .atomic import write_bytes_atomic
+from ..atomic import write_bytes_atomic
 
 __all__ = ["read_qrels", "read_run", "write_run", "write_qrels"]
 

@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import argparse
 
-from .checks import positive_int
+from ..checks import positive_int
 
 __all__ = ["add_translation_arguments", "translation_options"]
 
 
 def add_translation_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the translation options to the ``run`` parser; returns it."""
-    from .translate.spec import USAGE
+    from ..translate.spec import USAGE
 
     g = parser.add_argument_group("translation (QT / DT)")
     g.add_argument("--translate", choices=("query", "docs"), default=None,
@@ -29,7 +29,7 @@ def add_translation_arguments(parser: argparse.ArgumentParser) -> argparse.Argum
 
 def translation_options(args: argparse.Namespace) -> dict:
     """Keyword arguments for ``runner.run``: ``{}`` or ``{"translation": {...}}``."""
-    from .errors import ClirbenchError
+    from ..errors import ClirbenchError
 
     direction, spec = getattr(args, "translate", None), getattr(args, "translator", None)
     if direction is None and spec is None:

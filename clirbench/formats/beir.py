@@ -15,7 +15,7 @@ from typing import Iterable, Iterator, Mapping, Sequence
 
 from ..collection import Pool, Text
 from ..errors import DataNotFoundError, MalformedDataError, UnknownNameError
-from ..jsonl import json_objects, numbered_lines
+from .jsonl import json_objects, numbered_lines
 from ..scenarios import RETRIEVAL
 from ..strict import ascii_int
 

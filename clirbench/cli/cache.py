@@ -21,8 +21,8 @@ def _label(item) -> str:
 
 
 def cmd_cache(args: argparse.Namespace) -> int:
-    from .runner import default_cache_dir
-    from .shards import clean_cache, verify_cache
+    from ..runner import default_cache_dir
+    from ..cache.shards import clean_cache, verify_cache
 
     root = args.cache_dir or default_cache_dir()
     if args.cache_command == "verify":

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .checks import nonnegative_float, positive_float
+from ..checks import nonnegative_float, positive_float
 
 __all__ = ["add_sweep_parser", "cmd_sweep"]
 
@@ -35,8 +35,8 @@ def cmd_sweep(args) -> int:
     SweepConfigError (a ClirbenchError: one line, exit 2 in cli.py)."""
     from dataclasses import replace
 
-    from .sweep import cells, load_config, make_executor, run_sweep
-    from .sweep.executors import finished
+    from ..sweep import cells, load_config, make_executor, run_sweep
+    from ..sweep.executors import finished
 
     config = load_config(args.config)
     overrides = {k: v for k, v in (("output", args.output), ("cache_dir", args.cache_dir),

@@ -3,7 +3,7 @@
 Layout: ``root/<sha256(json([model_id, revision, prompt, role]))[:16]>/`` holds ``meta.json`` and
 append-only shards ``<name>.vecs.npy`` (float32, n x d) + ``<name>.hashes.npy`` (uint8, n x 32,
 the texts' sha256 digests) + ``<name>.shard.json`` (sizes and checksums, written last: marks the
-shard complete; see ``clirbench.shards``), so a killed run leaves only whole shards and the next
+shard complete; see ``clirbench.cache.shards``), so a killed run leaves only whole shards and the next
 run resumes from them. A shard that fails its check is quarantined and its texts encoded again.
 Each chunk is encoded holding the folder's writer lock, so concurrent runs share the work.
 Shards are read through memory maps, only the rows asked for.
@@ -22,13 +22,13 @@ from typing import Sequence
 import numpy as np
 
 from ..atomic import remove_stale_temps, write_bytes_atomic
-from ..shards import Shard, find_shards, new_name, quarantine, set_aside, write_shard, writer_lock
-from .base import check_role
+from .shards import Shard, find_shards, new_name, quarantine, set_aside, write_shard, writer_lock
+from ..collection import check_role
 
 __all__ = ["EmbeddingCache", "space_key"]
 
 _FORMAT = 1
-_MARKER = ".hashes.npy"  # completes a shard written before manifests (see clirbench.shards)
+_MARKER = ".hashes.npy"  # completes a shard written before manifests (see clirbench.cache.shards)
 
 
 def space_key(model_id: str, revision: str, prompt: str, role: str) -> str:

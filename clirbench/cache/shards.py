@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from .atomic import STALE_AFTER, is_stale_temp, is_temp, unlink_all, write_bytes_atomic
+from ..atomic import STALE_AFTER, is_stale_temp, is_temp, unlink_all, write_bytes_atomic
 
 __all__ = ["Shard", "write_shard", "new_name", "find_shards", "set_aside", "quarantine", "writer_lock",
            "leftovers", "remove_leftovers", "clean_purge", "MANIFEST", "LOCK", "QUARANTINE"]

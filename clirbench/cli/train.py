@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from .checks import check_float, nonnegative_int, positive_float, positive_int, probability, seed
+from ..checks import check_float, nonnegative_int, positive_float, positive_int, probability, seed
 
 __all__ = ["add_train_parser", "add_merge_parser", "cmd_train", "cmd_merge"]
 
@@ -32,7 +32,7 @@ def add_merge_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def cmd_merge(args) -> int:
-    from .train.merge import merge_models
+    from ..train.merge import merge_models
 
     out = merge_models(args.models, args.out, weights=args.weights, device=args.device)
     record = json.loads((out / "clirbench_merge.json").read_text(encoding="utf-8"))
@@ -43,7 +43,7 @@ def cmd_merge(args) -> int:
 
 
 def add_train_parser(subparsers) -> argparse.ArgumentParser:
-    from .train import LOSSES, RECIPES
+    from ..train import LOSSES, RECIPES
 
     p = subparsers.add_parser("train", help="fine-tune a sentence-transformers model to reduce language bias")
     p.add_argument("--model", required=True, help="base model: a sentence-transformers folder or hub id")
@@ -81,8 +81,8 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def cmd_train(args) -> int:
-    from .cli import _options, _split
-    from .train.recipes import TRAIN_RECORD, train
+    from . import _options, _split
+    from ..train.recipes import TRAIN_RECORD, train
 
     out = train(args.model, args.out, task=args.task, langs=_split(args.langs) or [],
                 task_options=_options(args.task_option), data_dir=args.data_dir, triplets=args.triplets,

@@ -8,13 +8,13 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from .cli_cache import add_cache_parser, cmd_cache
-from .cli_leaderboard import add_leaderboard_parser, cmd_leaderboard
-from .cli_psq import add_psq_parser, cmd_psq
-from .cli_sweep import add_sweep_parser, cmd_sweep
-from .cli_train import add_merge_parser, add_train_parser, cmd_merge, cmd_train
-from .cli_translate import add_translation_arguments, translation_options
-from . import checks
+from .cache import add_cache_parser, cmd_cache
+from .leaderboard import add_leaderboard_parser, cmd_leaderboard
+from .psq import add_psq_parser, cmd_psq
+from .sweep import add_sweep_parser, cmd_sweep
+from .train import add_merge_parser, add_train_parser, cmd_merge, cmd_train
+from .translation import add_translation_arguments, translation_options
+from .. import checks
 
 EXIT_USAGE = 2
 
@@ -33,8 +33,8 @@ class _Parser(argparse.ArgumentParser):
 
 def _run_epilog() -> str:
     """Task ids and retriever families, from their registries (only when ``run --help`` is shown)."""
-    from .retrievers.spec import family_usages
-    from .tasks import list_tasks
+    from ..retrievers.spec import family_usages
+    from ..tasks import list_tasks
 
     tasks = [t.card.id for t in list_tasks()] + ["parallel:<file>", "beir:<dir>"]
     return (f"tasks (--task): {', '.join(tasks)}; `clirbench tasks` lists their languages and data. "
@@ -129,7 +129,7 @@ def _size(expected) -> str:
 
 
 def cmd_tasks(args) -> int:
-    from .tasks import list_tasks
+    from ..tasks import list_tasks
 
     rows = []
     for task in list_tasks():
@@ -158,9 +158,9 @@ def validate(data_dir=None, load_data: bool = True, folder=None) -> tuple[list[s
     files' SHA-256 match the card. Problems fail ``clirbench validate``; notes (no local data, a
     file the card has no hash for) do not.
     """
-    from .measures import parse
-    from .tasks import Task
-    from .tasks.cards import cards_dir, parse_card, read_card_yaml
+    from ..measures import parse
+    from ..tasks import Task
+    from ..tasks.card import cards_dir, parse_card, read_card_yaml
 
     problems: list[str] = []
     notes: list[str] = []
@@ -213,8 +213,8 @@ def _check_card(card, path, parse, Task, problems: list[str]):
 
 
 def _check_data(task, data_dir, problems: list[str], notes: list[str]) -> None:
-    from .errors import DataNotFoundError
-    from .tasks import hub
+    from ..errors import DataNotFoundError
+    from ..tasks import hub
 
     card = task.card
     try:
@@ -258,14 +258,14 @@ def cmd_validate(args) -> int:
         print(f"clirbench: validate: {problem}", file=sys.stderr)
     if problems:
         return EXIT_USAGE
-    from .tasks.cards import cards_dir
+    from ..tasks.card import cards_dir
     print(f"ok: {len(list(cards_dir().glob('*.yaml')))} task cards valid")
     return 0
 
 
 def cmd_run(args) -> int:
-    from .report import format_outcomes
-    from .runner import run
+    from ..report import format_outcomes
+    from ..runner import run
 
     report = run(
         args.model, task=args.task, langs=args.langs, scenarios=args.scenario,
@@ -280,8 +280,8 @@ def cmd_run(args) -> int:
 
 
 def cmd_evaluate(args) -> int:
-    from .evaluate import evaluate_files
-    from .atomic import write_text_atomic
+    from ..evaluate import evaluate_files
+    from ..atomic import write_text_atomic
 
     report = evaluate_files(args.qrels, args.run, measures=_split(args.measures),
                             resamples=args.resamples, seed=args.seed, per_query_path=args.per_query)
@@ -293,7 +293,7 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from .compare import compare, format_comparison
+    from ..compare import compare, format_comparison
 
     report = compare(args.a, args.b, measures=_split(args.measures), resamples=args.resamples,
                      seed=args.seed, permutations=args.permutations)
@@ -312,7 +312,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help, or a usage error already printed on one line
         return int(exc.code or 0)
     if args.version:
-        from . import __version__
+        from .. import __version__
         print(f"clirbench {__version__}")
         return 0
     if args.subcommand is None:
@@ -330,7 +330,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         print(f"clirbench: error: {message}", file=sys.stderr)
         return EXIT_USAGE
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

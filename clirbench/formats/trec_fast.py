@@ -18,7 +18,7 @@ from typing import Mapping
 
 import numpy as np
 
-from .ranking import RankTable, _finish, rank_in_segments
+from ..ranking import RankTable, _finish, rank_in_segments
 
 __all__ = ["rank_run_file"]
 

@@ -5,8 +5,8 @@ import os
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from .errors import DataNotFoundError, MalformedDataError
-from .strict import loads_json
+from ..errors import DataNotFoundError, MalformedDataError
+from ..strict import loads_json
 
 _BOM = b"\xef\xbb\xbf"
 

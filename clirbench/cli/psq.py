@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from .checks import positive_int, probability
+from ..checks import positive_int, probability
 
 __all__ = ["add_psq_parser", "cmd_psq"]
 
@@ -27,15 +27,15 @@ def add_psq_parser(subparsers) -> argparse.ArgumentParser:
 
 def cmd_psq(args) -> int:
     """Handler: returns the exit code; user errors raise ClirbenchError (one line, exit 2, in cli.py)."""
-    from .errors import ClirbenchError
+    from ..errors import ClirbenchError
 
     if getattr(args, "psq_command", None) != "train":
         raise ClirbenchError("clirbench psq: expected a subcommand: train")
-    from .psq_train import read_bitext, train_table
-    from .retrievers.psq import meta_path
+    from ..retrievers.psq_train import read_bitext, train_table
+    from ..retrievers.psq import meta_path
 
-    from .analysis import require_backends
-    from .optional import require
+    from ..retrievers.analyzers import require_backends
+    from ..optional import require
 
     require_backends("psq train")
     require("scipy.sparse", purpose="psq train")
