@@ -80,6 +80,11 @@ class Task:
         subset = str(collection.source.get("subset") or "")
         return [dataclasses.replace(p, subset=subset) for p in pools] if subset else pools
 
+    def breakdown_groups(self, pool: Pool) -> dict:
+        """``{field: {query id: groups}}`` for the per-group breakdown of a result; ``{}`` when none."""
+        hook = getattr(self.loader(), "breakdown_groups", None)
+        return dict(hook(pool)) if hook is not None else {}
+
     def check_languages(self, languages: Sequence[str]) -> None:
         unknown = [l for l in languages if l not in self.card.languages]
         if unknown:

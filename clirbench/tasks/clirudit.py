@@ -32,7 +32,7 @@ from ..formats.beir import (check_scenarios, local_dir, no_options, parse_int_op
                           pools_by_query_lang, truncate_tokens)
 from .card import TaskCard
 
-__all__ = ["pools", "locate", "query_groups", "write_breakdown", "gold_translations", "LAYOUT"]
+__all__ = ["pools", "locate", "query_groups", "breakdown_groups", "write_breakdown", "gold_translations", "LAYOUT"]
 
 DOC_LANGS = ("fr", "en")
 LAYOUT = {  # (config, split) per part; the qrels of each document language
@@ -255,6 +255,12 @@ def query_groups(pool: Pool, field: str = "discipline") -> dict[str, tuple[str, 
         if groups:
             out[qid] = tuple(groups)
     return out
+
+
+def breakdown_groups(pool: Pool) -> dict[str, dict[str, tuple[str, ...]]]:
+    """``{"discipline": {qid: disciplines}}`` when the metadata has disciplines, else ``{}``."""
+    groups = query_groups(pool, "discipline")
+    return {"discipline": groups} if groups else {}
 
 
 def write_breakdown(result_path: str | os.PathLike, pool: Pool, field: str = "discipline") -> dict | None:

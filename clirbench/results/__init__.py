@@ -23,9 +23,9 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
-from . import __version__
-from .atomic import write_text_atomic
-from .errors import DataNotFoundError, MalformedDataError
+from .. import __version__
+from ..atomic import write_text_atomic
+from ..errors import DataNotFoundError, MalformedDataError
 
 __all__ = [
     "SCHEMA_VERSION", "TaskRef", "RetrieverRef", "MeasureValue", "BootstrapSettings", "Timings",
@@ -212,7 +212,7 @@ class BootstrapSettings:
     def from_dict(cls, data: Mapping) -> "BootstrapSettings":
         w = "bootstrap."
         _no_extra(data, ("resamples", "seed", "confidence", "method"), w)
-        from .checks import check_resamples, check_seed
+        from ..checks import check_resamples, check_seed
 
         resamples = check_resamples(_get(data, "resamples", (int,), w, 1000), w + "resamples")
         seed = check_seed(_get(data, "seed", (int,), w, 42), w + "seed")
@@ -265,7 +265,7 @@ class Hardware:
     def from_dict(cls, data: Mapping) -> "Hardware":
         w = "hardware."
         _no_extra(data, ("platform", "python", "cpu", "cores", "gpu"), w)
-        from .checks import check_int
+        from ..checks import check_int
 
         texts = [_get(data, k, (str,), w) for k in ("platform", "python", "cpu")]
         for k, v in zip(("platform", "python", "cpu"), texts):
@@ -482,7 +482,7 @@ def summarise(measures: Sequence[Any], per_query: Mapping[str, np.ndarray], resa
     to the reported value: value = f(mean), CI = f at the bootstrap percentile ends, ordered
     (so a decreasing f swaps them). ``f`` is called on one float at a time.
     """
-    from .stats import bootstrap_means, _percentiles
+    from ..stats import bootstrap_means, _percentiles
 
     transforms = dict(transforms or {})
     names = [str(m) for m in measures]
@@ -592,7 +592,7 @@ def read_result(path: str | os.PathLike) -> Result:
         raise DataNotFoundError(f"{path}: no such result file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise MalformedDataError(f"{path}: cannot read result file: {_one_line(exc)}") from None
-    from .strict import loads_json
+    from ..strict import loads_json
 
     data = loads_json(raw, f"{path}: malformed result file")  # duplicate keys and deep nesting refused
     try:
