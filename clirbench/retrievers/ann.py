@@ -362,6 +362,14 @@ def ann_run(retriever, queries: Sequence, docs: Sequence, spec: str | IndexSpec,
 # which measures an ANN run may give
 
 
+def _from_a_run(family: str) -> bool:
+    """True for the trec_eval families (trec_eval computes them from a run, with or without a cutoff)."""
+    from ..measures.base import FAMILIES, Measure
+
+    return Measure(family).trec_name is not None or (
+        FAMILIES[family][0] != "none" and Measure(family, 1).trec_name is not None)
+
+
 def split_ann_measures(measures, k: int | None = None) -> tuple[list, list]:
     """(allowed, refused) Measure lists: trec_eval measures (cutoff <= k) vs rank-set measures.
 
@@ -374,7 +382,7 @@ def split_ann_measures(measures, k: int | None = None) -> tuple[list, list]:
 
     allowed, refused = [], []
     for m in map(parse, measures):
-        ok = m.trec_name is not None and (k is None or m.cutoff is None or m.cutoff <= k)
+        ok = _from_a_run(m.family) and (k is None or m.cutoff is None or m.cutoff <= k)
         (allowed if ok else refused).append(m)
     return allowed, refused
 
@@ -382,7 +390,7 @@ def split_ann_measures(measures, k: int | None = None) -> tuple[list, list]:
 def check_ann_measures(measures, k: int | None = None) -> list:
     """The parsed measures, or one-line :class:`ClirbenchError` for any an ANN top-k list cannot give."""
     allowed, refused = split_ann_measures(measures, k)
-    rank_set = [str(m) for m in refused if m.trec_name is None]
+    rank_set = [str(m) for m in refused if not _from_a_run(m.family)]
     if rank_set:
         raise ClirbenchError(f"{', '.join(rank_set)} need(s) every relevant document's exact rank, which an "
                              f"approximate index (--index faiss:...) cannot give: use the exact path "
