@@ -233,6 +233,18 @@ def test_training_sample_and_too_many_lists():
     assert "cannot be trained on 100 documents" in str(info.value) and "\n" not in str(info.value)
 
 
+def test_search_parameters_change_on_a_built_index():
+    D, Q = _clustered(3000, 30)
+    index = AnnIndex("faiss:IVF32,Flat?nprobe=1", D.shape[1]).build(D)
+    _, one = index.search(Q, 10)
+    _, every = index.set_params("nprobe=32").search(Q, 10)
+    exact = np.argsort(-(Q @ D.T), axis=1)[:, :10]
+    assert str(index.spec) == "faiss:IVF32,Flat?nprobe=32" and index.describe()["params"] == "nprobe=32"
+    assert np.array_equal(np.sort(every, axis=1), np.sort(exact, axis=1)) and not np.array_equal(one, every)
+    with pytest.raises(UnknownNameError, match="could not set parameter efSearch"):
+        index.set_params("efSearch=4")
+
+
 def test_gpu_asked_for_without_one_is_one_line():
     if faiss.get_num_gpus() > 0:
         pytest.skip("this machine has a GPU: the refusal cannot happen")

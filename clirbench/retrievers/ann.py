@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import ClirbenchError, UnknownNameError
 
-__all__ = ["IndexSpec", "AnnIndex", "parse_index_spec", "ann_run", "exact_topk", "measured_recall",
+__all__ = ["IndexSpec", "AnnIndex", "parse_index_spec", "ann_run", "exact_topk", "rescore_topk", "measured_recall",
            "check_ann_measures", "split_ann_measures", "ann_depth", "ann_measures", "PREFIX",
            "DEFAULT_RECALL_SAMPLE", "DEFAULT_DEPTH"]
 
@@ -181,6 +181,18 @@ class AnnIndex:
         self.build_s = time.perf_counter() - t0
         return self
 
+    def set_params(self, params: str) -> "AnnIndex":
+        """Apply other search parameters (``"nprobe=32"``) to the built index, e.g. to sweep them."""
+        spec = parse_index_spec(f"{PREFIX}{self.spec.factory}" + (f"?{params}" if params else ""), self.dim)
+        if self.index is not None:
+            try:
+                _apply_params(self.faiss, self.index, spec.params, gpu=self.gpu is not None)
+            except RuntimeError as exc:
+                raise ClirbenchError(f"index {spec}: {_reason(exc)}") from None
+        self.spec = spec
+        self.search_s = 0.0
+        return self
+
     def _to_gpu(self, index):
         faiss = self.faiss
         try:
@@ -294,6 +306,43 @@ def measured_recall(Q: np.ndarray, D: np.ndarray, ann_cols: np.ndarray, k: int, 
             "exact_s": round(time.perf_counter() - t0, 6)}
 
 
+def rescore_topk(Q: np.ndarray, D: np.ndarray, cand: np.ndarray, k: int, keys: np.ndarray,
+                 exclude: Sequence[np.ndarray] | None = None, complete: bool = False
+                 ) -> tuple[np.ndarray, np.ndarray, int]:
+    """Exact scores of the candidates ``cand`` (n, m; -1 = none), top k kept under the tie rule.
+
+    Returns (cols, scores), each (n, k) padded with -1 / -inf, and the number of queries whose k-th
+    kept score equals their last candidate's (documents tied with it may lie beyond the candidates;
+    never counted when ``complete``: the candidates were the whole pool).
+    """
+    n = len(cand)
+    cols = np.full((n, k), -1, dtype=np.int64)
+    vals = np.full((n, k), -np.inf, dtype=np.float32)
+    unresolved = 0
+    m = cand.shape[1] if cand.ndim == 2 else 0
+    if not n or not m:
+        return cols, vals, 0
+    step = max(1, (64 << 20) // max(1, m * D.shape[1] * 4))
+    for a in range(0, n, step):  # in blocks of queries: the gathered candidate vectors stay small
+        b = min(a + step, n)
+        c = cand[a:b].astype(np.int64, copy=True)
+        s = np.matmul(D[np.maximum(c, 0)], Q[a:b, :, None])[:, :, 0].astype(np.float32, copy=False)
+        if exclude is not None:
+            for r in range(a, b):
+                c[r - a, np.isin(c[r - a], exclude[r])] = -1
+        o = _order_rows(s, c, keys)
+        c, s = np.take_along_axis(c, o, axis=1), np.take_along_axis(s, o, axis=1)
+        s = np.where(c >= 0, s, -np.inf).astype(np.float32)
+        full = (c >= 0).sum(axis=1)
+        if not complete and m > k:
+            kth = s[:, k - 1]
+            last = s[np.arange(b - a), np.maximum(full - 1, 0)]
+            unresolved += int(np.count_nonzero((full > k) & (kth == last)))
+        kk = min(k, m)
+        cols[a:b, :kk], vals[a:b, :kk] = c[:, :kk], s[:, :kk]
+    return cols, vals, unresolved
+
+
 def ann_run(retriever, queries: Sequence, docs: Sequence, spec: str | IndexSpec, k: int, *,
             exclusions: Mapping[str, Collection[str]] | None = None, margin: int | None = None,
             recall_sample: int = DEFAULT_RECALL_SAMPLE, seed: int = 0, device: str | None = None,
@@ -332,25 +381,10 @@ def ann_run(retriever, queries: Sequence, docs: Sequence, spec: str | IndexSpec,
     unresolved = 0
     if fetch:
         _, cand = index.search(Q, fetch)
-        step = max(1, (64 << 20) // max(1, fetch * D.shape[1] * 4))
-        for a in range(0, len(queries), step):  # exact rescoring, in blocks of queries
-            b = min(a + step, len(queries))
-            c = cand[a:b]
-            s = np.einsum("id,ijd->ij", Q[a:b], D[np.maximum(c, 0)], optimize=False).astype(np.float32)
-            if exclude is not None:
-                for r in range(a, b):
-                    c[r - a, np.isin(c[r - a], exclude[r])] = -1
-            o = _order_rows(s, c, keys)
-            c, s = np.take_along_axis(c, o, axis=1), np.take_along_axis(s, o, axis=1)
-            full = (c >= 0).sum(axis=1)
-            # the k-th kept score equals the last candidate's: documents tied with it may be missing
-            kth = np.where(full >= k, s[:, min(k, c.shape[1]) - 1], np.nan)
-            last = s[np.arange(len(c)), np.maximum(full - 1, 0)]
-            unresolved += int(np.count_nonzero((full > k) & (kth == last) & (fetch < len(doc_ids))))
-            for r in range(b - a):
-                keep = c[r][c[r] >= 0][:k]
-                ann_cols[a + r, :len(keep)] = keep
-                run[queries[a + r].id] = {doc_ids[j]: float(v) for j, v in zip(keep.tolist(), s[r, :len(keep)].tolist())}
+        ann_cols, scores, unresolved = rescore_topk(Q, D, cand, k, keys, exclude, complete=fetch >= len(doc_ids))
+        for i, q in enumerate(queries):
+            keep = ann_cols[i] >= 0
+            run[q.id] = {doc_ids[j]: float(v) for j, v in zip(ann_cols[i][keep].tolist(), scores[i][keep].tolist())}
     recall = measured_recall(Q, D, ann_cols, k, keys, sample=recall_sample, seed=seed, exclude=exclude) \
         if len(queries) and len(doc_ids) else {"k": k, "recall": float("nan"), "sample": 0, "queries": len(queries), "seed": seed}
     info = {"index": index.describe(), "k": k, "candidates": int(fetch), "rescored": "exact inner products",
