@@ -322,3 +322,38 @@ def test_measured_recall_counts_missing_entries():
     half[:, 5:] = -1
     rec = measured_recall(Q, D, half, 10, keys)
     assert rec["recall"] == 0.5 and rec["sample"] == 10 and rec["queries"] == 10
+
+
+def test_copies_of_a_document_get_equal_scores_and_enter_together():
+    """Identical texts share one cached embedding; the exact rescoring gives them bit-equal scores,
+    so the tie rule (not faiss's heap) decides between copies, as on the exact path."""
+    rng = np.random.default_rng(1)
+    base = rng.standard_normal((300, 96)).astype(np.float32)
+    base /= np.linalg.norm(base, axis=1, keepdims=True)
+    docs = [_Text(f"d{i:04d}", f"text-{i % 300}") for i in range(450)]  # d0300..d0449 copy d0000..d0149
+    queries, qt = _synthetic(rng.standard_normal((60, 96)).astype(np.float32), "q")
+    retriever = _retriever(TableEncoder({**{f"text-{i}": base[i] for i in range(300)}, **qt}))
+    run, info = ann_run(retriever, queries, docs, "faiss:Flat", 30)
+    S = retriever.embed(queries, "query") @ retriever.embed(docs, "document").T
+    assert [sorted(run[q.id]) for q in queries] == [sorted(w) for w in _tie_rule_topk(S, [d.id for d in docs], 30)]
+    for q in queries:
+        for i in range(150):
+            a, b = f"d{i:04d}", f"d{i + 300:04d}"
+            if a in run[q.id] and b in run[q.id]:
+                assert run[q.id][a] == run[q.id][b]
+            elif b in run[q.id]:
+                assert run[q.id][b] == min(run[q.id].values())  # a copy cut off only at the k-th place
+            else:
+                assert a not in run[q.id]  # the copy with the greater id sorts first on equal scores
+
+
+def test_empty_pools():
+    queries, qt = _synthetic(np.eye(4, dtype=np.float32), "q")
+    docs, dt = _synthetic(np.eye(4, dtype=np.float32)[::-1].copy(), "d")
+    retriever = _retriever(TableEncoder({**dt, **qt}))
+    run, info = ann_run(retriever, queries, [], "faiss:Flat", 5)
+    assert run == {q.id: {} for q in queries} and info["index"]["ntotal"] == 0
+    run, info = ann_run(retriever, [], docs, "faiss:Flat", 5)
+    assert run == {} and info["recall"]["sample"] == 0
+    run, info = ann_run(retriever, queries, docs, "faiss:Flat", 10)  # k above the pool size: every doc
+    assert all(len(r) == 4 for r in run.values()) and info["recall"]["recall"] == 1.0

@@ -364,6 +364,8 @@ def ann_run(retriever, queries: Sequence, docs: Sequence, spec: str | IndexSpec,
     dindex = {d: i for i, d in enumerate(doc_ids)}
     D = np.ascontiguousarray(retriever.embed(docs, "document"), dtype=np.float32)
     Q = np.ascontiguousarray(retriever.embed(queries, "query"), dtype=np.float32)
+    dim = max(D.shape[1] if D.ndim == 2 else 0, Q.shape[1] if Q.ndim == 2 else 0, 1)
+    D, Q = D.reshape(len(D), dim), Q.reshape(len(Q), dim)  # an empty side may come back as (0, 0)
     exclude = None
     if exclusions:
         exclude = []
@@ -373,7 +375,7 @@ def ann_run(retriever, queries: Sequence, docs: Sequence, spec: str | IndexSpec,
             except KeyError as exc:
                 raise ValueError(f"excluded doc {exc.args[0]!r} of query {q.id!r} is not in the pool") from None
     extra = max((len(e) for e in exclude), default=0) if exclude else 0
-    index = AnnIndex(spec, D.shape[1] if D.ndim == 2 and D.shape[1] else Q.shape[1], device=device,
+    index = AnnIndex(spec, dim, device=device,
                      train_size=train_size, seed=seed).build(D)
     fetch = min(k + margin + extra, len(doc_ids)) if doc_ids else 0
     run: dict[str, dict[str, float]] = {q.id: {} for q in queries}
