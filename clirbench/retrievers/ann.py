@@ -428,11 +428,13 @@ def check_ann_measures(measures, k: int | None = None) -> list:
     allowed, refused = split_ann_measures(measures, k)
     rank_set = [str(m) for m in refused if not _from_a_run(m.family)]
     if rank_set:
-        raise ClirbenchError(f"{', '.join(rank_set)} need(s) every relevant document's exact rank, which an "
+        verb = "needs" if len(rank_set) == 1 else "need"
+        raise ClirbenchError(f"{', '.join(rank_set)} {verb} every relevant document's exact rank, which an "
                              f"approximate index (--index faiss:...) cannot give: use the exact path "
                              f"(--shards N) or drop them from --measures")
     if refused:
-        raise ClirbenchError(f"{', '.join(map(str, refused))} need(s) deeper lists than the ANN depth k={k}")
+        verb = "needs" if len(refused) == 1 else "need"
+        raise ClirbenchError(f"{', '.join(map(str, refused))} {verb} deeper lists than the ANN depth k={k}")
     return allowed
 
 
