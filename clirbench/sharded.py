@@ -46,11 +46,11 @@ SHARD_BYTES = 256 << 20  # default budget for one (query block x shard) float32 
 
 def shard_plan(n_docs: int, n_queries: int, budget_bytes: int = SHARD_BYTES,
                block_rows: int = 4096) -> tuple[int, int]:
-    """``(shards, query_block_rows)`` keeping one float32 score block (and the boolean temporaries
-    of counting, about 2x more) within ``budget_bytes``; queries in blocks of ``block_rows`` at most
-    (matmul efficiency), shards as few as fit."""
+    """``(shards, query_block_rows)`` keeping two float32 score blocks (the one being counted and
+    the next product) within ``budget_bytes``; queries in blocks of ``block_rows`` at most (matmul
+    efficiency), shards as few as fit. Counting's temporaries are a few cache-sized row chunks."""
     rows = max(1, min(int(block_rows), int(n_queries) or 1))
-    per_block = max(1, int(budget_bytes) // (3 * 4 * rows))  # score + two bool temporaries (~1/4 each)
+    per_block = max(1, int(budget_bytes) // (2 * 4 * rows))
     return max(1, -(-int(n_docs) // per_block)), rows
 
 

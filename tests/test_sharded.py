@@ -163,6 +163,44 @@ def test_dense_document_shards_equal_the_full_rows(tmp_path, shards, device):
         assert np.array_equal(compute([parse(name)], got.table)[name], values, equal_nan=True)
 
 
+def test_half_precision_is_exact_for_its_own_scores_and_says_approximate(tmp_path):
+    import torch
+
+    from clirbench.retrievers import DenseRetriever, EmbeddingCache
+    from clirbench.sharded import dense_shard_scorer
+
+    pool = _dense_pool()
+    retriever = DenseRetriever(BagOfCharsEncoder(), EmbeddingCache(tmp_path / "c"), spec="test:bag")
+    got = rank_pool_sharded(retriever, pool, pool, 3, device="cpu", precision="bfloat16")
+    assert not got.exact and got.precision == "bfloat16"
+    dense = dense_shard_scorer(retriever, pool.queries, pool.docs, 4, device="cpu", precision="bfloat16")
+    M = np.zeros((len(pool.queries), len(pool.docs)), dtype=np.float32)
+    for cols in _grouped_shards(dense.rows, 3):
+        for start, S in dense.scorer()(cols):
+            assert isinstance(S, torch.Tensor)
+            M[start:start + S.shape[0], cols] = S.numpy()
+    want = rank_relevant([(0, M)], [d.id for d in pool.docs], [q.id for q in pool.queries], pool.qrels,
+                         pool.exclusions, [d.lang for d in pool.docs], pool.query_lang)
+    assert_same_table(got.table, want)
+    with pytest.raises(ValueError, match="half precision needs a torch device"):
+        rank_pool_sharded(retriever, pool, pool, 3, precision="float16")
+
+
+def test_topk_of_dense_document_shards_equals_full_rows(tmp_path):
+    from clirbench.retrievers import DenseRetriever, EmbeddingCache
+    from clirbench.sharded import dense_shard_scorer
+
+    pool = _dense_pool()
+    retriever = DenseRetriever(BagOfCharsEncoder(), EmbeddingCache(tmp_path / "c"), spec="test:bag")
+    M = np.concatenate([S for _, S in retriever.score(pool.queries, pool.docs)])
+    ids = [d.id for d in pool.docs]
+    dense = dense_shard_scorer(retriever, pool.queries, pool.docs, 4)
+    for k in (1, 5, 37):
+        got = topk_sharded(dense.scorer(), _grouped_shards(dense.rows, 4), ids, len(M), k)
+        want = naive_topk(M, ids, k, {})
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+
+
 def test_copies_of_one_text_stay_in_one_shard():
     rows = np.array([0, 1, 0, 2, 1, 3, 0, 4, 5, 5])
     for n in range(1, 12):
@@ -241,7 +279,7 @@ def test_topk_merged_across_shards_equals_sorting_full_rows(k, shards):
 def test_shard_plan_and_slices():
     assert AUTO_SHARD_DOCS >= 100_000
     shards, rows = shard_plan(1_000_000, 10_000, budget_bytes=256 << 20)
-    assert rows == 4096 and 3 * 4 * rows * -(-1_000_000 // shards) <= (256 << 20) * 1.01
+    assert rows == 4096 and 2 * 4 * rows * -(-1_000_000 // shards) <= (256 << 20) * 1.01
     assert shard_plan(10, 3) == (1, 3)
     s = shard_slices(10, 3)
     assert [(x.start, x.stop) for x in s] == [(0, 3), (3, 7), (7, 10)]
