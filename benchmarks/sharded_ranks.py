@@ -65,7 +65,7 @@ def main(argv=None) -> None:
     ap.add_argument("--dim", type=int, default=384)
     ap.add_argument("--relevant", type=int, default=1)
     ap.add_argument("--noise", type=float, default=0.25, help="query = relevant doc + this x N(0,1) per dim")
-    ap.add_argument("--repeat", type=int, default=1, help="time each path this many times, report the best")
+    ap.add_argument("--repeat", type=int, default=1, help="time each path this many times (interleaved), report the best")
     ap.add_argument("--budget-mb", type=int, default=SHARD_BYTES >> 20, help="score block budget (MiB)")
     ap.add_argument("--shards", type=int, default=None, help="default: from the budget (shard_plan)")
     ap.add_argument("--full", action="store_true", help="also rank from full rows and assert equal ranks")
@@ -100,24 +100,24 @@ def main(argv=None) -> None:
         return rank_relevant_sharded(score_shard, parts, doc_ids, query_ids, qrels, bounds=dense.bounds,
                                      xp=xp, check_nan=False)
 
-    def best(fn):  # alternate with the floor so that both see the same machine load
-        runs = [measured(fn) for _ in range(args.repeat)]
-        return runs[0][0], min(r[1] for r in runs), max(r[2] for r in runs)
+    def full():
+        step = max(1, SHARD_BYTES // (4 * args.docs))  # DenseRetriever's default row blocks
+        blocks = ((s, Q[s:s + step] @ D.T) for s in range(0, args.queries, step))
+        return rank_relevant(blocks, doc_ids, query_ids, qrels)
 
-    rows = []
-    table, t_sh, m_sh = best(sharded)
-    _, t_floor, m_floor = best(floor)
-    rows.append(("floor: blocked matmul only", t_floor, m_floor))
-    rows.append(("sharded count (exact ranks)", t_sh, m_sh))
+    paths = {"sharded count (exact ranks)": sharded, "floor: blocked matmul only": floor}
     if args.full:
-        step = max(1, SHARD_BYTES // (4 * args.docs))
-
-        def full():
-            blocks = ((s, Q[s:s + step] @ D.T) for s in range(0, args.queries, step))
-            return rank_relevant(blocks, doc_ids, query_ids, qrels)
-
-        want, t_full, m_full = best(full)
-        rows.append(("full rows (rank_relevant)", t_full, m_full))
+        paths["full rows (rank_relevant)"] = full
+    runs: dict[str, list] = {name: [] for name in paths}
+    for _ in range(args.repeat):  # interleaved: each path sees the same machine load
+        for name, fn in paths.items():
+            runs[name].append(measured(fn))
+    out = {name: (r[0][0], min(x[1] for x in r), max(x[2] for x in r)) for name, r in runs.items()}
+    table = out["sharded count (exact ranks)"][0]
+    t_floor = out["floor: blocked matmul only"][1]
+    rows = [(name, t, m) for name, (_, t, m) in sorted(out.items(), key=lambda kv: kv[0] != "floor: blocked matmul only")]
+    if args.full:
+        want = out["full rows (rank_relevant)"][0]
         for f in ("query_ids", "num_docs", "qidx", "rank", "grade"):
             assert np.array_equal(np.asarray(getattr(want, f)), np.asarray(getattr(table, f))), f
     print(f"{'path':32s} {'seconds':>9s} {'x floor':>8s} {'peak traced MiB':>16s}")
