@@ -388,7 +388,7 @@ def dense_shard_scorer(retriever, queries, docs, block_rows: int, device=None,
         raise ValueError("the torch path multiplies float32 embeddings; use score_dtype float32")
     Q = np.ascontiguousarray(qvecs[qrows], dtype=dt)
     used, drows = np.unique(np.asarray(drows, dtype=np.int64), return_inverse=True)  # only this pool's texts
-    U = np.ascontiguousarray(dvecs[used], dtype=dt).reshape(len(used), -1)
+    U = np.ascontiguousarray(dvecs[used], dtype=dt)
     if np.isnan(Q).any() or np.isnan(U).any():
         raise ValueError("NaN in the embeddings")
     dev = None
@@ -429,7 +429,8 @@ def rank_pool_sharded(retriever, seen_pool, pool, shards: int | None = None, dev
     n = int(shards) if shards else auto
     if n < 1:
         raise ValueError(f"shards must be >= 1, not {shards}")
-    if isinstance(retriever, DenseRetriever):
+    block = max(1, min(block, int(budget_bytes) // (8 * max(1, -(-len(doc_ids) // n)))))  # block x shard in budget
+    if isinstance(retriever, DenseRetriever) and doc_ids:
         dense = dense_shard_scorer(retriever, seen_pool.queries, seen_pool.docs, block, device, precision)
         parts = _grouped_shards(dense.rows, n)
         xp = np

@@ -201,6 +201,20 @@ def test_topk_of_dense_document_shards_equals_full_rows(tmp_path):
         assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
 
 
+def test_a_small_budget_gives_small_query_blocks_with_the_same_ranks(tmp_path, monkeypatch):
+    from clirbench import sharded
+    from clirbench.retrievers import DenseRetriever, EmbeddingCache
+
+    pool = _dense_pool()
+    retriever = DenseRetriever(BagOfCharsEncoder(), EmbeddingCache(tmp_path / "c"), spec="test:bag")
+    seen = []
+    real = sharded.dense_shard_scorer
+    monkeypatch.setattr(sharded, "dense_shard_scorer", lambda *a, **k: seen.append(a[3]) or real(*a, **k))
+    got = rank_pool_sharded(retriever, pool, pool, 1, budget_bytes=8 * 37 * 2)
+    assert seen == [2]  # 2 query rows x 37 docs x 4 bytes x 2 blocks
+    assert_same_table(got.table, _full(retriever, pool))
+
+
 def test_copies_of_one_text_stay_in_one_shard():
     rows = np.array([0, 1, 0, 2, 1, 3, 0, 4, 5, 5])
     for n in range(1, 12):
