@@ -86,7 +86,6 @@ class _Counter:
         self.lo = np.full(m, -np.inf, dtype=np.float32)
         self.hi = np.full(m, np.inf, dtype=np.float32)
         self.known = np.zeros(m, dtype=bool)  # exact score known (lo == hi == score)
-        self.seen_own = np.zeros(m, dtype=bool)
         self.held: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (pair, doc, score) in a band
         self.columns = np.zeros(len(pairs.query_ids), dtype=np.int64)  # columns seen per query row
 
@@ -134,8 +133,10 @@ class _Counter:
             if bad.any():
                 raise RuntimeError("a score fell outside its error bound: the products are not IEEE float32 "
                                    "(TF32 or reduced-precision matmul?); rank with exact scores instead")
+            if np.any(self.known[own] & (s != self.hi[own])):
+                raise ValueError("a relevant document's score differs from the one given (relevant_scores, "
+                                 "or the first pass): the scorer must give each pair one value")
             self.set_exact(own, s)
-            self.seen_own[own] = True
         e0, e1 = np.searchsorted(p.ex_row, [start, start + b])
         if e1 > e0:  # excluded docs never sort before: NaN compares False
             ex_r, ex_c = p.ex_row[e0:e1], p.ex_col[e0:e1]

@@ -116,6 +116,9 @@ def test_errors_nan_missing_columns_and_a_violated_bound():
         rank_relevant_sharded(column_scorer(M), [slice(0, 10)], docs, queries, qrels, excl, langs, "en")
     p = judged_pairs(docs, queries, qrels, excl)
     s = M.astype(np.float32)[p.rel_row, p.rel_col]
+    with pytest.raises(ValueError, match="differs from the one given"):
+        rank_relevant_sharded(column_scorer(M), 3, docs, queries, qrels, excl, langs, "en",
+                              relevant_scores=np.where(np.isinf(s), s, s + 1))
     with pytest.raises(RuntimeError, match="outside its error bound"):
         rank_relevant_sharded(column_scorer(M), 3, docs, queries, qrels, excl, langs, "en",
                               bounds=lambda r, c: (s + 1, s + 2))
