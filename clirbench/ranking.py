@@ -20,7 +20,7 @@ from typing import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["RankTable", "tie_keys", "rank_relevant", "rank_run", "rank_run_arrays", "rank_in_segments"]
+__all__ = ["RankTable", "tie_keys", "judged_pairs", "JudgedPairs", "rank_relevant", "rank_run", "rank_run_arrays", "rank_in_segments"]
 
 _CHUNK = 1 << 20  # elements per temporary: small enough for malloc to reuse (no fresh page faults)
 _TIE_PAIRS = 1 << 20  # tied (entry, relevant doc) pairs held before switching to vocabulary-wide keys
@@ -108,34 +108,55 @@ def _finish(query_ids, num_docs, t, rank, grade, same, doc_lang=None) -> RankTab
     return RankTable(query_ids=tuple(query_ids), **arrays)
 
 
-def rank_relevant(
-    blocks: Iterable[tuple[int, np.ndarray]],
+@dataclass(frozen=True)
+class JudgedPairs:
+    """The (query row, doc column) pairs a pool ranking needs: relevant judgements and exclusions.
+
+    ``rel_row``/``ex_row`` are sorted ascending (rows index ``query_ids``); ``evaluated`` lists the
+    rows of the evaluated queries; ``num_docs`` their |D| after exclusions.
+    """
+
+    query_ids: tuple[str, ...]
+    evaluated: list[int]
+    num_docs: np.ndarray
+    rel_row: np.ndarray
+    rel_col: np.ndarray
+    rel_grade: list
+    ex_row: np.ndarray
+    ex_col: np.ndarray
+
+    def finish(self, rank: np.ndarray, doc_langs: Sequence[str] | None = None,
+               query_lang: str | None = None) -> RankTable:
+        """The RankTable of these pairs given ``rank`` (one per relevant pair, in ``rel_*`` order)."""
+        rel_col = self.rel_col
+        t_of_row = np.full(len(self.query_ids), -1, dtype=np.int64)
+        t_of_row[self.evaluated] = np.arange(len(self.evaluated))
+        same = doc_lang = None
+        if doc_langs is not None:
+            doc_lang = np.asarray(doc_langs, dtype=object)[rel_col] if len(rel_col) else np.zeros(0, str)
+            if query_lang is not None:
+                same = doc_lang == query_lang if len(rel_col) else np.zeros(0, bool)
+        return _finish([self.query_ids[i] for i in self.evaluated], self.num_docs, t_of_row[self.rel_row],
+                       rank, self.rel_grade, same, doc_lang)
+
+
+def judged_pairs(
     doc_ids: Sequence[str],
     query_ids: Sequence[str],
     qrels: Mapping[str, Mapping[str, int]],
     exclusions: Mapping[str, Collection[str]] = {},
     doc_langs: Sequence[str] | None = None,
-    query_lang: str | None = None,
-) -> RankTable:
-    """Exact ranks of relevant docs from score rows over the whole pool.
-
-    ``blocks`` yields ``(start, scores)``, ``scores`` of shape (b, len(doc_ids)) for
-    ``query_ids[start:start+b]``; -inf marks a document the retriever did not return (it sorts
-    after every returned one, by the same tie rule). Excluded docs leave the ranking and |D|.
-    Every evaluated query (non-empty qrels) must be covered by exactly one block.
-    """
+) -> JudgedPairs:
+    """Check a pool's ids, qrels and exclusions (as ``rank_relevant`` does) and index its pairs."""
     doc_ids, query_ids = list(doc_ids), list(query_ids)
     n_docs, n_q = len(doc_ids), len(query_ids)
     dindex = _doc_index(doc_ids)
-    keys = tie_keys(doc_ids)
     if doc_langs is not None and len(doc_langs) != n_docs:
         raise ValueError(f"doc_langs has {len(doc_langs)} entries for {n_docs} docs")
     if len(set(query_ids)) != n_q:
         raise ValueError("duplicate query ids")
 
     evaluated = [i for i, q in enumerate(query_ids) if qrels.get(q)]
-    t_of_row = np.full(n_q, -1, dtype=np.int64)
-    t_of_row[evaluated] = np.arange(len(evaluated))
     rel_row, rel_col, rel_grade, ex_row, ex_col = [], [], [], [], []
     num_docs = np.full(len(evaluated), float(n_docs))
     for t, i in enumerate(evaluated):
@@ -157,10 +178,32 @@ def rank_relevant(
                 rel_row.append(i)
                 rel_col.append(dindex[d])
                 rel_grade.append(g)
-    rel_row = np.asarray(rel_row, dtype=np.int64)
-    rel_col = np.asarray(rel_col, dtype=np.int64)
-    ex_row = np.asarray(ex_row, dtype=np.int64)
-    ex_col = np.asarray(ex_col, dtype=np.int64)
+    return JudgedPairs(tuple(query_ids), evaluated, num_docs, np.asarray(rel_row, dtype=np.int64),
+                       np.asarray(rel_col, dtype=np.int64), rel_grade, np.asarray(ex_row, dtype=np.int64),
+                       np.asarray(ex_col, dtype=np.int64))
+
+
+def rank_relevant(
+    blocks: Iterable[tuple[int, np.ndarray]],
+    doc_ids: Sequence[str],
+    query_ids: Sequence[str],
+    qrels: Mapping[str, Mapping[str, int]],
+    exclusions: Mapping[str, Collection[str]] = {},
+    doc_langs: Sequence[str] | None = None,
+    query_lang: str | None = None,
+) -> RankTable:
+    """Exact ranks of relevant docs from score rows over the whole pool.
+
+    ``blocks`` yields ``(start, scores)``, ``scores`` of shape (b, len(doc_ids)) for
+    ``query_ids[start:start+b]``; -inf marks a document the retriever did not return (it sorts
+    after every returned one, by the same tie rule). Excluded docs leave the ranking and |D|.
+    Every evaluated query (non-empty qrels) must be covered by exactly one block.
+    """
+    doc_ids, query_ids = list(doc_ids), list(query_ids)
+    n_docs, n_q = len(doc_ids), len(query_ids)
+    p = judged_pairs(doc_ids, query_ids, qrels, exclusions, doc_langs)
+    keys = tie_keys(doc_ids)
+    evaluated, rel_row, rel_col, ex_row, ex_col = p.evaluated, p.rel_row, p.rel_col, p.ex_row, p.ex_col
     rank = np.full(len(rel_row), np.nan)
 
     seen = np.zeros(n_q, dtype=bool)
@@ -195,12 +238,7 @@ def rank_relevant(
     if missing:
         raise ValueError(f"no scores for {len(missing)} evaluated queries, e.g. {missing[0]!r}")
 
-    same = doc_lang = None
-    if doc_langs is not None:
-        doc_lang = np.asarray(doc_langs, dtype=object)[rel_col] if len(rel_col) else np.zeros(0, str)
-        if query_lang is not None:
-            same = doc_lang == query_lang if len(rel_col) else np.zeros(0, bool)
-    return _finish([query_ids[i] for i in evaluated], num_docs, t_of_row[rel_row], rank, rel_grade, same, doc_lang)
+    return p.finish(rank, doc_langs, query_lang)
 
 
 class _Ties:
