@@ -264,7 +264,7 @@ def _evaluate_pool(pool: Pool, retriever, settings: _Settings, path: Path) -> di
 
 def write_gaps(outcomes: Sequence[PoolOutcome], resamples: int = 1000, seed: int = 42) -> list[tuple[Path, dict]]:
     """Query-language gaps for every bilingual pool finished for both query languages."""
-    from .bias import BILINGUAL_SCENARIOS, write_gap
+    from .paired import BILINGUAL_SCENARIOS, write_gap
     from .measures import MAIN_MEASURES
 
     by_pool: dict[tuple, dict[str, PoolOutcome]] = {}
