@@ -5,7 +5,7 @@ typed results they return (``RunResult`` of ``PoolResult``s, ``Evaluation``), ea
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Mapping, NamedTuple, Sequence
 
@@ -57,7 +57,7 @@ class RunResult(Sequence):
 
     pools: tuple[PoolResult, ...]
     gaps: tuple[dict, ...] = ()
-    main_measures: Mapping[str, Sequence[str]] = None
+    main_measures: Mapping[str, Sequence[str]] = field(default_factory=dict)
     seconds: float = 0.0
 
     def __len__(self) -> int:
