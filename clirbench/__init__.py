@@ -1,20 +1,39 @@
 """clirbench: a benchmark harness for cross-lingual information retrieval.
 
-The public API mirrors the CLI: ``get_task``, ``list_tasks``, ``run``, ``evaluate``, ``compare``
-and the measure objects (``parse("nDCG@10")``). Heavy libraries are imported only when used.
+The public API mirrors the CLI and works in memory: ``get_task``, ``list_tasks``, ``run``,
+``evaluate``, ``compare``, ``load_results``, the measure objects (``parse("nDCG@10")``, ``nDCG``,
+``MaxR``, …), the data types ``Text`` and ``Pool``, the ``Retriever`` protocol and
+``RunRetriever`` (a ``{qid: {docid: score}}`` run as a retriever). See docs/python-api.md.
+Nothing heavy is imported until a name is used.
 """
 from __future__ import annotations
 
+import sys
+import types
+
 __version__ = "0.1.0"
+
+_MEASURES = ("nDCG", "AP", "RR", "R", "P", "Success", "Complete", "MaxR", "MaxR_norm", "MaxR_norm_of_mean",
+             "SameLangFirst", "PEER")
 
 _LAZY = {
     "get_task": ("clirbench.tasks", "get_task"),
     "list_tasks": ("clirbench.tasks", "list_tasks"),
-    "run": ("clirbench.runner", "run"),
-    "evaluate": ("clirbench.evaluate", "evaluate"),
-    "compare": ("clirbench.compare", "compare"),
+    "run": ("clirbench.api", "run"),
+    "evaluate": ("clirbench.api", "evaluate"),
+    "compare": ("clirbench.paired", "compare"),
+    "format_comparison": ("clirbench.paired", "format_comparison"),
+    "load_results": ("clirbench.api", "load_results"),
+    "RunResult": ("clirbench.api", "RunResult"),
+    "PoolResult": ("clirbench.api", "PoolResult"),
+    "Evaluation": ("clirbench.api", "Evaluation"),
+    "Retriever": ("clirbench.retrievers.base", "Retriever"),
+    "RunRetriever": ("clirbench.retrievers.run_adapter", "RunRetriever"),
+    "Text": ("clirbench.collection", "Text"),
+    "Pool": ("clirbench.collection", "Pool"),
     "parse": ("clirbench.measures", "parse"),
     "measures": ("clirbench.measures", None),
+    **{name: ("clirbench.measures", name) for name in _MEASURES},
 }
 
 __all__ = ["__version__", *_LAZY]
@@ -28,3 +47,21 @@ def __getattr__(name: str):
     module_name, attr = _LAZY[name]
     module = importlib.import_module(module_name)
     return module if attr is None else getattr(module, attr)
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+class _Package(types.ModuleType):
+    """Importing the submodule ``clirbench.evaluate`` must not replace the verb ``clirbench.evaluate``:
+    Python binds a submodule to its parent's attribute of the same name, so the verbs are kept out
+    of the namespace and always served by ``__getattr__``."""
+
+    def __setattr__(self, name: str, value) -> None:
+        if isinstance(value, types.ModuleType) and name in _LAZY and _LAZY[name][1] is not None:
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

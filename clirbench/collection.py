@@ -43,6 +43,13 @@ class ParallelCollection:
     source: Mapping[str, object] = field(default_factory=dict)  # where it was read from, file hashes
 
 
+def pool_name(task: str, subset: str, scenario: str, pool_mode: str, doc_langs, query_lang: str) -> str:
+    """A pool's hierarchical id (``Pool.name``) from its fields, e.g. of a result record."""
+    mode = "" if pool_mode == "unique" else f"+{pool_mode}"
+    task = f"{task}/{subset}" if subset else task
+    return f"{task}/{scenario}{mode}/{'-'.join(doc_langs)}/q-{query_lang}"
+
+
 @dataclass(frozen=True)
 class Pool:
     """What one retrieval run ranks: documents, queries of one language, qrels, exclusions.
@@ -65,9 +72,7 @@ class Pool:
     @property
     def name(self) -> str:
         """Hierarchical id, e.g. ``xquad/multi/en-zh/q-zh`` (``+per-query`` for that pool mode)."""
-        mode = "" if self.pool_mode == "unique" else f"+{self.pool_mode}"
-        task = f"{self.task}/{self.subset}" if self.subset else self.task
-        return f"{task}/{self.scenario}{mode}/{'-'.join(self.doc_langs)}/q-{self.query_lang}"
+        return pool_name(self.task, self.subset, self.scenario, self.pool_mode, self.doc_langs, self.query_lang)
 
     @property
     def num_docs(self) -> int:

@@ -19,12 +19,20 @@ def evaluate(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[s
     that needs the full ranking (MaxR when a relevant document was not retrieved) is reported
     with value null and a note.
     """
+    return evaluate_per_query(qrels, run, measures, resamples, seed)[0]
+
+
+def evaluate_per_query(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[str, float]],
+                       measures: Sequence[str] | None = None, resamples: int = 1000,
+                       seed: int = 42) -> tuple[dict, tuple[str, ...], dict]:
+    """``evaluate``'s report, the evaluated query ids and ``{measure: per-query values}``."""
     from .checks import check_resamples, check_seed
     from .ranking import rank_run
 
     resamples, seed = check_resamples(resamples), check_seed(seed)
-    report, _ = _report(rank_run(run, qrels), list(run), qrels, measures, resamples, seed)
-    return report
+    table = rank_run(run, qrels)
+    report, per_query = _report(table, list(run), qrels, measures, resamples, seed)
+    return report, tuple(table.query_ids), per_query
 
 
 def _report(table, run_queries: Sequence[str], qrels, measures, resamples: int, seed: int) -> tuple[dict, dict]:

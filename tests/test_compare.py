@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from clirbench.compare import compare, format_comparison
+from clirbench.paired import compare, format_comparison
 from clirbench.errors import ClirbenchError
 from clirbench.results import Result, summarise, write_result
 from clirbench.stats import paired_bootstrap, randomization_test

@@ -9,7 +9,7 @@ import pytest
 
 from clirbench import checks, stats
 from clirbench.cli import main
-from clirbench.compare import compare
+from clirbench.paired import compare
 from clirbench.evaluate import evaluate
 from clirbench.grid import main as grid_main
 from clirbench.retrievers.psq_train import train_ibm1

@@ -293,7 +293,7 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from ..compare import compare, format_comparison
+    from ..paired import compare, format_comparison
 
     report = compare(args.a, args.b, measures=_split(args.measures), resamples=args.resamples,
                      seed=args.seed, permutations=args.permutations)

@@ -1,0 +1,200 @@
+"""The Python API a researcher uses in a notebook: ``run``, ``evaluate``, ``load_results`` and the
+typed results they return (``RunResult`` of ``PoolResult``s, ``Evaluation``), each with
+``.to_pandas()``. Everything works in memory; files are written only where asked.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Mapping, NamedTuple, Sequence
+
+from .results import MeasureValue, PerQuery, Result
+
+__all__ = ["run", "evaluate", "load_results", "RunResult", "PoolResult", "Evaluation", "Metric"]
+
+
+class Metric(NamedTuple):
+    """One per-query value, as ir_measures' ``Metric``."""
+
+    query_id: str
+    measure: str
+    value: float
+
+
+@dataclass(frozen=True)
+class PoolResult:
+    """One evaluated pool: its record (what the result JSON holds: means with CIs, pool, system)
+    and its per-query values. ``path`` is the result file, None when nothing was written."""
+
+    name: str
+    record: Result
+    per_query: PerQuery
+    path: Path | None = None
+    reused: bool = False
+
+    @property
+    def measures(self) -> Mapping[str, MeasureValue]:
+        return self.record.measures
+
+    def value(self, measure) -> float:
+        """The reported value of ``measure`` (a name or a measure object)."""
+        return self.record.measures[str(measure)].value
+
+    def to_pandas(self, per_query: bool = False):
+        """One row per measure with the pool's fields (or per query and measure)."""
+        from .results.frames import per_query_frame, summary_frame
+
+        if per_query:
+            return per_query_frame([(self.name, *self.per_query)])
+        return summary_frame([(self.name, self.record)])
+
+
+@dataclass(frozen=True)
+class RunResult(Sequence):
+    """What ``run`` returns: one ``PoolResult`` per pool (index by position or pool name), the
+    query-language gaps of bilingual pools, the task's main measures per scenario, wall time."""
+
+    pools: tuple[PoolResult, ...]
+    gaps: tuple[dict, ...] = ()
+    main_measures: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def __len__(self) -> int:
+        return len(self.pools)
+
+    def __iter__(self) -> Iterator[PoolResult]:
+        return iter(self.pools)
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            for pool in self.pools:
+                if pool.name == key:
+                    return pool
+            raise KeyError(f"no pool {key!r}; pools: {', '.join(p.name for p in self.pools)}")
+        return self.pools[key]
+
+    def to_pandas(self, per_query: bool = False):
+        """One row per pool × measure (pool fields, measure, value, ci_low, ci_high, n); with
+        ``per_query=True``, one row per pool × query × measure (pool, query_id, measure, value)."""
+        from .results.frames import summary_frame
+
+        if per_query:
+            return self.per_query_frame()
+        return summary_frame([(p.name, p.record) for p in self.pools])
+
+    def per_query_frame(self):
+        """One row per pool × query × measure: pool, query_id, measure, value."""
+        from .results.frames import per_query_frame
+
+        return per_query_frame([(p.name, *p.per_query) for p in self.pools])
+
+
+def _pool_result(name: str, path, record, per_query, reused: bool = False) -> PoolResult:
+    from .results import read_per_query
+
+    record = record if isinstance(record, Result) else Result.from_dict(record)
+    if per_query is None:
+        per_query = read_per_query(path)
+    ids, values = per_query
+    return PoolResult(name, record, PerQuery(tuple(ids), dict(values)), None if path is None else Path(path), reused)
+
+
+def run(model, task="xquad", langs=None, scenarios="all", query_langs=None, pool_mode: str = "unique",
+        data_dir=None, output_dir=None, **options) -> RunResult:
+    """Evaluate ``model`` (a spec string such as ``"bm25"`` or a Retriever object) on a task.
+
+    ``task`` is a task id, the object ``get_task(id)`` returns, or a sequence of ``Pool``s you
+    built. ``output_dir=None`` (the default) writes no file; with a folder, results are written
+    there and finished ones reused, as ``clirbench run`` does. ``options`` are those of
+    ``clirbench.runner.run``: ``measures``, ``resamples``, ``seed``, ``cache_dir``, ``overwrite``,
+    ``query_prompt``, ``doc_prompt``, ``batch_size``, ``device``, ``progress``, ``task_options``,
+    ``translation``.
+    """
+    from . import runner
+
+    report = runner.run(model, task=task, langs=langs, scenarios=scenarios, query_langs=query_langs,
+                        pool_mode=pool_mode, data_dir=data_dir, output_dir=output_dir, **options)
+    pools = tuple(_pool_result(o.pool_name, o.path, o.record, o.per_query, o.reused) for o in report.outcomes)
+    return RunResult(pools, tuple(gap for _, gap in report.gaps), dict(report.main_measures), report.seconds)
+
+
+def load_results(paths) -> RunResult:
+    """Result files (paths, or folders searched recursively; ``*.gap.json`` skipped) as a
+    ``RunResult``, for ``.to_pandas()`` and ``compare``."""
+    from .collection import pool_name
+    from .results import read_result
+
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    files = []
+    for p in map(Path, paths):
+        found = sorted(p.rglob("*.json")) if p.is_dir() else [p]
+        files.extend(f for f in found if not f.name.endswith(".gap.json"))
+    pools = []
+    for f in files:
+        r = read_result(f)
+        name = pool_name(r.task.id, r.subset, r.scenario, r.pool_mode, r.doc_langs, r.query_lang)
+        pools.append(_pool_result(name, f, r, None))
+    return RunResult(tuple(pools), (), {}, 0.0)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What ``evaluate`` returns: aggregates with CIs (``measures``, ``aggregate``) and per-query
+    values (``per_query``, ``iter_calc()``), as ir_measures' ``calc_aggregate`` and ``iter_calc``.
+    A measure that needs the full ranking (MaxR with a relevant document missing from the run) has
+    no aggregate (None) and per-query ``inf`` where it is unknown."""
+
+    report: Mapping
+    per_query: PerQuery
+
+    @property
+    def measures(self) -> dict[str, MeasureValue | None]:
+        nan = float("nan")
+        return {name: None if "note" in m else MeasureValue(*(nan if m[k] is None else m[k] for k in
+                                                               ("value", "ci_low", "ci_high")), m["n"])
+                for name, m in self.report["measures"].items()}
+
+    @property
+    def aggregate(self) -> dict[str, float | None]:
+        """``{measure: mean}``, as ``ir_measures.calc_aggregate``."""
+        return {name: m["value"] for name, m in self.report["measures"].items()}
+
+    def __getitem__(self, measure) -> float | None:
+        return self.aggregate[str(measure)]
+
+    def iter_calc(self) -> Iterator[Metric]:
+        """``Metric(query_id, measure, value)`` per evaluated query and measure."""
+        ids, values = self.per_query
+        for name, column in values.items():
+            for qid, value in zip(ids, column.tolist()):
+                yield Metric(qid, name, value)
+
+    def to_dict(self) -> dict:
+        """The JSON report (what ``clirbench evaluate`` prints, less the file names)."""
+        import copy
+
+        return copy.deepcopy(dict(self.report))
+
+    def to_pandas(self, per_query: bool = False):
+        """One row per measure (measure, value, ci_low, ci_high, n), or per query and measure."""
+        from .results.frames import measures_frame, per_query_frame
+
+        if per_query:
+            return per_query_frame([("", *self.per_query)]).drop(columns="pool")
+        return measures_frame(self.measures)
+
+
+def evaluate(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[str, float]],
+             measures: Sequence | None = None, resamples: int = 1000, seed: int = 42) -> Evaluation:
+    """Score a run ``{query_id: {doc_id: score}}`` against qrels ``{query_id: {doc_id: grade}}``:
+    every measure's mean with its 95% percentile-bootstrap CI, and the per-query values.
+
+    Queries evaluated: those in the run with at least one judgement (as pytrec_eval).
+    """
+    from .evaluate import evaluate_per_query
+
+    names = None if measures is None else [str(m) for m in measures]
+    report, query_ids, values = evaluate_per_query(qrels, run, names, resamples, seed)
+    return Evaluation(report, PerQuery(query_ids, dict(values)))

@@ -1,0 +1,223 @@
+"""Paired tests on per-query values (DESIGN §4 last paragraph, §6): two systems on one pool
+(``compare``) and one system with queries in the two languages of a bilingual pool (the
+query-language gap). Both align queries by id and go through ``paired_rows``.
+
+Differences are **B − A** throughout (positive: B scores higher), as in ``clirbench.stats``; for
+the gap, A is the pool's first language and B its second. A side is a result file (its per-query
+table beside it) or an in-memory result: anything with ``record`` (a ``Result`` or its dict) and
+``per_query`` (``(query_ids, {measure: values})``), such as ``clirbench.run(...)[i]``.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import NamedTuple, Sequence
+
+import numpy as np
+
+from .atomic import write_text_atomic
+from .checks import check_float, check_resamples, check_seed
+from .errors import ClirbenchError
+from .results import Result, read_per_query, read_result
+from .stats import paired_bootstrap, randomization_test
+
+__all__ = ["compare", "format_comparison", "query_language_gap", "gap_path", "write_gap", "paired_rows",
+           "BILINGUAL_SCENARIOS"]
+
+BILINGUAL_SCENARIOS = ("multi", "multi-1")
+_POOL_FIELDS = ("task", "subset", "scenario", "pool_mode", "pool_size", "doc_langs", "query_lang", "qrels_sha256")
+
+
+class Side(NamedTuple):
+    """One side of a paired test: its record, per-query values and how messages name it."""
+
+    label: str
+    path: str | None
+    record: Result
+    query_ids: tuple[str, ...]
+    values: dict
+
+
+def side(x) -> Side:
+    """A result file path or an in-memory result (``record`` + ``per_query``) as a ``Side``."""
+    if isinstance(x, (str, os.PathLike)):
+        record = read_result(x)
+        ids, values = read_per_query(x)
+        return Side(str(x), str(x), record, tuple(ids), dict(values))
+    record, per_query = getattr(x, "record", None), getattr(x, "per_query", None)
+    if isinstance(record, dict):
+        record = Result.from_dict(record)
+    if not isinstance(record, Result) or per_query is None:
+        raise TypeError(f"expected a result file path or an in-memory result (record + per_query), "
+                        f"got {type(x).__name__}")
+    ids, values = per_query
+    label = getattr(x, "name", None) or f"{record.retriever.spec} on {record.task.id}/{record.scenario}"
+    return Side(str(label), None, record, tuple(ids), dict(values))
+
+
+def _pool_of(result: Result) -> dict:
+    return {"task": result.task.id, "subset": result.subset, "scenario": result.scenario, "pool_mode": result.pool_mode,
+            "pool_size": result.pool_size, "doc_langs": list(result.doc_langs), "query_lang": result.query_lang,
+            "qrels_sha256": result.qrels_sha256}
+
+
+def _aligned(sa: Side, sb: Side, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(queries × measures) matrices of A and B, B's rows reordered to A's query order."""
+    order = {q: i for i, q in enumerate(sb.query_ids)}
+    take = np.fromiter((order[q] for q in sa.query_ids), dtype=np.int64, count=len(sa.query_ids))
+    a = np.stack([np.asarray(sa.values[m], dtype=np.float64) for m in names], axis=1)
+    b = np.stack([np.asarray(sb.values[m], dtype=np.float64)[take] for m in names], axis=1)
+    return a, b
+
+
+def paired_rows(a: np.ndarray, b: np.ndarray, names: Sequence[str], resamples: int = 1000, seed: int = 42,
+                permutations: int = 10000, confidence: float = 0.95) -> dict[str, dict]:
+    """Per measure (column): means of A and B where both are defined, B − A, its paired-bootstrap
+    interval, the paired randomisation p-value and n. One set of bootstrap indices and one set of
+    sign flips serve every column."""
+    both = ~(np.isnan(a) | np.isnan(b))
+    boot = paired_bootstrap(a, b, resamples=resamples, seed=seed, confidence=confidence)
+    p = randomization_test(a, b, resamples=permutations, seed=seed, name="permutations")
+    rows = {}
+    for j, name in enumerate(names):
+        n = int(both[:, j].sum())
+        rows[name] = {"mean_a": float(a[both[:, j], j].mean()) if n else math.nan,
+                      "mean_b": float(b[both[:, j], j].mean()) if n else math.nan,
+                      "diff": float(boot["diff"][j]), "ci_low": float(boot["ci_low"][j]),
+                      "ci_high": float(boot["ci_high"][j]), "p_value": float(p[j]), "n": n}
+    return rows
+
+
+def compare(a, b, measures: Sequence | None = None, resamples: int = 1000, seed: int = 42,
+            permutations: int = 10000, confidence: float = 0.95) -> dict:
+    """Compare result B with result A query by query (each a file path or an in-memory result).
+
+    Refuses (ClirbenchError, a ValueError) results on different pools or query sets. For each
+    measure (``measures``, default: every column both per-query tables share, in A's order):
+    means of A and B over the queries where both are defined, their difference B − A, its
+    paired-bootstrap interval and the paired randomisation-test p-value. Measures undefined for
+    every query of both results (SameLangFirst on a one-language pool) are left out and listed
+    under ``undefined``.
+    """
+    resamples, permutations = check_resamples(resamples), check_resamples(permutations, "permutations")
+    seed = check_seed(seed)
+    if not 0.0 < check_float(confidence, "confidence") < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    sa, sb = side(a), side(b)
+    pa, pb = _pool_of(sa.record), _pool_of(sb.record)
+    for key in _POOL_FIELDS:
+        if pa[key] != pb[key]:
+            raise ClirbenchError(f"cannot compare {sa.label} and {sb.label}: not the same pool "
+                                 f"({key} {pa[key]!r} vs {pb[key]!r})")
+    if set(sa.query_ids) != set(sb.query_ids):
+        only_a, only_b = len(set(sa.query_ids) - set(sb.query_ids)), len(set(sb.query_ids) - set(sa.query_ids))
+        raise ClirbenchError(f"cannot compare {sa.label} and {sb.label}: different query sets "
+                             f"({only_a} queries only in A, {only_b} only in B)")
+    common = [m for m in sa.values if m in sb.values]
+    if measures is None:
+        names = common
+    else:
+        names = [str(m) for m in measures]
+        missing = [m for m in names if m not in common]
+        if missing:
+            raise ClirbenchError(f"no per-query values in both results for {', '.join(missing)}; "
+                                 f"shared: {', '.join(common) or 'none'}")
+    if not names:
+        raise ClirbenchError(f"{sa.label} and {sb.label} share no per-query measure")
+    a_values, b_values = _aligned(sa, sb, names)
+    # undefined for every query of both results (SameLangFirst on a one-language pool): nothing to compare
+    undefined = np.isnan(a_values).all(axis=0) & np.isnan(b_values).all(axis=0)
+    skipped = [m for m, u in zip(names, undefined) if u]
+    if skipped:
+        names = [m for m, u in zip(names, undefined) if not u]
+        if not names:
+            raise ClirbenchError(f"{', '.join(skipped)}: undefined on this pool for both results; nothing to compare")
+        a_values, b_values = a_values[:, ~undefined], b_values[:, ~undefined]
+    rows = paired_rows(a_values, b_values, names, resamples, seed, permutations, confidence)
+    return {
+        "a": {"path": sa.path, "retriever": sa.record.retriever.spec},
+        "b": {"path": sb.path, "retriever": sb.record.retriever.spec},
+        "pool": pa,
+        "num_queries": len(sa.query_ids),
+        "direction": "B - A",
+        "bootstrap": {"resamples": resamples, "seed": seed, "confidence": confidence, "method": "percentile"},
+        "permutations": permutations,
+        "measures": rows,
+        "undefined": skipped,
+    }
+
+
+def _num(x: float, digits: int = 4) -> str:
+    return "nan" if math.isnan(x) else f"{x:.{digits}f}"
+
+
+def _p(x: float) -> str:
+    return "nan" if math.isnan(x) else (f"{x:.4f}" if x >= 1e-3 else f"{x:.1e}")
+
+
+def format_comparison(report: dict) -> str:
+    """A compact aligned text table of a ``compare`` report."""
+    pool = report["pool"]
+    conf = report["bootstrap"]["confidence"]
+    where = {k: f"  ({report[k]['path']})" if report[k]["path"] is not None else "" for k in ("a", "b")}
+    head = [f"A: {report['a']['retriever']}{where['a']}",
+            f"B: {report['b']['retriever']}{where['b']}",
+            f"pool: {pool['task']}/{pool['scenario']}/{pool['pool_mode']} docs {'-'.join(pool['doc_langs'])}"
+            f" queries {pool['query_lang']}, {report['num_queries']} queries; "
+            f"diff = B - A, {conf:.0%} paired bootstrap CI ({report['bootstrap']['resamples']} resamples), "
+            f"randomisation p ({report['permutations']} sign flips)"]
+    table = [("measure", "A", "B", "B-A", f"{conf:.0%} CI", "p", "n")]
+    for name, row in report["measures"].items():
+        table.append((name, _num(row["mean_a"]), _num(row["mean_b"]), _num(row["diff"]),
+                      f"[{_num(row['ci_low'])}, {_num(row['ci_high'])}]", _p(row["p_value"]), str(row["n"])))
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+    lines = [("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))).rstrip()
+             for r in table]
+    skipped = report.get("undefined") or []
+    note = [f"not compared (undefined on this pool for both results): {', '.join(skipped)}"] if skipped else []
+    return "\n".join(head + [""] + lines + note)
+
+
+def query_language_gap(l1, l2, measures: Sequence[str] | None = None, resamples: int = 1000, seed: int = 42,
+                       permutations: int = 10000) -> dict:
+    """Gap = measure with queries in L2 minus with queries in L1, for bilingual pool (L1, L2).
+
+    ``l1``/``l2`` are the results (files or in-memory) of one bilingual pool for the two query
+    languages, paired by question id, which parallel tasks share across languages. Returns
+    ``{pool fields, measures: {name: {diff, ci_low, ci_high, p_value, n}}}``.
+    """
+    s1, s2 = side(l1), side(l2)
+    r1, r2 = s1.record, s2.record
+    same = (r1.task.id, r1.subset, r1.scenario, r1.pool_mode, r1.doc_langs, r1.retriever.spec) == \
+           (r2.task.id, r2.subset, r2.scenario, r2.pool_mode, r2.doc_langs, r2.retriever.spec)
+    if not same or r1.scenario not in BILINGUAL_SCENARIOS or len(r1.doc_langs) != 2:
+        raise ClirbenchError(f"{s1.label} and {s2.label} are not one bilingual pool with two query languages")
+    lang1, lang2 = r1.doc_langs
+    if (r1.query_lang, r2.query_lang) != (lang1, lang2):
+        raise ClirbenchError(f"expected queries in {lang1} then {lang2}, got {r1.query_lang} and {r2.query_lang}")
+    if set(s1.query_ids) != set(s2.query_ids):
+        raise ClirbenchError(f"{s1.label} and {s2.label} have different question ids: not parallel")
+    names = [m for m in (measures or s1.values) if m in s1.values and m in s2.values]
+    rows = paired_rows(*_aligned(s1, s2, names), names, resamples, seed, permutations)
+    keep = ("diff", "ci_low", "ci_high", "p_value", "n")
+    return {"task": r1.task.id, "subset": r1.subset, "scenario": r1.scenario, "pool_mode": r1.pool_mode,
+            "doc_langs": [lang1, lang2], "retriever": r1.retriever.spec,
+            "definition": f"mean with queries in {lang2} minus mean with queries in {lang1}, paired by question",
+            "bootstrap": {"resamples": resamples, "seed": seed, "permutations": permutations},
+            "measures": {name: {k: row[k] for k in keep} for name, row in rows.items()}}
+
+
+def gap_path(result_l1: str | Path) -> Path:
+    """``…/en-zh.q-en.json`` → ``…/en-zh.gap.json``."""
+    path = Path(result_l1)
+    return path.with_name(path.name.split(".q-")[0] + ".gap.json")
+
+
+def write_gap(path_l1, path_l2, measures=None, resamples=1000, seed=42) -> tuple[Path, dict]:
+    """Compute the gap and write it atomically beside the two results."""
+    report = query_language_gap(path_l1, path_l2, measures, resamples, seed)
+    target = gap_path(path_l1)
+    write_text_atomic(target, json.dumps(report, indent=2) + "\n")
+    return target, report
