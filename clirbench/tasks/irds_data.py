@@ -1,0 +1,389 @@
+"""``irds:<dataset id>``: an `ir_datasets <https://ir-datasets.com>`_ collection as a task.
+
+Docs, queries, qrels and languages come from the ir_datasets API (``docs_iter``, ``queries_iter``,
+``qrels_iter``, ``docs_lang``, ``queries_lang``); downloading, verifying and locating the files is
+ir_datasets' business (``$IR_DATASETS_HOME``, default ``~/.ir_datasets``; files already placed where
+it expects them are read as they are, which is its way of working offline).
+
+- ``irds:<id>`` (e.g. ``irds:neuclir/1/zh/trec-2022``, ``irds:miracl/sw/dev``): a ``retrieval``
+  task, one pool per query language over all documents (SameLangFirst when the documents mix
+  languages), as for ``beir:``. A document's text is ``title + " " + text`` when its record has a
+  ``title`` (BEIR's convention), else its ``text``, else ir_datasets' ``default_text()``. A query's
+  text is its ``text`` field when the record has one (MS MARCO, mMARCO, MIRACL), else its ``title``
+  (TREC topics: NeuCLIR, HC4); ``--task-option query_field=description`` picks any other field.
+  ``ht_*`` / ``mt_*`` fields (NeuCLIR's human / machine translations of a topic) are in the record's
+  ``translation_lang``. Judgements with grade > 0 are the relevant documents (a pair judged twice
+  keeps its highest grade); queries with none are left out.
+- ``irds:<prefix>{A,B}<suffix>`` (e.g. ``irds:mmarco/v2/{zh,fr}/dev``, or with whole ids
+  ``irds:{msmarco-passage/dev,mmarco/v2/zh/dev}``): a *parallel* task over collections that share
+  document and query ids (mMARCO, neuMARCO), one language each (its ``docs_lang``), with the four
+  bilingual-pool scenarios of DESIGN §3. Document ids in a pool are ``<lang>/<doc id>``; each
+  query (judged in its own language's dataset) is relevant to both language versions of every
+  passage judged relevant for it; multi-1 excludes the query-language versions. Only pool mode
+  ``unique`` exists (one passage per id and language).
+
+The result's data record is the dataset id(s) and the ir_datasets version (``revision``), the
+SHA-256 of every file a dataset reads from a local path (``ir_datasets.util.LocalDownload``, what
+``ir_datasets.create_dataset`` uses), and the MD5 ir_datasets verifies each download against.
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import re
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+
+from ..collection import ParallelCollection, Pool, Text
+from ..errors import DataNotFoundError, MalformedDataError, UnknownNameError
+from ..formats.beir import UNDETERMINED, check_qrels, check_scenarios, no_options, pools_by_query_lang
+from ..optional import require
+from ..scenarios import RETRIEVAL, SCENARIOS, doc_id, parse_langs, parse_scenarios
+from . import Task
+from .card import TaskCard, parse_card
+from .hub import sha256_file
+
+__all__ = ["make_task", "pools", "load", "parse_ids", "bilingual_pools", "Side"]
+
+_BRACE = re.compile(r"^([^{}]*)\{([^{}]*)\}([^{}]*)$")
+_OPTIONS = ("query_field",)
+_ENTITIES = ("docs", "queries", "qrels")
+
+
+def _irds():
+    return require("ir_datasets", purpose="task irds:")
+
+
+def parse_ids(argument: str) -> list[str]:
+    """The dataset ids of ``argument``: one id, or one per alternative of a single ``{A,B,…}`` group."""
+    if "{" not in argument and "}" not in argument:
+        if not argument.strip():
+            raise UnknownNameError("irds: needs an ir_datasets id, e.g. irds:mmarco/v2/zh/dev")
+        return [argument.strip()]
+    match = _BRACE.match(argument)
+    alternatives = [a.strip() for a in match.group(2).split(",")] if match else []
+    if not match or len(alternatives) < 2 or not all(alternatives) or len(set(alternatives)) != len(alternatives):
+        raise UnknownNameError(f"irds:{argument}: a parallel collection is written with one brace group of "
+                               f"two or more different alternatives, e.g. irds:mmarco/v2/{{zh,fr}}/dev")
+    return [f"{match.group(1)}{alt}{match.group(3)}" for alt in alternatives]
+
+
+def _dataset(irds, dataset_id: str):
+    """The registered dataset, with docs, queries and qrels; one-line errors otherwise."""
+    try:
+        dataset = irds.load(dataset_id)
+    except KeyError:
+        close = difflib.get_close_matches(dataset_id, list(irds.registry), n=3, cutoff=0.6)
+        hint = f"; close: {', '.join(close)}" if close else "; see https://ir-datasets.com for the ids"
+        raise UnknownNameError(f"unknown ir_datasets id {dataset_id!r}{hint}") from None
+    missing = [e for e in _ENTITIES if not getattr(dataset, f"has_{e}")()]
+    if missing:
+        has = [e for e in ("docs", "queries", "qrels", "scoreddocs", "docpairs") if getattr(dataset, f"has_{e}")()]
+        raise MalformedDataError(f"ir_datasets id {dataset_id!r} has no {' and no '.join(missing)} (it provides "
+                                 f"{', '.join(has) or 'nothing'}); an irds: task needs docs, queries and qrels")
+    return dataset
+
+
+def _read(dataset_id: str, what: str, fn):
+    """``fn()`` (reading through ir_datasets) with its failures as one line: files absent, no network."""
+    try:
+        return fn()
+    except (OSError, RuntimeError) as exc:
+        reason = " ".join(str(exc).split())[:200] or type(exc).__name__
+        raise DataNotFoundError(f"irds:{dataset_id}: ir_datasets could not provide its {what} ({reason}); "
+                                f"without network, place its files under $IR_DATASETS_HOME") from None
+
+
+def _str(value) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def doc_text(record) -> str:
+    """``title + " " + text`` when the record has both, its ``text``, else ir_datasets' ``default_text()``."""
+    fields = record._fields
+    if "text" in fields:
+        text, title = _str(record.text).strip(), _str(getattr(record, "title", "")).strip()
+        return f"{title} {text}" if title else text
+    if hasattr(record, "default_text"):
+        return _str(record.default_text()).strip()
+    raise MalformedDataError(f"documents of type {type(record).__name__} have no text field "
+                             f"(fields: {', '.join(fields)})")
+
+
+def query_field(cls, wanted: str | None, dataset_id: str) -> str:
+    """The query field used as text: ``wanted``, else ``text``, else ``title``, else ``default_text``."""
+    fields = tuple(getattr(cls, "_fields", ()))
+    if wanted:
+        if wanted not in fields[1:]:
+            raise UnknownNameError(f"irds:{dataset_id}: queries have no field {wanted!r}; "
+                                   f"query_field is one of {', '.join(fields[1:])}")
+        return wanted
+    for name in ("text", "title"):
+        if name in fields:
+            return name
+    if hasattr(cls, "default_text"):
+        return "default_text"
+    raise MalformedDataError(f"irds:{dataset_id}: queries of type {cls.__name__} have no text or title field; "
+                             f"choose one with --task-option query_field=<{'|'.join(fields[1:])}>")
+
+
+def read_docs(dataset, dataset_id: str) -> list[Text]:
+    lang = dataset.docs_lang() or UNDETERMINED
+
+    def go():
+        out = []
+        for d in dataset.docs_iter():
+            record_lang = _str(getattr(d, "lang", "")) if "lang" in d._fields else ""
+            out.append(Text(id=str(d.doc_id), text=doc_text(d), lang=record_lang or lang))
+        return out
+
+    docs = _read(dataset_id, "docs", go)
+    seen: set[str] = set()
+    for d in docs:
+        if d.id in seen:
+            raise MalformedDataError(f"irds:{dataset_id}: document id {d.id!r} appears twice")
+        seen.add(d.id)
+    return docs
+
+
+def read_queries(dataset, dataset_id: str, wanted: str | None = None) -> list[Text]:
+    field = query_field(dataset.queries_cls(), wanted, dataset_id)
+    lang = dataset.queries_lang() or UNDETERMINED
+    translated = field.startswith(("ht_", "mt_"))
+
+    def go():
+        out = []
+        for q in dataset.queries_iter():
+            text = q.default_text() if field == "default_text" else getattr(q, field)
+            if not isinstance(text, str) or not text.strip():
+                raise MalformedDataError(f"irds:{dataset_id}: query {q.query_id!r} has no {field} text")
+            qlang = _str(getattr(q, "translation_lang", "")) if translated else ""
+            out.append(Text(id=str(q.query_id), text=text.strip(), lang=qlang or lang,
+                            meta=MappingProxyType({"field": field})))
+        return out
+
+    return _read(dataset_id, "queries", go)
+
+
+def read_qrels(dataset, dataset_id: str) -> dict[str, dict[str, int]]:
+    """``{query id: {doc id: grade}}`` with grade > 0 only; a pair judged twice keeps its highest grade."""
+    def go():
+        qrels: dict[str, dict[str, int]] = {}
+        for qrel in dataset.qrels_iter():
+            grade = int(qrel.relevance)
+            if grade > 0:
+                judged = qrels.setdefault(str(qrel.query_id), {})
+                judged[str(qrel.doc_id)] = max(grade, judged.get(str(qrel.doc_id), grade))
+        return qrels
+
+    return _read(dataset_id, "qrels", go)
+
+
+def _downloads(obj, found: dict, depth: int = 0, seen: set | None = None) -> None:
+    """Collect the ``LocalDownload`` / ``Download`` objects an ir_datasets handler reads from."""
+    import ir_datasets.util as util
+
+    seen = set() if seen is None else seen
+    if id(obj) in seen or depth > 6:
+        return
+    seen.add(id(obj))
+    if isinstance(obj, util.LocalDownload):
+        found.setdefault("local", []).append(obj)
+    elif isinstance(obj, util.Download):
+        found.setdefault("remote", []).append(obj)
+    elif isinstance(obj, (list, tuple)):
+        for item in obj:
+            _downloads(item, found, depth + 1, seen)
+    elif type(obj).__module__.startswith("ir_datasets") and hasattr(obj, "__dict__"):
+        for value in vars(obj).values():
+            _downloads(value, found, depth + 1, seen)
+
+
+def source(irds, dataset_ids: Sequence[str], datasets: Sequence) -> dict:
+    """The data record: dataset ids, ir_datasets version, local files' SHA-256, downloads' MD5."""
+    from pathlib import Path
+
+    found: dict = {}
+    for dataset in datasets:
+        for entity in _ENTITIES:
+            _downloads(getattr(dataset, f"{entity}_handler")(), found)
+    files = {str(Path(d.path())): sha256_file(Path(d.path())) for d in found.get("local", ())}
+    md5 = {str(d._cache_path or d.mirrors): d.expected_md5 for d in found.get("remote", ()) if d.expected_md5}
+    out = {"origin": "ir_datasets:" + ",".join(dataset_ids), "revision": f"ir_datasets=={irds.__version__}",
+           "dataset_ids": list(dataset_ids), "ir_datasets_version": irds.__version__}
+    if files:
+        out["files_sha256"] = files
+    if md5:
+        out["files_md5"] = md5
+    return out
+
+
+def _card(argument: str, data: Mapping) -> TaskCard:
+    return parse_card(data, f"irds:{argument}")
+
+
+def make_task(argument: str) -> Task:
+    """The task ``irds:<argument>``: a retrieval task for one id, a parallel one for a brace group."""
+    irds = _irds()
+    ids = parse_ids(argument)
+    datasets = [_dataset(irds, i) for i in ids]
+    common = {"id": f"irds:{argument}", "license": "see the dataset's page on ir-datasets.com",
+              "citation": "see the dataset's page on ir-datasets.com"}
+    if len(ids) == 1:
+        ds = datasets[0]
+        doc_langs = {ds.docs_lang() or UNDETERMINED}
+        langs = sorted(doc_langs | {ds.queries_lang() or UNDETERMINED})
+        main = ["nDCG@10", "R@100", "AP@1000"] + (["SameLangFirst"] if len(doc_langs) > 1 else [])
+        card = _card(argument, {**common, "name": f"ir_datasets {ids[0]}", "kind": "retrieval",
+                                "description": f"The ir_datasets collection {ids[0]} (docs, queries, qrels).",
+                                "source": {"ir_datasets": ids[0]}, "languages": langs,
+                                "scenarios": [RETRIEVAL], "main_measures": {RETRIEVAL: main}})
+        return Task(card, module=__name__)
+    langs = []
+    for dataset_id, ds in zip(ids, datasets):
+        dl, ql = ds.docs_lang(), ds.queries_lang()
+        if not dl or dl != ql:
+            raise MalformedDataError(f"irds:{argument}: {dataset_id} has documents in {dl or 'no declared language'} "
+                                     f"and queries in {ql or 'no declared language'}; each dataset of a parallel "
+                                     f"collection needs one language for both")
+        if dl in langs:
+            raise MalformedDataError(f"irds:{argument}: two datasets are in {dl}; a parallel collection needs one "
+                                     f"dataset per language")
+        langs.append(dl)
+    from .parallel_data import _MAIN_MEASURES
+
+    card = _card(argument, {
+        **common, "name": f"ir_datasets {argument}", "kind": "parallel",
+        "description": f"Bilingual pools over {', '.join(ids)} (shared document and query ids).",
+        "source": {"ir_datasets": dict(zip(langs, ids))}, "languages": langs, "scenarios": list(SCENARIOS),
+        "main_measures": {k: list(v) for k, v in _MAIN_MEASURES.items()},
+        "pivot": "en" if "en" in langs else langs[0], "pool_modes": ["unique"]})
+    return ParallelIrdsTask(card, module=__name__)
+
+
+def _no_data_dir(card: TaskCard, data_dir) -> None:
+    if data_dir is not None:
+        raise UnknownNameError(f"task {card.id} reads its files through ir_datasets ($IR_DATASETS_HOME); "
+                               f"--data-dir is not used")
+
+
+def pools(card: TaskCard, langs=None, scenarios="all", query_langs=None, data_dir=None, **options) -> list[Pool]:
+    """One ``retrieval`` pool per query language (``langs`` is not used: the collection is fixed)."""
+    check_scenarios(scenarios, card.id)
+    _no_data_dir(card, data_dir)
+    wanted = options.pop("query_field", None)
+    no_options(options, card.id, _OPTIONS)
+    irds = _irds()
+    dataset_id = card.source["ir_datasets"]
+    ds = _dataset(irds, dataset_id)
+    docs = read_docs(ds, dataset_id)
+    queries = read_queries(ds, dataset_id, wanted)
+    qrels = read_qrels(ds, dataset_id)
+    check_qrels(qrels, (q.id for q in queries), (d.id for d in docs), f"irds:{dataset_id} qrels")
+    return pools_by_query_lang(card.id, docs, queries, qrels, source(irds, [dataset_id], [ds]), query_langs or None)
+
+
+@dataclasses.dataclass(frozen=True)
+class Side:
+    """One language of a parallel collection: passages by id, queries, qrels (grade > 0)."""
+
+    docs: Mapping[str, str]
+    queries: tuple[Text, ...]
+    qrels: Mapping[str, Mapping[str, int]]
+
+
+def bilingual_pools(task: str, sides: Mapping[str, Side], pairs, scenarios: Sequence[str] = SCENARIOS,
+                    query_langs: Sequence[str] | None = None, source: Mapping | None = None) -> list[Pool]:
+    """DESIGN §3's pools over collections with shared ids; several relevant passages per query allowed.
+
+    Query q in Lq (judged by Lq's qrels: passages P, grades g) against pair (L1, L2), Lo the other:
+    multi — docs of L1 and L2, relevant Lq/p and Lo/p for p in P; multi-1 — the same docs, relevant
+    Lo/p, excluded Lq/p; mono-same — docs of Lq, relevant Lq/p; mono-cross — docs of Lo, relevant
+    Lo/p. Only queries with a relevant passage are kept. Mono pools shared by pairs appear once.
+    """
+    out: dict[str, Pool] = {}
+    for l1, l2 in pairs:
+        for scenario in scenarios:
+            for lq in (l1, l2):
+                if query_langs is not None and lq not in query_langs:
+                    continue
+                lo = l2 if lq == l1 else l1
+                doc_langs = {"multi": (l1, l2), "multi-1": (l1, l2), "mono-same": (lq,), "mono-cross": (lo,)}[scenario]
+                side = sides[lq]
+                queries = tuple(q for q in side.queries if side.qrels.get(q.id))
+                qrels, exclusions = {}, {}
+                for q in queries:
+                    judged = side.qrels[q.id]
+                    rel_langs = {"multi": (lq, lo), "multi-1": (lo,), "mono-same": (lq,), "mono-cross": (lo,)}[scenario]
+                    qrels[q.id] = {doc_id(lang, p): g for lang in rel_langs for p, g in judged.items()}
+                    if scenario == "multi-1":
+                        exclusions[q.id] = frozenset(doc_id(lq, p) for p in judged)
+                docs = tuple(Text(doc_id(lang, p), text, lang, p) for lang in doc_langs
+                             for p, text in sides[lang].docs.items())
+                pool = Pool(task=task, scenario=scenario, pool_mode="unique", doc_langs=doc_langs, query_lang=lq,
+                            docs=docs, queries=queries, qrels=MappingProxyType(qrels),
+                            exclusions=MappingProxyType(exclusions), source=dict(source or {}))
+                out.setdefault(pool.name, pool)
+    return list(out.values())
+
+
+def _sides(card: TaskCard, languages: Sequence[str], wanted: str | None) -> tuple[dict[str, Side], dict]:
+    irds = _irds()
+    ids = {lang: card.source["ir_datasets"][lang] for lang in languages}
+    datasets = {lang: _dataset(irds, i) for lang, i in ids.items()}
+    sides = {}
+    for lang, ds in datasets.items():
+        docs = {d.id: d.text for d in read_docs(ds, ids[lang])}
+        queries = tuple(read_queries(ds, ids[lang], wanted))
+        qrels = read_qrels(ds, ids[lang])
+        check_qrels(qrels, (q.id for q in queries), docs, f"irds:{ids[lang]} qrels")
+        sides[lang] = Side(docs=docs, queries=queries, qrels=qrels)
+    for lang, side in sides.items():  # shared ids: every judged passage exists in every language
+        for other, other_side in sides.items():
+            missing = next((p for judged in side.qrels.values() for p in judged if p not in other_side.docs), None)
+            if missing is not None:
+                raise MalformedDataError(f"irds:{ids[lang]} judges passage {missing!r}, which {ids[other]} lacks; "
+                                         f"a parallel collection needs shared document ids")
+    return sides, source(irds, list(ids.values()), list(datasets.values()))
+
+
+def load(card: TaskCard, languages: Sequence[str], data_dir=None, **options) -> ParallelCollection:
+    """The parallel collection (for gold translation and comparisons with ``scenarios.build_pools``).
+
+    A :class:`ParallelCollection` holds one gold passage per question, so a collection with a query
+    judged relevant to several passages is refused here (its pools come from :func:`bilingual_pools`).
+    """
+    _no_data_dir(card, data_dir)
+    sides, src = _sides(card, languages, options.pop("query_field", None))
+    no_options(options, card.id, _OPTIONS)
+    questions = {}
+    for lang, side in sides.items():
+        qs = []
+        for q in side.queries:
+            judged = side.qrels.get(q.id) or {}
+            if len(judged) > 1:
+                raise MalformedDataError(f"task {card.id}: query {q.id!r} has {len(judged)} relevant passages; "
+                                         f"a ParallelCollection holds one (use its pools)")
+            if judged:
+                qs.append(dataclasses.replace(q, item=next(iter(judged))))
+        questions[lang] = tuple(qs)
+    return ParallelCollection(task=card.id, languages=tuple(languages),
+                              passages={lang: dict(side.docs) for lang, side in sides.items()},
+                              questions=questions, source=src)
+
+
+class ParallelIrdsTask(Task):
+    """A parallel ``irds:`` task: its pools allow several relevant passages per query."""
+
+    def pools(self, langs=None, scenarios="all", query_langs=None, pool_mode="unique", data_dir=None,
+              **options) -> list[Pool]:
+        if pool_mode != "unique":
+            raise UnknownNameError(f"task {self.id} has no pool mode {pool_mode!r}; available: unique")
+        _no_data_dir(self.card, data_dir)
+        wanted = options.pop("query_field", None)
+        no_options(options, self.id, _OPTIONS)
+        if query_langs:
+            self.check_languages(query_langs)
+        pairs = parse_langs(langs or f"{self.card.pivot}+all", self.card.languages)
+        sides, src = _sides(self.card, sorted({l for pair in pairs for l in pair}), wanted)
+        return bilingual_pools(self.id, sides, pairs, parse_scenarios(scenarios), query_langs, src)
