@@ -151,17 +151,34 @@ def test_languages_titles_query_fields_and_grades(tmp_path):
         task.pools(split="test")
 
 
+class LangDoc(NamedTuple):
+    doc_id: str
+    text: str
+    lang: str
+
+
+class LangQuery(NamedTuple):
+    query_id: str
+    text: str
+    lang: str
+
+
 def test_mixed_languages_get_a_pool_per_query_language_and_same_lang_first(tmp_path):
-    """A multilingual collection (queries in two languages) as one irds: dataset: like beir:."""
-    prefix = parallel(tmp_path)
-    en = ir_datasets.load(prefix.replace("{en,zh}", "en"))
-    zh = ir_datasets.load(prefix.replace("{en,zh}", "zh"))
-    docs = [(f"en-{d.doc_id}", d.text) for d in en.docs_iter()] + [(f"zh-{d.doc_id}", d.text) for d in zh.docs_iter()]
-    queries = [(q.query_id, q.text) for q in en.queries_iter()]
-    qrels = [(q, f"{l}-{p}", g) for q, p, g in QRELS for l in ("en", "zh")]
-    name = register(make_dataset(tmp_path / "mixed", None, docs=docs, queries=queries, qrels=qrels, query_lang="en"))
-    (pool,) = get_task(f"irds:{name}").pools()
-    assert pool.num_docs == 8 and pool.doc_langs == ("und",)  # TsvDocs declares one language (here none)
+    """No declared language, records with a ``lang`` field: languages from the records, as beir: does."""
+    docs = [(f"{l}-{p}", t, l) for l in ("en", "zh") for p, t in PASSAGES[l].items()]
+    queries = [(f"{l}-{q}", t, l) for l in ("en", "zh") for q, t in QUERIES[l].items()]
+    qrels = [(f"{ql}-{q}", f"{dl}-{p}", g) for q, p, g in QRELS for ql in ("en", "zh") for dl in ("en", "zh")]
+    name = register(make_dataset(tmp_path / "mixed", None, docs=docs, queries=queries, qrels=qrels,
+                                 doc_cls=LangDoc, query_cls=LangQuery))
+    task = get_task(f"irds:{name}")
+    assert task.card.languages == ("en", "zh") and "SameLangFirst" in task.card.main_measures["retrieval"]
+    en, zh = task.pools()
+    assert en.doc_langs == zh.doc_langs == ("en", "zh") and en.num_docs == 8
+    assert (en.query_lang, [q.id for q in en.queries]) == ("en", ["en-q1", "en-q2"])
+    assert dict(zh.qrels)["zh-q1"] == {"en-p1": 1, "zh-p1": 1}
+    assert main(run_args(tmp_path, f"irds:{name}", "--query-lang", "zh")) == 0
+    (record,) = results(tmp_path / "out")
+    assert record["query_lang"] == "zh" and record["measures"]["SameLangFirst"]["n"] == 2
 
 
 def test_parallel_four_scenarios(tmp_path):
@@ -219,8 +236,18 @@ def test_parallel_run_through_the_cli(tmp_path):
     assert sizes[("multi", "en")] == 8 and sizes[("mono-cross", "zh")] == 4
     multi = next(r for r in records if r["scenario"] == "multi" and r["query_lang"] == "en")
     assert "MaxR" in multi["measures"] and multi["num_queries"] == 2
-    # a rerun reuses every result (the data record matches)
-    assert main(run_args(tmp_path, f"irds:{spec}", "--langs", "en,zh")) == 0
+    # the Python API on the same data reuses every result (the data record matches) ...
+    from clirbench.runner import run
+
+    again = run("bm25", task=f"irds:{spec}", langs="en,zh", output_dir=tmp_path / "out",
+                cache_dir=tmp_path / "cache", resamples=10, progress=False)
+    assert len(again.outcomes) == 8 and all(o.reused for o in again.outcomes)
+    # ... and refuses to mix them with changed data (each file's SHA-256 is in the record)
+    qrels = tmp_path / "zh" / "qrels.txt"
+    qrels.write_text(qrels.read_text(encoding="utf-8") + "q3 0 p4 0\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=f"exists with different data \\(SHA-256 of {qrels}\\)"):
+        run("bm25", task=f"irds:{spec}", langs="en,zh", scenarios="mono-same", query_langs=["zh"],
+            output_dir=tmp_path / "out", cache_dir=tmp_path / "cache", resamples=10, progress=False)
 
 
 @pytest.mark.parametrize("task, message", [
@@ -250,7 +277,7 @@ def test_missing_files_are_one_line(capsys, tmp_path):
     name = register(make_dataset(tmp_path / "gone", "en"))
     (tmp_path / "gone" / "docs.tsv").unlink()
     line = one_line_error(capsys, run_args(tmp_path, f"irds:{name}"))
-    assert "ir_datasets could not provide its docs" in line and "IR_DATASETS_HOME" in line
+    assert "ir_datasets could not provide its docs" in line and line.endswith(f"place {tmp_path / 'gone' / 'docs.tsv'}")
 
 
 def test_without_ir_datasets(monkeypatch, capsys, tmp_path):
@@ -259,20 +286,25 @@ def test_without_ir_datasets(monkeypatch, capsys, tmp_path):
     assert "task irds: needs the Python package 'ir_datasets'" in line and "pip install 'clirbench[irds]'" in line
 
 
-def test_builtin_id_from_files_under_ir_datasets_home(tmp_path):
-    """Across processes: the console script on ``irds:mmarco/v2/{zh,fr}/dev`` reads files a user placed
-    where ir_datasets keeps its downloads (here tiny stand-ins, not the real mMARCO)."""
-    home = tmp_path / "irds-home"
+def write_mmarco_home(home: Path) -> Path:
+    """Tiny stand-ins for mMARCO v2 zh and fr dev (passages p1-p4, queries q1-q3, QRELS) placed where
+    ir_datasets keeps their downloads under ``$IR_DATASETS_HOME`` (it reads such files as they are)."""
     base = home / "mmarco" / "v2"
-    base.mkdir(parents=True)
-    names = {"zh": "chinese", "fr": "french"}
+    base.mkdir(parents=True, exist_ok=True)
     texts = {"zh": PASSAGES["zh"], "fr": {"p1": "Paris est la capitale de la France.", "p2": "Berlin est la "
              "capitale de l'Allemagne.", "p3": "L'Allemagne borde la France.", "p4": "Le thé pousse au Yunnan."}}
     qtexts = {"zh": QUERIES["zh"], "fr": {"q1": "capitale de la France", "q2": "Allemagne", "q3": "thé"}}
-    for lang, name in names.items():
+    for lang, name in {"zh": "chinese", "fr": "french"}.items():
         _write(base / f"{name}_collection.tsv", texts[lang].items())
         _write(base / f"{name}.queries.dev.tsv", qtexts[lang].items())
     _write(home / "mmarco" / "qrels.dev.tsv", [(q, "0", d, str(g)) for q, d, g in QRELS])
+    return home
+
+
+def test_builtin_id_from_files_under_ir_datasets_home(tmp_path):
+    """Across processes: the console script on ``irds:mmarco/v2/{zh,fr}/dev`` reads files a user placed
+    where ir_datasets keeps its downloads (here tiny stand-ins, not the real mMARCO)."""
+    home = write_mmarco_home(tmp_path / "irds-home")
     script = Path(sys.executable).with_name("clirbench")
     command = [str(script)] if script.exists() else [sys.executable, "-m", "clirbench"]
     env = {**os.environ, "IR_DATASETS_HOME": str(home)}

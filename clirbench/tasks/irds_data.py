@@ -12,7 +12,8 @@ it expects them are read as they are, which is its way of working offline).
   text is its ``text`` field when the record has one (MS MARCO, mMARCO, MIRACL), else its ``title``
   (TREC topics: NeuCLIR, HC4); ``--task-option query_field=description`` picks any other field.
   ``ht_*`` / ``mt_*`` fields (NeuCLIR's human / machine translations of a topic) are in the record's
-  ``translation_lang``. Judgements with grade > 0 are the relevant documents (a pair judged twice
+  ``translation_lang``. Languages are ``docs_lang()`` / ``queries_lang()``, else the records' own
+  ``lang`` fields (a mixed collection), else ``und``. Judgements with grade > 0 are the relevant documents (a pair judged twice
   keeps its highest grade); queries with none are left out.
 - ``irds:<prefix>{A,B}<suffix>`` (e.g. ``irds:mmarco/v2/{zh,fr}/dev``, or with whole ids
   ``irds:{msmarco-passage/dev,mmarco/v2/zh/dev}``): a *parallel* task over collections that share
@@ -24,7 +25,11 @@ it expects them are read as they are, which is its way of working offline).
 
 The result's data record is the dataset id(s) and the ir_datasets version (``revision``), the
 SHA-256 of every file a dataset reads from a local path (``ir_datasets.util.LocalDownload``, what
-``ir_datasets.create_dataset`` uses), and the MD5 ir_datasets verifies each download against.
+``ir_datasets.create_dataset`` uses), and the MD5 ir_datasets verifies each download against
+(files a user placed under ``$IR_DATASETS_HOME`` are not hashed: they may be gigabytes). When
+ir_datasets cannot provide a file (absent, no network) the error is one line naming the paths where
+it looks for the files. Datasets a user registers in Python (``ir_datasets.registry.register``) are
+seen by ``clirbench.run(..., task="irds:<id>")`` in the same process.
 """
 from __future__ import annotations
 
@@ -84,14 +89,39 @@ def _dataset(irds, dataset_id: str):
     return dataset
 
 
-def _read(dataset_id: str, what: str, fn):
-    """``fn()`` (reading through ir_datasets) with its failures as one line: files absent, no network."""
+def _read(dataset_id: str, what: str, fn, dataset=None):
+    """``fn()`` (reading through ir_datasets) with its failures as one line naming the files to place.
+
+    ir_datasets' own log lines (download attempts, retries) are muted meanwhile, so that a failure
+    ends in this one line; its download progress bars still show.
+    """
+    import logging
+
+    muted = logging.root.manager.disable
+    logging.disable(logging.WARNING)
     try:
         return fn()
     except (OSError, RuntimeError) as exc:
-        reason = " ".join(str(exc).split())[:200] or type(exc).__name__
+        reason = " ".join(str(exc).split())[:160] or type(exc).__name__
+        missing = _missing_files(dataset) if dataset is not None else []
+        where = (f"place {', '.join(missing[:3])}{' …' if len(missing) > 3 else ''}" if missing
+                 else "place its files under $IR_DATASETS_HOME")
         raise DataNotFoundError(f"irds:{dataset_id}: ir_datasets could not provide its {what} ({reason}); "
-                                f"without network, place its files under $IR_DATASETS_HOME") from None
+                                f"without network, {where}") from None
+    finally:
+        logging.disable(muted)
+
+
+def _missing_files(dataset) -> list[str]:
+    """Paths ir_datasets would read ``dataset``'s files from that do not exist (local files, downloads)."""
+    from pathlib import Path
+
+    found: dict = {}
+    for entity in _ENTITIES:
+        _downloads(getattr(dataset, f"{entity}_handler")(), found)
+    paths = [d._path for d in found.get("local", ())] + [d._cache_path for d in found.get("remote", ())
+                                                           if d._cache_path]
+    return sorted({str(p) for p in paths if p and not Path(p).exists()})
 
 
 def _str(value) -> str:
@@ -127,17 +157,30 @@ def query_field(cls, wanted: str | None, dataset_id: str) -> str:
                              f"choose one with --task-option query_field=<{'|'.join(fields[1:])}>")
 
 
+def _record_lang(record, default: str) -> str:
+    """A record's own ``lang`` field (tweets, mixed collections) when it has one, else ``default``."""
+    return (_str(record.lang) if "lang" in record._fields else "") or default
+
+
+def languages(dataset, entity: str, dataset_id: str) -> set[str]:
+    """The languages of ``docs`` or ``queries``: the declared one, else the records' ``lang`` fields
+    (a scan, as ``beir:`` scans its corpus), else ``und``."""
+    declared = getattr(dataset, f"{entity}_lang")()
+    if declared:
+        return {declared}
+    if "lang" not in getattr(getattr(dataset, f"{entity}_cls")(), "_fields", ()):
+        return {UNDETERMINED}
+    records = getattr(dataset, f"{entity}_iter")
+    return _read(dataset_id, entity, lambda: {_record_lang(r, UNDETERMINED) for r in records()}, dataset)
+
+
 def read_docs(dataset, dataset_id: str) -> list[Text]:
     lang = dataset.docs_lang() or UNDETERMINED
 
     def go():
-        out = []
-        for d in dataset.docs_iter():
-            record_lang = _str(getattr(d, "lang", "")) if "lang" in d._fields else ""
-            out.append(Text(id=str(d.doc_id), text=doc_text(d), lang=record_lang or lang))
-        return out
+        return [Text(id=str(d.doc_id), text=doc_text(d), lang=_record_lang(d, lang)) for d in dataset.docs_iter()]
 
-    docs = _read(dataset_id, "docs", go)
+    docs = _read(dataset_id, "docs", go, dataset)
     seen: set[str] = set()
     for d in docs:
         if d.id in seen:
@@ -158,11 +201,11 @@ def read_queries(dataset, dataset_id: str, wanted: str | None = None) -> list[Te
             if not isinstance(text, str) or not text.strip():
                 raise MalformedDataError(f"irds:{dataset_id}: query {q.query_id!r} has no {field} text")
             qlang = _str(getattr(q, "translation_lang", "")) if translated else ""
-            out.append(Text(id=str(q.query_id), text=text.strip(), lang=qlang or lang,
+            out.append(Text(id=str(q.query_id), text=text.strip(), lang=qlang or _record_lang(q, lang),
                             meta=MappingProxyType({"field": field})))
         return out
 
-    return _read(dataset_id, "queries", go)
+    return _read(dataset_id, "queries", go, dataset)
 
 
 def read_qrels(dataset, dataset_id: str) -> dict[str, dict[str, int]]:
@@ -176,7 +219,7 @@ def read_qrels(dataset, dataset_id: str) -> dict[str, dict[str, int]]:
                 judged[str(qrel.doc_id)] = max(grade, judged.get(str(qrel.doc_id), grade))
         return qrels
 
-    return _read(dataset_id, "qrels", go)
+    return _read(dataset_id, "qrels", go, dataset)
 
 
 def _downloads(obj, found: dict, depth: int = 0, seen: set | None = None) -> None:
@@ -231,8 +274,8 @@ def make_task(argument: str) -> Task:
               "citation": "see the dataset's page on ir-datasets.com"}
     if len(ids) == 1:
         ds = datasets[0]
-        doc_langs = {ds.docs_lang() or UNDETERMINED}
-        langs = sorted(doc_langs | {ds.queries_lang() or UNDETERMINED})
+        doc_langs = languages(ds, "docs", ids[0])
+        langs = sorted(doc_langs | languages(ds, "queries", ids[0]))
         main = ["nDCG@10", "R@100", "AP@1000"] + (["SameLangFirst"] if len(doc_langs) > 1 else [])
         card = _card(argument, {**common, "name": f"ir_datasets {ids[0]}", "kind": "retrieval",
                                 "description": f"The ir_datasets collection {ids[0]} (docs, queries, qrels).",
