@@ -38,10 +38,12 @@ class TitleDoc(NamedTuple):
     text: str
 
 
-class Topic(NamedTuple):
+class Topic(NamedTuple):  # like NeuCLIR's topics: English title and description, a human translation
     query_id: str
     title: str
     description: str
+    ht_title: str
+    translation_lang: str
 
 
 PASSAGES = {
@@ -121,6 +123,7 @@ def test_create_dataset_end_to_end_through_the_cli(tmp_path):
     assert record["num_queries"] == 2  # q3 has no relevant passage
     assert set(record["measures"]) >= {"nDCG@10", "RR", "R@100"}
     assert record["measures"]["R@100"]["value"] == 1.0  # 4 passages: all relevant ones are in the top 100
+    assert sorted(p.name for p in folder.iterdir()) == ["docs.tsv", "qrels.txt", "queries.tsv"]  # nothing written
     task = record["task"]
     assert task["source"] == f"ir_datasets:{name}" and task["revision"] == f"ir_datasets=={ir_datasets.__version__}"
     hashes = task["files_sha256"]
@@ -132,7 +135,8 @@ def test_create_dataset_end_to_end_through_the_cli(tmp_path):
 
 def test_languages_titles_query_fields_and_grades(tmp_path):
     docs = [("d1", "Paris", "capital of France"), ("d2", "", "Berlin"), ("d3", "Tea", "grown in Yunnan")]
-    topics = [("q1", "paris", "Where is the French capital?"), ("q2", "tea", "Where is tea grown?")]
+    topics = [("q1", "paris", "Where is the French capital?", "paris", "fr"),
+              ("q2", "tea", "Where is tea grown?", "thé", "fr")]
     qrels = [("q1", "d1", 3), ("q1", "d2", 0), ("q2", "d3", 1), ("q2", "d3", 2)]
     name = register(make_dataset(tmp_path / "t", "fr", docs=docs, queries=topics, qrels=qrels, doc_cls=TitleDoc,
                                  query_cls=Topic, query_lang="en"))
@@ -145,10 +149,49 @@ def test_languages_titles_query_fields_and_grades(tmp_path):
     assert dict(pool.qrels) == {"q1": {"d1": 3}, "q2": {"d3": 2}}  # grade > 0; a pair judged twice: highest
     (pool,) = task.pools(query_field="description")
     assert [q.text for q in pool.queries] == ["Where is the French capital?", "Where is tea grown?"]
-    with pytest.raises(ValueError, match="queries have no field 'narrative'; query_field is one of title, description"):
+    (pool,) = task.pools(query_field="ht_title")  # a human translation: in the record's translation_lang
+    assert [(q.text, q.lang) for q in pool.queries] == [("paris", "fr"), ("thé", "fr")] and pool.query_lang == "fr"
+    with pytest.raises(ValueError, match="queries have no field 'narrative'; query_field is one of title, description, "
+                                         "ht_title, translation_lang"):
         task.pools(query_field="narrative")
     with pytest.raises(ValueError, match="takes no option"):
         task.pools(split="test")
+
+
+def test_neuclir_style_records_with_ir_datasets_own_classes(tmp_path):
+    """NeuCLIR's real record types (ExctractedCCDocs / ExctractedCCQueries, which declare no query
+    language): English titles by default, ``ht_title`` in the documents' language, title + text."""
+    from ir_datasets.formats import ExctractedCCDocs, ExctractedCCNoReportQuery, ExctractedCCQueries
+
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("".join(json.dumps({"id": f"d{i}", "title": title, "text": text, "url": "u", "time": "t",
+                                        "cc_file": "f"}, ensure_ascii=False) + "\n"
+                            for i, (title, text) in enumerate([("巴黎", "法国的首都"), ("", "柏林")], 1)), "utf-8")
+
+    def topic(lang, source, title):
+        return {"lang": lang, "source": source, "topic_title": title, "topic_description": f"{title}?",
+                "topic_narrative": f"{title}."}
+
+    topics = tmp_path / "topics.jsonl"
+    topics.write_text("".join(json.dumps({"topic_id": qid, "languages_with_qrels": ["zho"], "topics": [
+        topic("eng", "original", en), topic("zho", "human translation", zh), topic("zho", "machine translation", zh)]},
+        ensure_ascii=False) + "\n" for qid, en, zh in [("101", "capital of France", "法国首都")]), "utf-8")
+    qrels = _write(tmp_path / "qrels", [("101", "zho", "d1", "3"), ("101", "zho", "d2", "0")])
+    name = register(Dataset(ExctractedCCDocs(LocalDownload(docs), subset_lang="zh"),
+                            ExctractedCCQueries(LocalDownload(topics), subset_lang="zh", filter_lwq=False,
+                                                cls=ExctractedCCNoReportQuery),
+                            TrecQrels(LocalDownload(qrels), {})))
+    task = get_task(f"irds:{name}")
+    assert task.card.languages == ("en", "zh")
+    (pool,) = task.pools()
+    assert [(d.id, d.text, d.lang) for d in pool.docs] == [("d1", "巴黎 法国的首都", "zh"), ("d2", "柏林", "zh")]
+    assert [(q.text, q.lang) for q in pool.queries] == [("capital of France", "en")] and dict(pool.qrels) == {
+        "101": {"d1": 3}}
+    (pool,) = task.pools(query_field="ht_title")
+    assert [(q.text, q.lang) for q in pool.queries] == [("法国首都", "zh")]
+    assert main(run_args(tmp_path, f"irds:{name}", "--task-option", "query_field=ht_description")) == 0
+    (record,) = results(tmp_path / "out")
+    assert (record["query_lang"], record["doc_langs"], record["pool_size"]) == ("zh", ["zh"], 2)
 
 
 class LangDoc(NamedTuple):
@@ -316,4 +359,6 @@ def test_builtin_id_from_files_under_ir_datasets_home(tmp_path):
     assert record["scenario"] == "multi-1" and record["pool_size"] == 8 and record["num_queries"] == 2
     assert record["doc_langs"] == ["zh", "fr"]
     assert record["task"]["source"] == "ir_datasets:mmarco/v2/fr/dev,mmarco/v2/zh/dev"  # by language
-    assert json.dumps(record["task"]["revision"]) == json.dumps(f"ir_datasets=={ir_datasets.__version__}")
+    assert record["task"]["revision"] == f"ir_datasets=={ir_datasets.__version__}"
+    assert "files_sha256" not in record["task"]  # downloads are pinned by the ir_datasets version
+    assert not [p for p in home.rglob("*") if p.is_file() and p.suffix not in (".tsv",)]  # nothing written there

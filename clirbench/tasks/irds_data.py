@@ -25,8 +25,9 @@ it expects them are read as they are, which is its way of working offline).
 
 The result's data record is the dataset id(s) and the ir_datasets version (``revision``), the
 SHA-256 of every file a dataset reads from a local path (``ir_datasets.util.LocalDownload``, what
-``ir_datasets.create_dataset`` uses), and the MD5 ir_datasets verifies each download against
-(files a user placed under ``$IR_DATASETS_HOME`` are not hashed: they may be gigabytes). When
+``ir_datasets.create_dataset`` uses); a download is pinned by the ir_datasets version, whose
+catalogue holds the MD5 it verifies (files a user placed under ``$IR_DATASETS_HOME`` are not
+hashed: they may be gigabytes). When
 ir_datasets cannot provide a file (absent, no network) the error is one line naming the paths where
 it looks for the files. Datasets a user registers in Python (``ir_datasets.registry.register``) are
 seen by ``clirbench.run(..., task="irds:<id>")`` in the same process.
@@ -53,6 +54,8 @@ __all__ = ["make_task", "pools", "load", "parse_ids", "bilingual_pools", "Side"]
 _BRACE = re.compile(r"^([^{}]*)\{([^{}]*)\}([^{}]*)$")
 _OPTIONS = ("query_field",)
 _ENTITIES = ("docs", "queries", "qrels")
+_TRANSLATED = re.compile(r"^(?:([a-z]{2,3})_)?(?:ht|mt)_")  # ht_title, mt_description, fa_mt_title
+_EXTRACTED_CC = "ir_datasets.formats.extracted_cc"
 
 
 def _irds():
@@ -162,16 +165,42 @@ def _record_lang(record, default: str) -> str:
     return (_str(record.lang) if "lang" in record._fields else "") or default
 
 
+def declared_lang(dataset, entity: str) -> str | None:
+    """``docs_lang()`` / ``queries_lang()``; for NeuCLIR / HC4 topics (ir_datasets' ``extracted_cc``
+    query types, which declare none) ``en``: their untranslated fields are the English originals."""
+    declared = getattr(dataset, f"{entity}_lang")()
+    if not declared and entity == "queries" and dataset.queries_cls().__module__ == _EXTRACTED_CC:
+        return "en"
+    return declared or None
+
+
+def _field_lang(field: str, record) -> str:
+    """The language of a translated topic field (``ht_title``: the record's ``translation_lang``;
+    ``fa_mt_title``: ``fa``), or "" for an untranslated field."""
+    match = _TRANSLATED.match(field)
+    if not match:
+        return ""
+    return match.group(1) or _str(getattr(record, "translation_lang", ""))
+
+
 def languages(dataset, entity: str, dataset_id: str) -> set[str]:
     """The languages of ``docs`` or ``queries``: the declared one, else the records' ``lang`` fields
-    (a scan, as ``beir:`` scans its corpus), else ``und``."""
-    declared = getattr(dataset, f"{entity}_lang")()
+    (a scan, as ``beir:`` scans its corpus), else ``und``; for queries also the languages of their
+    translated fields (``fa_mt_title``) and the documents' (``ht_title`` in ``translation_lang``)."""
+    fields = getattr(getattr(dataset, f"{entity}_cls")(), "_fields", ())
+    extra = set()
+    if entity == "queries":
+        found = [_TRANSLATED.match(f) for f in fields]
+        extra = {m.group(1) for m in found if m and m.group(1)}
+        if any(m and not m.group(1) for m in found) and "translation_lang" in fields and dataset.docs_lang():
+            extra.add(dataset.docs_lang())
+    declared = declared_lang(dataset, entity)
     if declared:
-        return {declared}
-    if "lang" not in getattr(getattr(dataset, f"{entity}_cls")(), "_fields", ()):
-        return {UNDETERMINED}
+        return {declared} | extra
+    if "lang" not in fields:
+        return {UNDETERMINED} | extra
     records = getattr(dataset, f"{entity}_iter")
-    return _read(dataset_id, entity, lambda: {_record_lang(r, UNDETERMINED) for r in records()}, dataset)
+    return _read(dataset_id, entity, lambda: {_record_lang(r, UNDETERMINED) for r in records()}, dataset) | extra
 
 
 def read_docs(dataset, dataset_id: str) -> list[Text]:
@@ -191,8 +220,7 @@ def read_docs(dataset, dataset_id: str) -> list[Text]:
 
 def read_queries(dataset, dataset_id: str, wanted: str | None = None) -> list[Text]:
     field = query_field(dataset.queries_cls(), wanted, dataset_id)
-    lang = dataset.queries_lang() or UNDETERMINED
-    translated = field.startswith(("ht_", "mt_"))
+    lang = declared_lang(dataset, "queries") or UNDETERMINED
 
     def go():
         out = []
@@ -200,8 +228,7 @@ def read_queries(dataset, dataset_id: str, wanted: str | None = None) -> list[Te
             text = q.default_text() if field == "default_text" else getattr(q, field)
             if not isinstance(text, str) or not text.strip():
                 raise MalformedDataError(f"irds:{dataset_id}: query {q.query_id!r} has no {field} text")
-            qlang = _str(getattr(q, "translation_lang", "")) if translated else ""
-            out.append(Text(id=str(q.query_id), text=text.strip(), lang=qlang or _record_lang(q, lang),
+            out.append(Text(id=str(q.query_id), text=text.strip(), lang=_field_lang(field, q) or _record_lang(q, lang),
                             meta=MappingProxyType({"field": field})))
         return out
 
@@ -243,7 +270,8 @@ def _downloads(obj, found: dict, depth: int = 0, seen: set | None = None) -> Non
 
 
 def source(irds, dataset_ids: Sequence[str], datasets: Sequence) -> dict:
-    """The data record: dataset ids, ir_datasets version, local files' SHA-256, downloads' MD5."""
+    """The data record: dataset ids, ir_datasets version (which pins the MD5 of every download it
+    verifies) and the SHA-256 of the local files (``LocalDownload``) the datasets read."""
     from pathlib import Path
 
     found: dict = {}
@@ -251,13 +279,10 @@ def source(irds, dataset_ids: Sequence[str], datasets: Sequence) -> dict:
         for entity in _ENTITIES:
             _downloads(getattr(dataset, f"{entity}_handler")(), found)
     files = {str(Path(d.path())): sha256_file(Path(d.path())) for d in found.get("local", ())}
-    md5 = {str(d._cache_path or d.mirrors): d.expected_md5 for d in found.get("remote", ()) if d.expected_md5}
     out = {"origin": "ir_datasets:" + ",".join(dataset_ids), "revision": f"ir_datasets=={irds.__version__}",
            "dataset_ids": list(dataset_ids), "ir_datasets_version": irds.__version__}
     if files:
         out["files_sha256"] = files
-    if md5:
-        out["files_md5"] = md5
     return out
 
 
@@ -345,6 +370,8 @@ def bilingual_pools(task: str, sides: Mapping[str, Side], pairs, scenarios: Sequ
     Lo/p. Only queries with a relevant passage are kept. Mono pools shared by pairs appear once.
     """
     out: dict[str, Pool] = {}
+    texts = {lang: tuple(Text(doc_id(lang, p), text, lang, p) for p, text in side.docs.items())
+             for lang, side in sides.items()}  # made once, shared by every pool
     for l1, l2 in pairs:
         for scenario in scenarios:
             for lq in (l1, l2):
@@ -361,8 +388,7 @@ def bilingual_pools(task: str, sides: Mapping[str, Side], pairs, scenarios: Sequ
                     qrels[q.id] = {doc_id(lang, p): g for lang in rel_langs for p, g in judged.items()}
                     if scenario == "multi-1":
                         exclusions[q.id] = frozenset(doc_id(lq, p) for p in judged)
-                docs = tuple(Text(doc_id(lang, p), text, lang, p) for lang in doc_langs
-                             for p, text in sides[lang].docs.items())
+                docs = tuple(d for lang in doc_langs for d in texts[lang])
                 pool = Pool(task=task, scenario=scenario, pool_mode="unique", doc_langs=doc_langs, query_lang=lq,
                             docs=docs, queries=queries, qrels=MappingProxyType(qrels),
                             exclusions=MappingProxyType(exclusions), source=dict(source or {}))
