@@ -19,17 +19,17 @@ from typing import NamedTuple
 
 import pytest
 
-ir_datasets = pytest.importorskip("ir_datasets")
-from ir_datasets.datasets.base import Dataset  # noqa: E402
-from ir_datasets.formats import TrecQrels, TsvDocs, TsvQueries  # noqa: E402
-from ir_datasets.util import LocalDownload  # noqa: E402
+import ir_datasets  # in the test extra (clirbench[irds])
+from ir_datasets.datasets.base import Dataset
+from ir_datasets.formats import TrecQrels, TsvDocs, TsvQueries
+from ir_datasets.util import LocalDownload
 
-from clirbench.cli import main  # noqa: E402
-from clirbench.results import read_result  # noqa: E402
-from clirbench.scenarios import SCENARIOS, build_pools  # noqa: E402
-from clirbench.tasks import get_task  # noqa: E402
-from cli_helpers import one_line_error  # noqa: E402
-from test_optional_deps import block  # noqa: E402
+from clirbench.cli import main
+from clirbench.results import read_result
+from clirbench.scenarios import SCENARIOS, build_pools
+from clirbench.tasks import get_task
+from cli_helpers import one_line_error
+from test_optional_deps import block
 
 
 class TitleDoc(NamedTuple):
@@ -291,6 +291,33 @@ def test_parallel_run_through_the_cli(tmp_path):
     with pytest.raises(ValueError, match=f"exists with different data \\(SHA-256 of {qrels}\\)"):
         run("bm25", task=f"irds:{spec}", langs="en,zh", scenarios="mono-same", query_langs=["zh"],
             output_dir=tmp_path / "out", cache_dir=tmp_path / "cache", resamples=10, progress=False)
+
+
+def test_neumarco_style_translated_passages_with_english_queries(capsys, tmp_path):
+    """A dataset whose passages are translated but whose queries stay English (neuMARCO) pairs with
+    the English one: pools with English queries only, the four scenarios."""
+    prefix = f"clirbench-test/{uuid.uuid4().hex[:8]}"
+    ir_datasets.registry.register(f"{prefix}/en", make_dataset(tmp_path / "en", "en"))
+    queries = list(QUERIES["en"].items())
+    for lang in ("zh", "fr"):
+        docs = list(PASSAGES["zh"].items()) if lang == "zh" else [(p, f"[fr] {t}") for p, t in PASSAGES["en"].items()]
+        ir_datasets.registry.register(f"{prefix}/{lang}", make_dataset(tmp_path / lang, lang, docs=docs,
+                                                                       queries=queries, query_lang="en"))
+    task = get_task(f"irds:{prefix}/{{en,zh,fr}}")
+    assert task.card.languages == ("en", "zh", "fr") and task.card.source["queries"] == {"en": f"{prefix}/en"}
+    pools = task.pools()
+    assert sorted((p.scenario, p.doc_langs) for p in pools) == sorted(
+        [("multi", ("en", o)) for o in ("zh", "fr")] + [("multi-1", ("en", o)) for o in ("zh", "fr")]
+        + [("mono-same", ("en",)), ("mono-cross", ("zh",)), ("mono-cross", ("fr",))])
+    assert {p.query_lang for p in pools} == {"en"}
+    cross = next(p for p in pools if p.scenario == "mono-cross" and p.doc_langs == ("fr",))
+    assert dict(cross.qrels)["q1"] == {"fr/p1": 1} and cross.docs[0].text == "[fr] Paris is the capital of France."
+    with pytest.raises(ValueError, match="has no queries in zh; queries: en"):
+        task.pools(query_langs=["zh"])
+    with pytest.raises(ValueError, match="has queries in en only; the pair zh,fr has none"):
+        task.pools("zh,fr")
+    line = one_line_error(capsys, run_args(tmp_path, f"irds:{prefix}/{{zh,fr}}"))
+    assert "the queries are in en, none of the document languages (zh, fr)" in line
 
 
 @pytest.mark.parametrize("task, message", [

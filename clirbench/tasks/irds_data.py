@@ -17,8 +17,11 @@ it expects them are read as they are, which is its way of working offline).
   keeps its highest grade); queries with none are left out.
 - ``irds:<prefix>{A,B}<suffix>`` (e.g. ``irds:mmarco/v2/{zh,fr}/dev``, or with whole ids
   ``irds:{msmarco-passage/dev,mmarco/v2/zh/dev}``): a *parallel* task over collections that share
-  document and query ids (mMARCO, neuMARCO), one language each (its ``docs_lang``), with the four
-  bilingual-pool scenarios of DESIGN §3. Document ids in a pool are ``<lang>/<doc id>``; each
+  document and query ids (mMARCO, neuMARCO), each giving the documents of one language (its
+  ``docs_lang``), with the four bilingual-pool scenarios of DESIGN §3. The queries (and qrels) of
+  language L come from the dataset of L's documents when its queries are in L too, else from any
+  dataset with queries in L: ``irds:{msmarco-passage/dev,neumarco/zh/dev}`` (neuMARCO: Chinese
+  passages, English queries) gives the pools with English queries only. Document ids in a pool are ``<lang>/<doc id>``; each
   query (judged in its own language's dataset) is relevant to both language versions of every
   passage judged relevant for it; multi-1 excludes the query-language versions. Only pool mode
   ``unique`` exists (one passage per id and language).
@@ -307,25 +310,34 @@ def make_task(argument: str) -> Task:
                                 "source": {"ir_datasets": ids[0]}, "languages": langs,
                                 "scenarios": [RETRIEVAL], "main_measures": {RETRIEVAL: main}})
         return Task(card, module=__name__)
-    langs = []
+    doc_ids: dict[str, str] = {}  # language -> the dataset of its documents
     for dataset_id, ds in zip(ids, datasets):
-        dl, ql = ds.docs_lang(), ds.queries_lang()
-        if not dl or dl != ql:
-            raise MalformedDataError(f"irds:{argument}: {dataset_id} has documents in {dl or 'no declared language'} "
-                                     f"and queries in {ql or 'no declared language'}; each dataset of a parallel "
-                                     f"collection needs one language for both")
-        if dl in langs:
+        dl = ds.docs_lang()
+        if not dl:
+            raise MalformedDataError(f"irds:{argument}: {dataset_id} declares no document language; each dataset "
+                                     f"of a parallel collection holds the documents of one language")
+        if dl in doc_ids:
             raise MalformedDataError(f"irds:{argument}: two datasets are in {dl}; a parallel collection needs one "
                                      f"dataset per language")
-        langs.append(dl)
+        doc_ids[dl] = dataset_id
+    query_ids: dict[str, str] = {}  # language -> the dataset of its queries (and their qrels)
+    for dataset_id, ds in zip(ids, datasets):
+        ql = declared_lang(ds, "queries")
+        if ql in doc_ids and (ql not in query_ids or doc_ids[ql] == dataset_id):
+            query_ids[ql] = dataset_id  # the dataset whose documents are in that language comes first
+    if not query_ids:
+        qls = sorted({declared_lang(ds, "queries") or UNDETERMINED for ds in datasets})
+        raise MalformedDataError(f"irds:{argument}: the queries are in {', '.join(qls)}, none of the document "
+                                 f"languages ({', '.join(doc_ids)}); a bilingual pool's queries are in one of them")
+    langs = list(doc_ids)
     from .parallel_data import _MAIN_MEASURES
 
     card = _card(argument, {
         **common, "name": f"ir_datasets {argument}", "kind": "parallel",
         "description": f"Bilingual pools over {', '.join(ids)} (shared document and query ids).",
-        "source": {"ir_datasets": dict(zip(langs, ids))}, "languages": langs, "scenarios": list(SCENARIOS),
-        "main_measures": {k: list(v) for k, v in _MAIN_MEASURES.items()},
-        "pivot": "en" if "en" in langs else langs[0], "pool_modes": ["unique"]})
+        "source": {"ir_datasets": doc_ids, "queries": query_ids}, "languages": langs,
+        "scenarios": list(SCENARIOS), "main_measures": {k: list(v) for k, v in _MAIN_MEASURES.items()},
+        "pivot": "en" if "en" in query_ids else next(iter(query_ids)), "pool_modes": ["unique"]})
     return ParallelIrdsTask(card, module=__name__)
 
 
@@ -367,7 +379,9 @@ def bilingual_pools(task: str, sides: Mapping[str, Side], pairs, scenarios: Sequ
     Query q in Lq (judged by Lq's qrels: passages P, grades g) against pair (L1, L2), Lo the other:
     multi — docs of L1 and L2, relevant Lq/p and Lo/p for p in P; multi-1 — the same docs, relevant
     Lo/p, excluded Lq/p; mono-same — docs of Lq, relevant Lq/p; mono-cross — docs of Lo, relevant
-    Lo/p. Only queries with a relevant passage are kept. Mono pools shared by pairs appear once.
+    Lo/p. Only queries with a relevant passage are kept; a language without queries (neuMARCO's
+    translated passages come with English queries only) is a query language of no pool. Mono pools
+    shared by pairs appear once.
     """
     out: dict[str, Pool] = {}
     texts = {lang: tuple(Text(doc_id(lang, p), text, lang, p) for p, text in side.docs.items())
@@ -375,8 +389,8 @@ def bilingual_pools(task: str, sides: Mapping[str, Side], pairs, scenarios: Sequ
     for l1, l2 in pairs:
         for scenario in scenarios:
             for lq in (l1, l2):
-                if query_langs is not None and lq not in query_langs:
-                    continue
+                if (query_langs is not None and lq not in query_langs) or not sides[lq].queries:
+                    continue  # not asked for, or no queries in that language (neuMARCO: English only)
                 lo = l2 if lq == l1 else l1
                 doc_langs = {"multi": (l1, l2), "multi-1": (l1, l2), "mono-same": (lq,), "mono-cross": (lo,)}[scenario]
                 side = sides[lq]
@@ -397,23 +411,29 @@ def bilingual_pools(task: str, sides: Mapping[str, Side], pairs, scenarios: Sequ
 
 
 def _sides(card: TaskCard, languages: Sequence[str], wanted: str | None) -> tuple[dict[str, Side], dict]:
+    """Each language's passages, and its queries and qrels where a dataset has queries in it."""
     irds = _irds()
-    ids = {lang: card.source["ir_datasets"][lang] for lang in languages}
-    datasets = {lang: _dataset(irds, i) for lang, i in ids.items()}
+    doc_ids, query_ids = card.source["ir_datasets"], card.source["queries"]
+    names = {doc_ids[l] for l in languages} | {query_ids[l] for l in languages if l in query_ids}
+    datasets = {i: _dataset(irds, i) for i in sorted(names)}
     sides = {}
-    for lang, ds in datasets.items():
-        docs = {d.id: d.text for d in read_docs(ds, ids[lang])}
-        queries = tuple(read_queries(ds, ids[lang], wanted))
-        qrels = read_qrels(ds, ids[lang])
-        check_qrels(qrels, (q.id for q in queries), docs, f"irds:{ids[lang]} qrels")
+    for lang in languages:
+        docs = {d.id: d.text for d in read_docs(datasets[doc_ids[lang]], doc_ids[lang])}
+        queries, qrels = (), {}
+        if lang in query_ids:
+            ds = datasets[query_ids[lang]]
+            queries = tuple(read_queries(ds, query_ids[lang], wanted))
+            qrels = read_qrels(ds, query_ids[lang])
+            check_qrels(qrels, (q.id for q in queries), docs, f"irds:{query_ids[lang]} qrels (documents of "
+                                                              f"{doc_ids[lang]})")
         sides[lang] = Side(docs=docs, queries=queries, qrels=qrels)
     for lang, side in sides.items():  # shared ids: every judged passage exists in every language
         for other, other_side in sides.items():
             missing = next((p for judged in side.qrels.values() for p in judged if p not in other_side.docs), None)
             if missing is not None:
-                raise MalformedDataError(f"irds:{ids[lang]} judges passage {missing!r}, which {ids[other]} lacks; "
-                                         f"a parallel collection needs shared document ids")
-    return sides, source(irds, list(ids.values()), list(datasets.values()))
+                raise MalformedDataError(f"irds:{query_ids[lang]} judges passage {missing!r}, which {doc_ids[other]} "
+                                         f"lacks; a parallel collection needs shared document ids")
+    return sides, source(irds, list(datasets), list(datasets.values()))
 
 
 def load(card: TaskCard, languages: Sequence[str], data_dir=None, **options) -> ParallelCollection:
@@ -453,6 +473,14 @@ class ParallelIrdsTask(Task):
         no_options(options, self.id, _OPTIONS)
         if query_langs:
             self.check_languages(query_langs)
+            without = [l for l in query_langs if l not in self.card.source["queries"]]
+            if without:
+                raise UnknownNameError(f"task {self.id} has no queries in {', '.join(without)}; queries: "
+                                       f"{', '.join(self.card.source['queries'])}")
         pairs = parse_langs(langs or f"{self.card.pivot}+all", self.card.languages)
+        asked = [p for p in pairs if not set(p) & set(self.card.source["queries"])]
+        if asked:
+            raise UnknownNameError(f"task {self.id} has queries in {', '.join(self.card.source['queries'])} only; "
+                                   f"the pair {','.join(asked[0])} has none")
         sides, src = _sides(self.card, sorted({l for pair in pairs for l in pair}), wanted)
         return bilingual_pools(self.id, sides, pairs, parse_scenarios(scenarios), query_langs, src)
