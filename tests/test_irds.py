@@ -13,23 +13,26 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import uuid
 from pathlib import Path
 from typing import NamedTuple
 
 import pytest
 
-import ir_datasets  # in the test extra (clirbench[irds])
-from ir_datasets.datasets.base import Dataset
-from ir_datasets.formats import TrecQrels, TsvDocs, TsvQueries
-from ir_datasets.util import LocalDownload
+# ir_datasets makes its folders under $IR_DATASETS_HOME when imported: keep them out of ~/.ir_datasets
+os.environ.setdefault("IR_DATASETS_HOME", os.path.join(tempfile.gettempdir(), "clirbench-tests-ir_datasets"))
+import ir_datasets  # noqa: E402  (in the test extra, clirbench[irds])
+from ir_datasets.datasets.base import Dataset  # noqa: E402
+from ir_datasets.formats import TrecQrels, TsvDocs, TsvQueries  # noqa: E402
+from ir_datasets.util import LocalDownload  # noqa: E402
 
-from clirbench.cli import main
-from clirbench.results import read_result
-from clirbench.scenarios import SCENARIOS, build_pools
-from clirbench.tasks import get_task
-from cli_helpers import one_line_error
-from test_optional_deps import block
+from clirbench.cli import main  # noqa: E402
+from clirbench.results import read_result  # noqa: E402
+from clirbench.scenarios import SCENARIOS, build_pools  # noqa: E402
+from clirbench.tasks import get_task  # noqa: E402
+from cli_helpers import one_line_error  # noqa: E402
+from test_optional_deps import block  # noqa: E402
 
 
 class TitleDoc(NamedTuple):
@@ -325,9 +328,11 @@ def test_neumarco_style_translated_passages_with_english_queries(capsys, tmp_pat
     ("irds:mmarco/v2/zh/dve", "unknown ir_datasets id 'mmarco/v2/zh/dve'; close: mmarco/v2/zh/dev"),
     ("irds:mmarco/v2/{zh}/dev", "one brace group of two or more different alternatives"),
     ("irds:mmarco/v2/zh", "has no queries and no qrels (it provides docs)"),
+    ("irds:", "irds: needs an ir_datasets id"),
+    ("irds:mmarco/v2/zh/dev --data-dir .", "reads its files through ir_datasets ($IR_DATASETS_HOME); --data-dir is not used"),
 ])
 def test_unknown_ids_and_incomplete_datasets_are_one_line(capsys, tmp_path, task, message):
-    line = one_line_error(capsys, run_args(tmp_path, task))
+    line = one_line_error(capsys, run_args(tmp_path, *task.split(" ")))
     assert message in line
 
 

@@ -264,7 +264,7 @@ def _downloads(obj, found: dict, depth: int = 0, seen: set | None = None) -> Non
         found.setdefault("local", []).append(obj)
     elif isinstance(obj, util.Download):
         found.setdefault("remote", []).append(obj)
-    elif isinstance(obj, (list, tuple)):
+    elif isinstance(obj, (list, tuple)) and len(obj) <= 64 and not hasattr(obj, "_fields"):  # not data records
         for item in obj:
             _downloads(item, found, depth + 1, seen)
     elif type(obj).__module__.startswith("ir_datasets") and hasattr(obj, "__dict__"):
