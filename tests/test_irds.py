@@ -329,7 +329,8 @@ def test_neumarco_style_translated_passages_with_english_queries(capsys, tmp_pat
     ("irds:mmarco/v2/{zh}/dev", "one brace group of two or more different alternatives"),
     ("irds:mmarco/v2/zh", "has no queries and no qrels (it provides docs)"),
     ("irds:", "irds: needs an ir_datasets id"),
-    ("irds:mmarco/v2/zh/dev --data-dir .", "reads its files through ir_datasets ($IR_DATASETS_HOME); --data-dir is not used"),
+    ("irds:mmarco/v2/zh/dev --data-dir .",
+     "reads its files through ir_datasets ($IR_DATASETS_HOME); --data-dir is not used"),
 ])
 def test_unknown_ids_and_incomplete_datasets_are_one_line(capsys, tmp_path, task, message):
     line = one_line_error(capsys, run_args(tmp_path, *task.split(" ")))

@@ -11,9 +11,10 @@ it expects them are read as they are, which is its way of working offline).
   ``title`` (BEIR's convention), else its ``text``, else ir_datasets' ``default_text()``. A query's
   text is its ``text`` field when the record has one (MS MARCO, mMARCO, MIRACL), else its ``title``
   (TREC topics: NeuCLIR, HC4); ``--task-option query_field=description`` picks any other field.
-  ``ht_*`` / ``mt_*`` fields (NeuCLIR's human / machine translations of a topic) are in the record's
-  ``translation_lang``. Languages are ``docs_lang()`` / ``queries_lang()``, else the records' own
-  ``lang`` fields (a mixed collection), else ``und``. Judgements with grade > 0 are the relevant documents (a pair judged twice
+  Languages are ``docs_lang()`` / ``queries_lang()``, else the records' own ``lang`` fields (a
+  mixed collection), else ``und``. NeuCLIR / HC4 topics declare none: their original fields are
+  English, their ``ht_*`` / ``mt_*`` fields (human / machine translations) in the record's
+  ``translation_lang``. Judgements with grade > 0 are the relevant documents (a pair judged twice
   keeps its highest grade); queries with none are left out.
 - ``irds:<prefix>{A,B}<suffix>`` (e.g. ``irds:mmarco/v2/{zh,fr}/dev``, or with whole ids
   ``irds:{msmarco-passage/dev,mmarco/v2/zh/dev}``): a *parallel* task over collections that share
@@ -21,16 +22,14 @@ it expects them are read as they are, which is its way of working offline).
   ``docs_lang``), with the four bilingual-pool scenarios of DESIGN §3. The queries (and qrels) of
   language L come from the dataset of L's documents when its queries are in L too, else from any
   dataset with queries in L: ``irds:{msmarco-passage/dev,neumarco/zh/dev}`` (neuMARCO: Chinese
-  passages, English queries) gives the pools with English queries only. Document ids in a pool are ``<lang>/<doc id>``; each
-  query (judged in its own language's dataset) is relevant to both language versions of every
-  passage judged relevant for it; multi-1 excludes the query-language versions. Only pool mode
-  ``unique`` exists (one passage per id and language).
+  passages, English queries) gives the pools with English queries only. Document ids in a pool
+  are ``<lang>/<doc id>``; a query is relevant to both language versions of every passage judged
+  relevant for it; multi-1 excludes the query-language versions. Only pool mode ``unique`` exists.
 
-The result's data record is the dataset id(s) and the ir_datasets version (``revision``), the
-SHA-256 of every file a dataset reads from a local path (``ir_datasets.util.LocalDownload``, what
-``ir_datasets.create_dataset`` uses); a download is pinned by the ir_datasets version, whose
-catalogue holds the MD5 it verifies (files a user placed under ``$IR_DATASETS_HOME`` are not
-hashed: they may be gigabytes). When
+The data record of a result is the dataset id(s), the ir_datasets version (``revision``: it pins the
+MD5 that ir_datasets verifies each download against) and the SHA-256 of every file a dataset reads
+from a local path (``ir_datasets.util.LocalDownload``, what ``ir_datasets.create_dataset`` uses);
+files a user placed under ``$IR_DATASETS_HOME`` are not hashed (they may be gigabytes). When
 ir_datasets cannot provide a file (absent, no network) the error is one line naming the paths where
 it looks for the files. Datasets a user registers in Python (``ir_datasets.registry.register``) are
 seen by ``clirbench.run(..., task="irds:<id>")`` in the same process.
