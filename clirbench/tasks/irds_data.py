@@ -280,7 +280,8 @@ def source(irds, dataset_ids: Sequence[str], datasets: Sequence) -> dict:
     for dataset in datasets:
         for entity in _ENTITIES:
             _downloads(getattr(dataset, f"{entity}_handler")(), found)
-    files = {str(Path(d.path())): sha256_file(Path(d.path())) for d in found.get("local", ())}
+    paths = {Path(d.path()) for d in found.get("local", ())}
+    files = {str(p): sha256_file(p) for p in sorted(paths) if p.is_file()}  # a folder is not hashed
     out = {"origin": "ir_datasets:" + ",".join(dataset_ids), "revision": f"ir_datasets=={irds.__version__}",
            "dataset_ids": list(dataset_ids), "ir_datasets_version": irds.__version__}
     if files:
