@@ -23,7 +23,7 @@ def summarise(measures: Sequence[Any], per_query: Mapping[str, np.ndarray], resa
     (so a decreasing f swaps them). ``f`` is called on one float at a time. ``resamples=0``
     gives the values only (CIs NaN).
     """
-    from ..stats import bootstrap_means, _percentiles
+    from ..stats import bootstrap_ci
 
     transforms = dict(transforms or {})
     names = [str(m) for m in measures]
@@ -51,7 +51,7 @@ def summarise(measures: Sequence[Any], per_query: Mapping[str, np.ndarray], resa
     if resamples == 0:
         low = high = np.full(len(names), np.nan)
     else:
-        low, high = _percentiles(bootstrap_means(stack, resamples, seed), confidence)
+        low, high = bootstrap_ci(stack, resamples, seed, confidence)
     out: dict[str, MeasureValue] = {}
     for j, name in enumerate(names):
         value, lo, hi = float(means[j]), float(low[j]), float(high[j])
