@@ -193,8 +193,9 @@ def evaluate(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[s
 
     Queries evaluated: those in the run with at least one judgement (as pytrec_eval).
     """
-    from .evaluate import evaluate_per_query
+    from .evaluate import evaluate_run, report_dict
 
     names = None if measures is None else [str(m) for m in measures]
-    report, query_ids, values = evaluate_per_query(qrels, run, names, resamples, seed)
-    return Evaluation(report, PerQuery(query_ids, dict(values)))
+    evaluation = evaluate_run(qrels, run, names, resamples, seed)
+    report = report_dict(evaluation, qrels, list(run), resamples, seed)
+    return Evaluation(report, PerQuery(evaluation.query_ids, dict(evaluation.per_query)))

@@ -17,28 +17,24 @@ def evaluate(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[s
 
     Queries evaluated: those in the run with at least one judgement (as pytrec_eval). A measure
     that needs the full ranking (MaxR when a relevant document was not retrieved) is reported
-    with value null and a note.
+    with value null and a note. ``evaluate_run`` gives the per-query values as well.
     """
-    return evaluate_per_query(qrels, run, measures, resamples, seed)[0]
+    return report_dict(evaluate_run(qrels, run, measures, resamples, seed), qrels, list(run), resamples, seed)
 
 
-def evaluate_per_query(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[str, float]],
-                       measures: Sequence[str] | None = None, resamples: int = 1000,
-                       seed: int = 42) -> tuple[dict, tuple[str, ...], dict]:
-    """``evaluate``'s report, the evaluated query ids and ``{measure: per-query values}``."""
+def evaluate_run(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[str, float]],
+                 measures: Sequence[str] | None = None, resamples: int = 1000, seed: int = 42):
+    """The ``evaluation.PoolEvaluation`` of a TREC-style run: ranks, per-query values, summary."""
     from .checks import check_resamples, check_seed
     from .ranking import rank_run
 
     resamples, seed = check_resamples(resamples), check_seed(seed)
-    table = rank_run(run, qrels)
-    report, per_query = _report(table, list(run), qrels, measures, resamples, seed)
-    return report, tuple(table.query_ids), per_query
+    return _evaluation(rank_run(run, qrels), measures, resamples, seed)
 
 
-def _report(table, run_queries: Sequence[str], qrels, measures, resamples: int, seed: int) -> tuple[dict, dict]:
-    """(the JSON report, per-query values) for a RankTable of a run whose queries are ``run_queries``."""
-    from .measures import compute, parse
-    from .results import summarise
+def _evaluation(table, measures, resamples: int, seed: int):
+    from .evaluation import evaluate_table
+    from .measures import parse
 
     try:
         objs = tuple(parse(m) for m in (measures or STANDARD_MEASURES))
@@ -46,34 +42,30 @@ def _report(table, run_queries: Sequence[str], qrels, measures, resamples: int, 
         raise UnknownNameError(str(exc)) from None
     if not table.query_ids:
         raise MalformedDataError("no query of the run has judgements in the qrels: nothing to evaluate")
-    per_query = compute(objs, table)
-    finite, notes = {}, {}
-    for m in objs:
-        values = per_query[str(m)]
-        if np.isinf(values).any():
-            notes[str(m)] = (f"needs the full ranking: {int(np.isinf(values).sum())} queries have "
-                             f"relevant documents that the run does not contain")
-        else:
-            finite[str(m)] = values
-    kept = [m for m in objs if str(m) in finite]
-    transforms = {str(m): (lambda x, m=m: m.from_mean(x, table)) for m in kept if m.of_mean}
-    summary = summarise(kept, finite, resamples, seed, transforms=transforms)
+    return evaluate_table(table, objs, resamples, seed)
+
+
+def report_dict(evaluation, qrels, run_queries: Sequence[str], resamples: int, seed: int) -> dict:
+    """The JSON report of a run's PoolEvaluation (``run_queries``: the query ids the run holds)."""
     out_measures = {}
-    for m in objs:
+    for m in evaluation.measures:
         name = str(m)
-        if name in summary:
-            out_measures[name] = summary[name].to_dict()
+        if name in evaluation.summary:
+            out_measures[name] = evaluation.summary[name].to_dict()
         else:
-            out_measures[name] = {"value": None, "ci_low": None, "ci_high": None, "n": 0, "note": notes[name]}
+            missing = int(np.isinf(evaluation.per_query[name]).sum())
+            out_measures[name] = {"value": None, "ci_low": None, "ci_high": None, "n": 0,
+                                  "note": f"needs the full ranking: {missing} queries have relevant "
+                                          f"documents that the run does not contain"}
     in_run = set(run_queries)
     return {
-        "num_queries": len(table.query_ids),
+        "num_queries": len(evaluation.query_ids),
         "queries_in_run_without_judgements": sum(1 for q in run_queries if not qrels.get(q)),
         "queries_judged_not_in_run": sum(1 for q in qrels if q not in in_run),
         "measures": out_measures,
         "bootstrap": {"resamples": resamples, "seed": seed, "confidence": 0.95, "method": "percentile"},
         "tie_rule": "score descending, then doc id descending (byte-wise), as trec_eval",
-    }, per_query
+    }
 
 
 def evaluate_files(qrels_path, run_path, measures=None, resamples: int = 1000, seed: int = 42,
@@ -98,10 +90,10 @@ def evaluate_files(qrels_path, run_path, measures=None, resamples: int = 1000, s
     if fast is None:
         run = read_run(run_path)
         fast = rank_run(run, qrels), list(run)
-    report, per_query = _report(*fast, qrels, measures, resamples, seed)
+    evaluation = _evaluation(fast[0], measures, resamples, seed)
     if per_query_path is not None:
-        _write_per_query(per_query_path, fast[0].query_ids, per_query)
-    return {"qrels": str(qrels_path), "run": str(run_path), **report}
+        _write_per_query(per_query_path, evaluation.query_ids, evaluation.per_query)
+    return {"qrels": str(qrels_path), "run": str(run_path), **report_dict(evaluation, qrels, fast[1], resamples, seed)}
 
 
 def _write_per_query(path, query_ids: Sequence[str], per_query: Mapping[str, np.ndarray]) -> None:

@@ -98,12 +98,17 @@ def run(model, task="xquad", langs: str | Sequence[str] | None = None, scenarios
 
     if hasattr(retriever, "progress"):
         retriever.progress = progress
-    breakdown = None if task_obj is None or output_dir is None else getattr(task_obj.loader(), "write_breakdown", None)
+    if todo:
+        from .results import hardware_info
+
+        settings.hardware = hardware_info()  # probed once per run, not per record
     for pool, path in _progress(todo, progress, "pools"):
-        record, per_query = _evaluate_pool(pool, retriever, settings, path)
-        if breakdown is not None and breakdown(path, pool) is not None:
-            record = read_result_dict(path)
-        outcomes.append(PoolOutcome(pool.name, path, record, False, per_query))
+        groups = task_obj.breakdown_groups(pool) if task_obj is not None else {}
+        result, evaluation = _evaluate_pool(pool, retriever, settings, groups)
+        if path is not None:
+            result = _write(result, evaluation, path)
+        per_query = (tuple(evaluation.query_ids), evaluation.columns())
+        outcomes.append(PoolOutcome(pool.name, path, result.to_dict(), False, per_query))
     order = {p.name: i for i, p in enumerate(pools)}
     outcomes.sort(key=lambda o: order[o.pool_name])
     gaps = write_gaps(outcomes, resamples=resamples, seed=seed)
@@ -151,8 +156,9 @@ class _Settings:
     revision), the qrels, the retriever (spec, revision, prompts), the translation and the
     measures (names, bootstrap resamples and seed)."""
 
-    def __init__(self, retriever, measures, resamples: int, seed: int, translation=None):
-        self.retriever, self.translation = retriever, translation
+    def __init__(self, retriever, measures, resamples: int, seed: int, translation=None, hardware=None):
+        self.retriever, self.translation, self.hardware = retriever, translation, hardware
+        self.ranker = None  # evaluation.Ranker; None: rank_exact (the seam for sharded and ANN ranking)
         self.description = retriever.describe()
         self.measures = measures
         self.resamples, self.seed = resamples, seed
@@ -202,12 +208,6 @@ def _translation_key(record) -> dict | None:
     return None if not record else {"direction": record.get("direction"), "translator": record.get("translator")}
 
 
-def read_result_dict(path: Path) -> dict:
-    from .results import read_result
-
-    return read_result(path).to_dict()
-
-
 def _measures(names: Sequence[str] | None):
     from .measures import DEFAULT_MEASURES, parse
 
@@ -255,13 +255,14 @@ def _progress(items, enabled: bool, desc: str):
     return tqdm(items, desc=desc, unit="pool")
 
 
-def _evaluate_pool(pool: Pool, retriever, settings: _Settings, path: Path | None) -> tuple[dict, tuple]:
-    """Encode, score, rank, measure and write one pool (``path`` None: no file); returns the
-    record and its per-query values."""
-    from .measures import compute
-    from .ranking import rank_relevant
-    from .results import (BootstrapSettings, Result, RetrieverRef, TaskRef, Timings,
-                          per_query_name, summarise, write_result)
+def _evaluate_pool(pool: Pool, retriever, settings: _Settings, groups: Mapping | None = None):
+    """Encode, score, rank and measure one pool: ``(Result, PoolEvaluation)``, nothing written.
+
+    ``groups`` (``Task.breakdown_groups``: ``{field: {qid: groups}}``) puts a per-group
+    breakdown into the record.
+    """
+    from .evaluation import evaluate_table, rank_exact
+    from .results import BootstrapSettings, Result, RetrieverRef, TaskRef, Timings
 
     seen, translation, t_translate = pool, None, 0.0
     if settings.translation is not None:  # the retriever sees the translated texts; ids and langs stay
@@ -271,15 +272,10 @@ def _evaluate_pool(pool: Pool, retriever, settings: _Settings, path: Path | None
     if hasattr(retriever, "prepare"):
         retriever.prepare(seen.queries, seen.docs)
     t1 = time.perf_counter()
-    table = rank_relevant(retriever.score(seen.queries, seen.docs), [d.id for d in pool.docs],
-                          [q.id for q in pool.queries], pool.qrels, pool.exclusions,
-                          doc_langs=[d.lang for d in pool.docs], query_lang=pool.query_lang)
+    table = (settings.ranker or rank_exact)(retriever, seen, pool)
     t2 = time.perf_counter()
-    per_query = compute(settings.measures, table)
-    transforms = {str(m): (lambda x, m=m: m.from_mean(x, table)) for m in settings.measures if m.of_mean}
-    summary = summarise(settings.measures, per_query, settings.resamples, settings.seed,
-                        transforms=transforms)
-    table_columns = {str(m): per_query[str(m)] for m in settings.measures if not m.of_mean}
+    evaluation = evaluate_table(table, settings.measures, settings.resamples, settings.seed)
+    breakdown = evaluation.breakdown(groups or {})
     t3 = time.perf_counter()
     desc = dict(settings.description)
     retriever_ref = RetrieverRef(
@@ -290,14 +286,19 @@ def _evaluate_pool(pool: Pool, retriever, settings: _Settings, path: Path | None
                      files_sha256=pool.source.get("files_sha256") or None),
         subset=pool.subset, qrels_sha256=pool.qrels_hash(), scenario=pool.scenario, pool_mode=pool.pool_mode,
         pool_size=len(pool.docs), doc_langs=pool.doc_langs, query_lang=pool.query_lang,
-        num_queries=len(table.query_ids), retriever=retriever_ref, measures=summary,
+        num_queries=len(table.query_ids), retriever=retriever_ref, measures=evaluation.summary,
         bootstrap=BootstrapSettings(resamples=settings.resamples, seed=settings.seed),
         timings_s=Timings(encode=t1 - t0, translate=t_translate, search=t2 - t1, measure=t3 - t2,
                           total=time.perf_counter() - t0 + t_translate), translation=translation,
-        per_query_file=per_query_name(path) if path is not None else "")
-    if path is not None:
-        result = write_result(result, (table.query_ids, table_columns), path)
-    return result.to_dict(), (tuple(table.query_ids), table_columns)
+        hardware=settings.hardware, breakdown=breakdown)
+    return result, evaluation
+
+
+def _write(result, evaluation, path: Path):
+    """Write a pool's record and its per-query table (atomically); returns the record as written."""
+    from .results import write_result
+
+    return write_result(result, (evaluation.query_ids, evaluation.columns()), path)
 
 
 def write_gaps(outcomes: Sequence[PoolOutcome], resamples: int = 1000, seed: int = 42) -> list[tuple[Path | None, dict]]:

@@ -119,11 +119,15 @@ def test_missing_and_malformed_files_fail_in_one_line(tmp_path, monkeypatch):
         get_task("clirudit").pools("de", data_dir=folder)
 
 
-def test_run_end_to_end_with_discipline_breakdown(tmp_path, bag_retriever):
-    from clirbench.results import read_result
+def test_run_end_to_end_with_discipline_breakdown(tmp_path, bag_retriever, monkeypatch):
+    import clirbench.results.files as files
+    from clirbench.results import breakdown, read_per_query, read_result
     from clirbench.runner import run
-    from clirbench.tasks.clirudit import query_groups, write_breakdown
+    from clirbench.tasks.clirudit import query_groups
 
+    writes = []
+    real_write = files.write_text_atomic
+    monkeypatch.setattr(files, "write_text_atomic", lambda path, text: (writes.append(str(path)), real_write(path, text)))
     folder = write_clirudit(tmp_path / "c", disciplines=True)
     retriever, _ = bag_retriever()
     with pytest.warns(UserWarning):
@@ -133,12 +137,13 @@ def test_run_end_to_end_with_discipline_breakdown(tmp_path, bag_retriever):
     (outcome,) = report.outcomes
     assert outcome.record["num_queries"] == 3 and outcome.record["pool_size"] == 3
     assert query_groups(pool) == {"101": ("Sociologie",), "102": ("Santé",), "103": ("Histoire", "Sociologie")}
-    table = write_breakdown(outcome.path, pool)
+    assert writes.count(str(outcome.path)) == 1  # the breakdown is in the single write, not a rewrite
+    ids, values = read_per_query(outcome.path)
+    table = breakdown(ids, values, query_groups(pool))  # recomputed from the written per-query table
     result = read_result(outcome.path)
     per_query = json.loads(outcome.path.read_text())["breakdown"]["discipline"]
     assert per_query == table and dict(result.breakdown["discipline"]["Sociologie"])["n"] == 2
-    from clirbench.results import read_per_query
-    ids, values = read_per_query(outcome.path)
+    assert outcome.record["breakdown"]["discipline"] == table  # the record returned is the one written
     ap = dict(zip(ids, values["AP@1000"]))
     assert table["Sociologie"]["AP@1000"] == pytest.approx(np.mean([ap["101"], ap["103"]]))
     assert table["Santé"] == {"n": 1, "AP@1000": ap["102"], "R@100": 1.0}

@@ -349,3 +349,19 @@ def test_hardware_info_shape():
     h = hardware_info()
     assert h.cores == os.cpu_count() and h.python.count(".") == 2 and h.platform
     assert h.gpu is None or isinstance(h.gpu, str)
+
+
+def test_a_record_never_probes_the_gpu(monkeypatch):
+    import shutil
+    import subprocess
+
+    monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/" + name)  # as if nvidia-smi were there
+
+    def no_subprocess(*args, **kwargs):
+        raise AssertionError(f"a record ran {args}")
+
+    monkeypatch.setattr(subprocess, "run", no_subprocess)
+    r = make_result(hardware=None)
+    assert r.hardware.gpu is None and r.hardware.cores == os.cpu_count()
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, "NVIDIA Test\n", ""))
+    assert hardware_info().gpu == "NVIDIA Test"  # the probe the runner calls once per run

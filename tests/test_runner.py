@@ -118,6 +118,22 @@ def test_gap_is_the_paired_difference_of_the_two_query_languages(tmp_path, bag_r
     assert json.loads(path.read_text())["measures"]["MaxR"]["diff"] == gap["measures"]["MaxR"]["diff"]
 
 
+def test_hardware_is_probed_once_per_run(tmp_path, bag_retriever, monkeypatch):
+    import clirbench.results.hardware as hardware
+
+    probes = []
+    monkeypatch.setattr(hardware, "gpu_name", lambda: probes.append(1) or "NVIDIA Test")
+    retriever, _ = bag_retriever()
+    report = run(retriever, task="xquad", langs="en,de", scenarios="multi", data_dir=XQUAD,
+                 output_dir=tmp_path, resamples=20, progress=False)
+    assert len(report.outcomes) == 2 and len(probes) == 1
+    assert all(read_result(o.path).hardware.gpu == "NVIDIA Test" for o in report.outcomes)
+    again, _ = bag_retriever()
+    run(again, task="xquad", langs="en,de", scenarios="multi", data_dir=XQUAD, output_dir=tmp_path,
+        resamples=20, progress=False)
+    assert len(probes) == 1  # everything reused: nothing to probe for
+
+
 def test_changed_settings_never_overwrite_silently(tmp_path, bag_retriever):
     retriever, _ = bag_retriever()
     run(retriever, task="xquad", langs="en,de", scenarios="mono-same", query_langs=["de"], data_dir=XQUAD,

@@ -68,12 +68,14 @@ def _rebuild(name: str, subsets: Sequence[str], data_dir):
 def to_results(mteb_result, output_dir, *, tasks: Sequence | None = None, data_dir=None,
                resamples: int = 1000, seed: int = 42, overwrite: bool = False) -> list[Path]:
     """See ``clirbench.mteb.to_results``."""
-    from ..results import (BootstrapSettings, MeasureValue, Result, RetrieverRef, TaskRef, result_path,
-                           summarise, write_result)
+    from ..evaluation import evaluate_table
+    from ..results import (BootstrapSettings, MeasureValue, Result, RetrieverRef, TaskRef, hardware_info,
+                           result_path, write_result)
 
     results, model_name, model_revision = _task_results(mteb_result)
     by_name = {t.metadata.name: t for t in (tasks or ())}
     written: list[Path] = []
+    hardware = None  # probed once, at the first record
     for tr in results:
         entries = (tr.scores or {}).get(SPLIT) or []
         task = by_name.get(tr.task_name)
@@ -97,17 +99,16 @@ def to_results(mteb_result, output_dir, *, tasks: Sequence | None = None, data_d
             stash = getattr(task, "per_query", {}).get((subset, SPLIT))
             measures = task.measures
             if stash is not None:
-                table, per_query = stash
-                transforms = {str(m): (lambda x, m=m, t=table: m.from_mean(x, t)) for m in measures if m.of_mean}
-                summary = summarise(measures, per_query, resamples, seed, transforms=transforms)
-                query_ids = table.query_ids
-                columns = {str(m): per_query[str(m)] for m in measures if not m.of_mean}
+                evaluation = evaluate_table(stash[0], measures, resamples, seed)
+                summary, query_ids, columns = evaluation.summary, evaluation.query_ids, evaluation.columns()
             else:
                 query_ids = tuple(q.id for q in pool.queries if pool.qrels.get(q.id))
                 n = int(entry.get("clirbench_num_queries", len(query_ids)))
                 summary = {str(m): MeasureValue(float(entry.get(score_key(m), math.nan)), math.nan, math.nan, n)
                            for m in measures}
                 columns = {}
+            if hardware is None:
+                hardware = hardware_info()
             mteb_scores = {k: v for k, v in entry.items()
                            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
             result = Result(
@@ -121,7 +122,8 @@ def to_results(mteb_result, output_dir, *, tasks: Sequence | None = None, data_d
                                        settings={"route": "mteb.evaluate", "mteb_task": tr.task_name,
                                                  "mteb_version": getattr(tr, "mteb_version", None),
                                                  "mteb_scores": mteb_scores}),
-                measures=summary, bootstrap=BootstrapSettings(resamples=resamples, seed=seed))
+                measures=summary, bootstrap=BootstrapSettings(resamples=resamples, seed=seed),
+                hardware=hardware)
             write_result(result, (query_ids, {k: np.asarray(v) for k, v in columns.items()}), path)
             written.append(path)
     return written

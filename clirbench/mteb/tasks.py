@@ -9,7 +9,7 @@ so MTEB's own scores are right for multi-1 too.
 """
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -23,7 +23,6 @@ from .names import mteb_language, score_key, subset_name, task_name
 __all__ = ["ClirbenchRetrievalTask", "get_tasks", "make_task", "pool_scores", "SPLIT", "TASK_METADATA_DEFAULTS"]
 
 SPLIT = "test"
-_ROWS = 256  # score rows per block when ranking MTEB's run
 _LICENSES = {"cc-by-sa-4.0", "cc-by-4.0", "cc-by-nc-4.0", "cc-by-nc-sa-4.0", "mit", "apache-2.0"}
 
 TASK_METADATA_DEFAULTS: dict[str, Any] = dict(
@@ -33,44 +32,17 @@ TASK_METADATA_DEFAULTS: dict[str, Any] = dict(
 )
 
 
-def _table(pool: Pool, run: Mapping[str, Mapping[str, float]]):
-    """clirbench RankTable of ``pool`` from an MTEB run {qid: {doc id: score}} (-inf for missing docs)."""
-    from ..ranking import rank_relevant
-
-    doc_ids = [d.id for d in pool.docs]
-    col = {d: i for i, d in enumerate(doc_ids)}
-    qids = [q.id for q in pool.queries]
-
-    def blocks() -> Iterator[tuple[int, np.ndarray]]:
-        for start in range(0, len(qids), _ROWS):
-            rows = np.full((min(_ROWS, len(qids) - start), len(doc_ids)), -np.inf, dtype=np.float32)
-            for r, q in enumerate(qids[start:start + _ROWS]):
-                hits = run.get(q) or {}
-                if hits:
-                    idx = np.fromiter((col[d] for d in hits), dtype=np.int64, count=len(hits))
-                    rows[r, idx] = np.fromiter(hits.values(), dtype=np.float64, count=len(hits))
-            yield start, rows
-
-    return rank_relevant(blocks(), doc_ids, qids, pool.qrels, pool.exclusions,
-                         doc_langs=[d.lang for d in pool.docs], query_lang=pool.query_lang)
-
-
 def pool_scores(pool: Pool, run: Mapping[str, Mapping[str, float]], measures):
     """(RankTable, per-query {name: vector}, {name: value}) of ``pool`` from an MTEB run.
 
     A value is the mean over the queries where the measure is defined (``of_mean`` measures: the
-    function of that mean), as in clirbench's result records.
+    function of that mean), as in clirbench's result records; missing documents rank last.
     """
-    from ..measures import compute
+    from ..evaluation import evaluate_scores
 
-    table = _table(pool, run)
-    per_query = compute(measures, table)
-    values = {}
-    for m in measures:
-        vec = np.asarray(per_query[str(m)], dtype=np.float64)
-        mean = float(np.nanmean(vec)) if np.any(~np.isnan(vec)) else float("nan")
-        values[str(m)] = float(m.from_mean(mean, table)) if m.of_mean and not np.isnan(mean) else mean
-    return table, per_query, values
+    evaluation = evaluate_scores(run, pool, measures, resamples=0)
+    values = {str(m): evaluation.summary[str(m)].value for m in measures}
+    return evaluation.table, evaluation.per_query, values
 
 
 class _ExcludingSearch:

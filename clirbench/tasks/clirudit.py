@@ -19,7 +19,6 @@ which a ``discipline``/``disciplines`` column in the docs files also provides.
 """
 from __future__ import annotations
 
-import os
 import warnings
 from pathlib import Path
 from types import MappingProxyType
@@ -32,7 +31,7 @@ from ..formats.beir import (check_scenarios, local_dir, no_options, parse_int_op
                           pools_by_query_lang, truncate_tokens)
 from .card import TaskCard
 
-__all__ = ["pools", "locate", "query_groups", "breakdown_groups", "write_breakdown", "gold_translations", "LAYOUT"]
+__all__ = ["pools", "locate", "query_groups", "breakdown_groups", "gold_translations", "LAYOUT"]
 
 DOC_LANGS = ("fr", "en")
 LAYOUT = {  # (config, split) per part; the qrels of each document language
@@ -262,12 +261,3 @@ def breakdown_groups(pool: Pool) -> dict[str, dict[str, tuple[str, ...]]]:
     groups = query_groups(pool, "discipline")
     return {"discipline": groups} if groups else {}
 
-
-def write_breakdown(result_path: str | os.PathLike, pool: Pool, field: str = "discipline") -> dict | None:
-    """Add the per-``field`` breakdown to a written result (read from its per-query table); None if no metadata."""
-    from ..results import add_breakdown
-
-    groups = query_groups(pool, field)
-    if not groups:
-        return None
-    return add_breakdown(result_path, field, groups)

@@ -1,0 +1,123 @@
+"""The evaluation kernel: scores and a pool -> ranks -> per-query values -> bootstrap summary.
+
+Every route that measures a pool goes through here: the runner (a Retriever), ``evaluate`` (a
+TREC run already ranked), the MTEB plugin (MTEB's ``{qid: {docid: score}}`` run). The unpacking
+of ``rank_relevant``'s arguments and the ``of_mean`` transforms (``MaxR_norm_of_mean``) live here
+once.
+
+Ranking is a strategy, ``ranker(retriever, seen_pool, pool) -> RankTable``: ``rank_exact`` scores
+the whole pool in memory (the default); a large-pool path (exact ranks by sharded counting) or an
+ANN path plug in with the same signature, e.g. ``functools.partial(rank_pool_sharded, shards=8)``.
+``seen_pool`` is what the retriever reads (translated texts), ``pool`` holds ids, qrels, languages.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Mapping, Sequence
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .collection import Pool
+    from .ranking import RankTable
+    from .results import MeasureValue
+
+__all__ = ["PoolEvaluation", "Ranker", "rank_exact", "rank_blocks", "run_blocks", "evaluate_table",
+           "evaluate_pool", "evaluate_scores"]
+
+Ranker = Callable[[object, "Pool", "Pool"], "RankTable"]
+RUN_ROWS = 256  # score rows per block when a {qid: {docid: score}} run is laid over a pool
+
+
+@dataclass(frozen=True)
+class PoolEvaluation:
+    """One measured pool: the ranks, every measure's per-query vector, and the summary.
+
+    ``per_query[name]`` is aligned with ``table.query_ids`` (``of_mean`` measures hold the
+    per-query values their reported value is a function of the mean of). ``summary`` has a
+    MeasureValue per measure, except those whose per-query values are infinite (a run that does
+    not contain every relevant document cannot give MaxR): ``unsummarised`` names them.
+    """
+
+    table: "RankTable"
+    measures: tuple
+    per_query: Mapping[str, np.ndarray]
+    summary: Mapping[str, "MeasureValue"]
+
+    @property
+    def query_ids(self) -> tuple[str, ...]:
+        return self.table.query_ids
+
+    @property
+    def unsummarised(self) -> tuple[str, ...]:
+        return tuple(str(m) for m in self.measures if str(m) not in self.summary)
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """The per-query table a result file stores: every measure not reported from a mean."""
+        return {str(m): self.per_query[str(m)] for m in self.measures if not m.of_mean}
+
+    def breakdown(self, groups: Mapping[str, Mapping[str, Sequence[str]]]) -> dict | None:
+        """``{field: {group: {"n", measure: mean}}}`` over ``columns()``; None when ``groups`` is empty."""
+        from .results import breakdown
+
+        if not groups:
+            return None
+        columns = self.columns()
+        return {field: breakdown(self.query_ids, columns, by_query) for field, by_query in groups.items()}
+
+
+def evaluate_table(table: "RankTable", measures: Sequence, resamples: int = 1000,
+                   seed: int = 42) -> PoolEvaluation:
+    """Per-query values and bootstrap summary of a RankTable (``resamples=0``: values, CIs NaN)."""
+    from .measures import compute
+    from .results import summarise
+
+    measures = tuple(measures)
+    per_query = compute(measures, table)
+    kept = [m for m in measures if not np.isinf(per_query[str(m)]).any()]
+    transforms = {str(m): (lambda x, m=m: m.from_mean(x, table)) for m in kept if m.of_mean}
+    summary = summarise(kept, {str(m): per_query[str(m)] for m in kept}, resamples, seed,
+                        transforms=transforms)
+    return PoolEvaluation(table, measures, per_query, summary)
+
+
+def rank_blocks(blocks: Iterable[tuple[int, np.ndarray]], pool: "Pool") -> "RankTable":
+    """RankTable of score rows ``(start, (b, |D|) scores)`` over ``pool`` (its qrels, exclusions, languages)."""
+    from .ranking import rank_relevant
+
+    return rank_relevant(blocks, [d.id for d in pool.docs], [q.id for q in pool.queries], pool.qrels,
+                         pool.exclusions, doc_langs=[d.lang for d in pool.docs], query_lang=pool.query_lang)
+
+
+def rank_exact(retriever, seen: "Pool", pool: "Pool") -> "RankTable":
+    """The default ranker: ``retriever.score`` over the whole of ``seen``, exact ranks over ``pool``."""
+    return rank_blocks(retriever.score(seen.queries, seen.docs), pool)
+
+
+def run_blocks(pool: "Pool", run: Mapping[str, Mapping[str, float]],
+               rows: int = RUN_ROWS) -> Iterator[tuple[int, np.ndarray]]:
+    """Score rows of a ``{qid: {docid: score}}`` run laid over ``pool`` (-inf for documents not in it)."""
+    doc_ids = [d.id for d in pool.docs]
+    col = {d: i for i, d in enumerate(doc_ids)}
+    qids = [q.id for q in pool.queries]
+    for start in range(0, len(qids), rows):
+        block = np.full((min(rows, len(qids) - start), len(doc_ids)), -np.inf, dtype=np.float32)
+        for r, q in enumerate(qids[start:start + rows]):
+            hits = run.get(q) or {}
+            if hits:
+                idx = np.fromiter((col[d] for d in hits), dtype=np.int64, count=len(hits))
+                block[r, idx] = np.fromiter(hits.values(), dtype=np.float64, count=len(hits))
+        yield start, block
+
+
+def evaluate_pool(retriever, pool: "Pool", measures: Sequence, resamples: int = 1000, seed: int = 42,
+                  *, seen: "Pool | None" = None, ranker: Ranker | None = None) -> PoolEvaluation:
+    """Rank ``pool`` with ``retriever`` (reading ``seen``, default ``pool``) and measure it."""
+    table = (ranker or rank_exact)(retriever, pool if seen is None else seen, pool)
+    return evaluate_table(table, measures, resamples, seed)
+
+
+def evaluate_scores(run: Mapping[str, Mapping[str, float]], pool: "Pool", measures: Sequence,
+                 resamples: int = 1000, seed: int = 42) -> PoolEvaluation:
+    """Measure a ready ``{qid: {docid: score}}`` run over ``pool`` (documents it lacks rank last)."""
+    return evaluate_table(rank_blocks(run_blocks(pool, run), pool), measures, resamples, seed)

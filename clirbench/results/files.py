@@ -1,0 +1,164 @@
+"""Result files (DESIGN §6): one JSON per evaluated pool, per-query values in a TSV beside it.
+
+A result ``<stem>.json`` names its per-query table ``<stem>.perquery.tsv`` (header
+``query_id<TAB><measure>…``, one row per query, floats as Python ``repr``, NaN as ``nan``).
+Both are written atomically; the table first, so a JSON on disk always has its table.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+from pathlib import Path
+from typing import NamedTuple, Sequence
+
+import numpy as np
+
+from ..atomic import write_text_atomic
+from ..errors import DataNotFoundError, MalformedDataError
+from .records import Result
+
+__all__ = ["PerQuery", "per_query_name", "write_result", "read_result", "read_per_query", "result_path"]
+
+_PER_QUERY_SUFFIX = ".perquery.tsv"
+
+
+class PerQuery(NamedTuple):
+    """Per-query values: ``query_ids`` and one float64 vector per measure, in that order."""
+
+    query_ids: tuple[str, ...]
+    values: dict[str, np.ndarray]
+
+
+def per_query_name(result_file: str | os.PathLike) -> str:
+    """``x/en-zh.q-zh.json`` -> ``en-zh.q-zh.perquery.tsv`` (the name, relative to its folder)."""
+    name = Path(result_file).name
+    stem = name[:-5] if name.endswith(".json") else name
+    return stem + _PER_QUERY_SUFFIX
+
+
+def _bad_field(text: str) -> bool:
+    return not text or any(c in text for c in "\t\n\r")
+
+
+def _per_query_text(per_query) -> tuple[str, int]:
+    ids, values = per_query
+    ids = [str(q) for q in ids]
+    if len(set(ids)) != len(ids):
+        raise ValueError("per-query query ids are not unique")
+    bad = [q for q in ids if _bad_field(q)]
+    if bad:
+        raise ValueError(f"query id {bad[0]!r} is empty or contains a tab or newline")
+    names = [str(n) for n in values]
+    if any(_bad_field(n) or n == "query_id" for n in names):
+        raise ValueError(f"bad measure name among {names}")
+    cols = [np.asarray(values[n], dtype=np.float64) for n in values]
+    for name, col in zip(names, cols):
+        if col.shape != (len(ids),):
+            raise ValueError(f"per-query {name}: {col.shape} values for {len(ids)} queries")
+    rows = np.stack(cols, axis=1).tolist() if cols else [[] for _ in ids]
+    lines = ["\t".join(["query_id", *names])]
+    lines.extend("\t".join([q, *map(repr, row)]) for q, row in zip(ids, rows))
+    return "\n".join(lines) + "\n", len(ids)
+
+
+def write_result(result: Result, per_query: PerQuery | tuple, path: str | os.PathLike) -> Result:
+    """Write ``path`` (JSON) and its per-query table beside it, both atomically.
+
+    ``per_query`` is ``(query_ids, {measure: vector})``. Returns the record as written (with
+    ``per_query_file`` set).
+    """
+    path = Path(path)
+    text, rows = _per_query_text(per_query)
+    if rows != result.num_queries:
+        raise ValueError(f"per-query table has {rows} rows but the result says num_queries={result.num_queries}")
+    result = dataclasses.replace(result, per_query_file=per_query_name(path))
+    body = json.dumps(result.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    write_text_atomic(path.parent / result.per_query_file, text)
+    write_text_atomic(path, body)
+    return result
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def read_result(path: str | os.PathLike) -> Result:
+    """Load a result JSON; a malformed file raises MalformedDataError (a ValueError), one line."""
+    path = Path(path)
+    try:
+        raw = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise DataNotFoundError(f"{path}: no such result file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise MalformedDataError(f"{path}: cannot read result file: {_one_line(exc)}") from None
+    from ..strict import loads_json
+
+    data = loads_json(raw, f"{path}: malformed result file")  # duplicate keys and deep nesting refused
+    try:
+        return Result.from_dict(data)
+    except (ValueError, TypeError) as exc:  # JSONDecodeError is a ValueError
+        raise MalformedDataError(f"{path}: malformed result file: {_one_line(exc)}") from None
+
+
+def read_per_query(path: str | os.PathLike) -> PerQuery:
+    """Read a per-query table (or the one named by a result JSON at ``path``)."""
+    path = Path(path)
+    if path.suffix == ".json":
+        result = read_result(path)
+        if not result.per_query_file:
+            raise MalformedDataError(f"{path}: result names no per-query table")
+        path = path.parent / result.per_query_file
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise DataNotFoundError(f"{path}: no such per-query table") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise MalformedDataError(f"{path}: cannot read per-query table: {_one_line(exc)}") from None
+
+    def bad(why: str) -> MalformedDataError:
+        return MalformedDataError(f"{path}: malformed per-query table: {why}")
+
+    if not lines or lines[0].split("\t")[0] != "query_id":
+        raise bad("the header must start with query_id")
+    names = lines[0].split("\t")[1:]
+    if len(set(names)) != len(names) or any(not n for n in names):
+        raise bad("empty or duplicate measure names in the header")
+    ids, cells = [], []
+    for lineno, line in enumerate(lines[1:], start=2):
+        parts = line.split("\t")
+        if len(parts) != len(names) + 1:
+            raise bad(f"line {lineno} has {len(parts)} fields, the header {len(names) + 1}")
+        ids.append(parts[0])
+        cells.append(parts[1:])
+    if len(set(ids)) != len(ids):
+        raise bad("duplicate query ids")
+    try:
+        matrix = np.array(cells, dtype=np.float64).reshape(len(ids), len(names))
+    except ValueError as exc:
+        raise bad(f"a value is not a number ({_one_line(exc)})") from None
+    return PerQuery(tuple(ids), {n: matrix[:, j].copy() for j, n in enumerate(names)})
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._+=@-]")
+
+
+def _slug(text: str) -> str:
+    """Filesystem-safe name: ``dense:intfloat/multilingual-e5-large`` -> ``dense__intfloat__multilingual-e5-large``."""
+    slug = _UNSAFE.sub("_", re.sub(r"[:/\\]", "__", str(text)))
+    if not slug.strip("."):
+        raise ValueError(f"cannot make a file name from {text!r}")
+    return "_" + slug if slug.startswith(".") else slug
+
+
+def result_path(output_dir: str | os.PathLike, retriever_spec: str, task: str, scenario: str,
+                pool_mode: str, doc_langs: Sequence[str], query_lang: str, subset: str = "") -> Path:
+    """``<out>/<retriever slug>/<task>[/<subset>]/<scenario>/<pool_mode>/<L1>-<L2>.q-<Lq>.json``."""
+    if isinstance(doc_langs, str):
+        doc_langs = [doc_langs]
+    langs = "-".join(_slug(l) for l in doc_langs)
+    task_dir = Path(_slug(task)) / _slug(subset) if subset else Path(_slug(task))
+    return (Path(output_dir) / _slug(retriever_spec) / task_dir / _slug(scenario) / _slug(pool_mode)
+            / f"{langs}.q-{_slug(query_lang)}.json")
+
