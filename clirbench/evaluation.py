@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     from .ranking import RankTable
     from .results import MeasureValue
 
-__all__ = ["PoolEvaluation", "Ranker", "rank_exact", "rank_blocks", "run_blocks", "evaluate_table",
-           "evaluate_pool", "evaluate_scores"]
+__all__ = ["PoolEvaluation", "Ranker", "rank_exact", "ShardedRanker", "AnnRanker", "choose_ranker", "rank_blocks",
+           "run_blocks", "evaluate_table", "evaluate_pool", "evaluate_scores"]
 
 Ranker = Callable[[object, "Pool", "Pool"], "RankTable"]
 RUN_ROWS = 256  # score rows per block when a {qid: {docid: score}} run is laid over a pool
@@ -92,6 +92,71 @@ def rank_blocks(blocks: Iterable[tuple[int, np.ndarray]], pool: "Pool") -> "Rank
 def rank_exact(retriever, seen: "Pool", pool: "Pool") -> "RankTable":
     """The default ranker: ``retriever.score`` over the whole of ``seen``, exact ranks over ``pool``."""
     return rank_blocks(retriever.score(seen.queries, seen.docs), pool)
+
+
+class ShardedRanker:
+    """Exact ranks by counting per document shard (``clirbench.sharded``): memory O(queries x
+    relevant + block x shard) for dense retrievers, never queries x pool. Same ranks as
+    ``rank_exact`` (tested for 1, 2 and 7 shards). ``info`` says how the last pool was ranked."""
+
+    def __init__(self, shards: int | None = None, device: str | None = None) -> None:
+        self.shards, self.device, self.info = shards, device, None
+
+    def __call__(self, retriever, seen: "Pool", pool: "Pool") -> "RankTable":
+        from .sharded import rank_pool_sharded
+
+        ranked = rank_pool_sharded(retriever, seen, pool, shards=self.shards, device=self.device)
+        self.info = {"path": "sharded counting", "shards": ranked.shards, "scoring": ranked.path,
+                     "exact": ranked.exact, "precision": ranked.precision}
+        return ranked.table
+
+
+class AnnRanker:
+    """Cutoff measures from a faiss index's top-k lists (``--index faiss:<factory>``), for a
+    DenseRetriever. The record gets the index and its recall against the exact top-k on a sample of
+    queries (``info``). Rank-set measures (MaxR, Complete@K, ...) are refused before any work
+    (``retrievers.ann.check_ann_measures``), never approximated."""
+
+    def __init__(self, spec: str, k: int, device: str | None = None) -> None:
+        self.spec, self.k, self.device, self.info = spec, k, device, None
+
+    def __call__(self, retriever, seen: "Pool", pool: "Pool") -> "RankTable":
+        from .errors import ClirbenchError
+        from .retrievers.ann import ann_run
+        from .retrievers.dense import DenseRetriever
+
+        if not isinstance(retriever, DenseRetriever):
+            raise ClirbenchError(f"--index {self.spec} needs a dense retriever (embeddings to index), "
+                                 f"not {retriever.spec}")
+        run, info = ann_run(retriever, seen.queries, seen.docs, self.spec, self.k, exclusions=pool.exclusions,
+                            device=self.device)
+        self.info = {"path": "approximate top-k", **info}
+        return rank_blocks(run_blocks(pool, run), pool)
+
+
+def choose_ranker(shards: int | None = None, index: str | None = None, pool_sizes: Sequence[int] = (),
+                  device: str | None = None, measures: Sequence = ()) -> Ranker | None:
+    """The ranking strategy of a run: ``index`` (faiss, approximate top-k), else ``shards`` (exact,
+    sharded counting), else sharded counting chosen by itself when a pool holds more than
+    ``sharded.AUTO_SHARD_DOCS`` documents, else None (``rank_exact``: full score rows)."""
+    if index is not None and shards is not None:
+        from .errors import ClirbenchError
+
+        raise ClirbenchError("--index and --shards exclude each other: an approximate index gives top-k "
+                             "lists, --shards exact ranks")
+    if index is not None:
+        from .retrievers.ann import ann_depth, check_ann_measures
+
+        k = ann_depth(measures)
+        check_ann_measures(measures, k)
+        return AnnRanker(index, k, device)
+    if shards is not None:
+        return ShardedRanker(shards, device)
+    from .sharded import AUTO_SHARD_DOCS
+
+    if any(n > AUTO_SHARD_DOCS for n in pool_sizes):
+        return ShardedRanker(None, device)
+    return None
 
 
 def run_blocks(pool: "Pool", run: Mapping[str, Mapping[str, float]],

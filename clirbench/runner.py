@@ -38,7 +38,7 @@ def run(model, task="xquad", langs: str | Sequence[str] | None = None, scenarios
         resamples: int = 1000, seed: int = 42, overwrite: bool = False,
         query_prompt: str | None = None, doc_prompt: str | None = None, batch_size: int | None = None,
         device: str | None = None, progress: bool = True, task_options: dict | None = None,
-        translation: Mapping | None = None) -> "RunReport":
+        translation: Mapping | None = None, shards: int | None = None, index: str | None = None) -> "RunReport":
     """Evaluate ``model`` (a spec string or a Retriever) on every pool of the sweep.
 
     ``task`` is a task id, a task object (``get_task(id)``) or a sequence of ``Pool``s, which are
@@ -52,6 +52,11 @@ def run(model, task="xquad", langs: str | Sequence[str] | None = None, scenarios
     ``translation`` (``{"direction": "query"|"docs", "translator": SPEC, "cache_dir", "quality"}``,
     see ``clirbench.translate.TranslationPlan.create``) translates each pool before scoring; such
     results go to the retriever folder with a ``+qt-<translator>``/``+dt-<translator>`` suffix.
+
+    ``shards=N`` ranks every pool exactly by counting over N document shards (the path chosen by
+    itself above ``sharded.AUTO_SHARD_DOCS`` documents); ``index="faiss:<factory>"`` gives cutoff
+    measures from an approximate index's top-k lists (results under a ``+ann-<factory>`` suffix,
+    with the index's measured recall; rank-set measures refused).
     """
     from .checks import check_int, check_resamples, check_seed
     from .tasks import get_task
@@ -78,6 +83,14 @@ def run(model, task="xquad", langs: str | Sequence[str] | None = None, scenarios
     else:
         retriever = model
     measure_objs = _measures(measures)
+    if index is not None:
+        from .retrievers.ann import parse_index_spec, split_ann_measures
+
+        index = str(parse_index_spec(index))  # one line for a malformed factory, before any work
+        if not measures:  # the default set without the rank-set measures an index cannot give
+            measure_objs = tuple(split_ann_measures(measure_objs)[0])
+    if shards is not None:
+        shards = check_int(shards, "shards", 1)
     plan = None
     if translation:
         from .translate import TranslationPlan
@@ -86,10 +99,14 @@ def run(model, task="xquad", langs: str | Sequence[str] | None = None, scenarios
         if hasattr(plan.translator, "progress"):  # the translators' own bars follow --no-progress
             plan.translator.progress = progress
     settings = _Settings(retriever, measure_objs, resamples, seed, plan)
+    from .evaluation import choose_ranker
+
+    settings.ranker = choose_ranker(shards, index, [len(p.docs) for p in pools], device, measure_objs)
+    suffix = (plan.slug if plan else "") + (f"+ann-{index.split(':', 1)[1]}" if index else "")
 
     todo, outcomes = [], []
     for pool in pools:
-        path = None if output_dir is None else _result_path(output_dir, retriever, pool, plan.slug if plan else "")
+        path = None if output_dir is None else _result_path(output_dir, retriever, pool, suffix)
         existing = None if overwrite or path is None else _reusable(path, pool, settings)
         if existing is not None:
             outcomes.append(PoolOutcome(pool.name, path, existing, True))
@@ -274,13 +291,15 @@ def _evaluate_pool(pool: Pool, retriever, settings: _Settings, groups: Mapping |
     t1 = time.perf_counter()
     table = (settings.ranker or rank_exact)(retriever, seen, pool)
     t2 = time.perf_counter()
+    ranking = getattr(settings.ranker, "info", None)  # how the ranks were obtained (sharded, ANN)
     evaluation = evaluate_table(table, settings.measures, settings.resamples, settings.seed)
     breakdown = evaluation.breakdown(groups or {})
     t3 = time.perf_counter()
     desc = dict(settings.description)
     retriever_ref = RetrieverRef(
         spec=retriever.spec, model_id=desc.pop("model_id", None), revision=desc.pop("revision", None),
-        prompts=desc.pop("prompts", {}) or {}, settings={k: v for k, v in desc.items() if k != "spec"})
+        prompts=desc.pop("prompts", {}) or {},
+        settings={**{k: v for k, v in desc.items() if k != "spec"}, **({"ranking": ranking} if ranking else {})})
     result = Result(
         task=TaskRef(id=pool.task, source=str(pool.source.get("origin")), revision=pool.source.get("revision"),
                      files_sha256=pool.source.get("files_sha256") or None),
@@ -315,7 +334,10 @@ def write_gaps(outcomes: Sequence[PoolOutcome], resamples: int = 1000, seed: int
     gaps = []
     for (_, scenario, _, (l1, l2)), found in by_pool.items():
         if l1 in found and l2 in found:
-            names = [str(m) for m in MAIN_MEASURES[scenario] if not m.of_mean]
+            names = [str(m) for m in MAIN_MEASURES[scenario] if not m.of_mean
+                     and all(str(m) in found[l].record["measures"] for l in (l1, l2))]
+            if not names:  # none of the scenario's main measures was computed (e.g. --measures nDCG@10)
+                continue
             if found[l1].path is None or found[l2].path is None:  # not written: in memory only
                 gaps.append((None, query_language_gap(found[l1], found[l2], names, resamples, seed)))
             else:

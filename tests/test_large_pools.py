@@ -1,0 +1,90 @@
+"""Issue 14 through the runner: exact ranks by sharded counting (``shards=N``) and approximate
+top-k lists from a faiss index (``index="faiss:…"``), on real XQuAD en+zh."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from clirbench.errors import ClirbenchError
+from clirbench.runner import run
+from xquad_files import XQUAD
+
+CUTOFF = ["nDCG@10", "nDCG@1", "RR", "AP@1000", "R@100"]
+
+
+def _values(report) -> dict:
+    return {o.pool_name: {k: v["value"] for k, v in o.record["measures"].items()} for o in report.outcomes}
+
+
+def _per_query(report) -> dict:
+    return {o.pool_name: (o.per_query[0], {k: np.asarray(v) for k, v in o.per_query[1].items()})
+            for o in report.outcomes}
+
+
+@pytest.mark.parametrize("shards", [1, 2, 7])
+def test_sharded_run_equals_full_rows_on_every_measure(bag_retriever, shards):
+    retriever, _ = bag_retriever()
+    kw = dict(task="xquad", langs="en,zh", data_dir=XQUAD, output_dir=None, resamples=20, progress=False,
+              measures=["MaxR", "MaxR_norm", "MaxR_norm_of_mean", "Complete@10", "nDCG@10", "RR", "AP@1000",
+                        "R@100", "SameLangFirst", "PEER@10"])
+    full = run(retriever, **kw)
+    sharded = run(retriever, shards=shards, **kw)
+    assert _values(sharded) == _values(full)
+    for name, (ids, cols) in _per_query(full).items():
+        ids2, cols2 = _per_query(sharded)[name]
+        assert ids2 == ids and all(np.array_equal(cols[m], cols2[m], equal_nan=True) for m in cols)
+    ranking = sharded.outcomes[0].record["retriever"]["ranking"]
+    assert ranking["path"] == "sharded counting" and ranking["exact"] is True
+    assert ranking["shards"] == min(shards, sharded.outcomes[0].record["pool_size"])
+    assert "ranking" not in full.outcomes[0].record["retriever"]
+
+
+def test_sharded_run_with_bm25_splits_full_rows(tmp_path):
+    kw = dict(task="xquad", langs="en,zh", scenarios="multi", data_dir=XQUAD, output_dir=None, resamples=20,
+              progress=False)
+    full, sharded = run("bm25", **kw), run("bm25", shards=3, **kw)
+    assert _values(sharded) == _values(full)
+    assert sharded.outcomes[0].record["retriever"]["ranking"]["scoring"] == "column split of full rows"
+
+
+def test_flat_index_gives_the_exact_cutoff_measures_and_records_recall(bag_retriever, tmp_path):
+    retriever, _ = bag_retriever()
+    kw = dict(task="xquad", langs="en,zh", scenarios="multi-1,mono-cross", data_dir=XQUAD, resamples=20,
+              progress=False, measures=CUTOFF)
+    exact = run(retriever, output_dir=None, **kw)
+    approx = run(retriever, index="faiss:Flat", output_dir=tmp_path / "out", **kw)
+    assert _values(approx) == _values(exact)
+    record = json.loads(approx.outcomes[0].path.read_text())
+    ranking = record["retriever"]["ranking"]
+    assert ranking["path"] == "approximate top-k" and ranking["index"]["factory"] == "Flat"
+    assert ranking["recall"]["recall"] == 1.0 and ranking["k"] == 1000
+    assert "+ann-Flat" in str(approx.outcomes[0].path)
+
+
+def test_index_without_measures_drops_the_rank_set_ones(bag_retriever):
+    retriever, _ = bag_retriever()
+    report = run(retriever, task="xquad", langs="en,zh", scenarios="multi", data_dir=XQUAD, output_dir=None,
+                 resamples=20, progress=False, index="faiss:Flat")
+    names = set(report.outcomes[0].record["measures"])
+    assert "nDCG@10" in names and not names & {"MaxR", "MaxR_norm", "Complete@10", "SameLangFirst"}
+
+
+def test_index_refuses_rank_set_measures_and_shards_together(bag_retriever):
+    retriever, _ = bag_retriever()
+    kw = dict(task="xquad", langs="en,zh", data_dir=XQUAD, output_dir=None, progress=False)
+    with pytest.raises(ClirbenchError, match="MaxR needs every relevant document's exact rank"):
+        run(retriever, index="faiss:Flat", measures=["MaxR", "nDCG@10"], **kw)
+    with pytest.raises(ClirbenchError, match="exclude each other"):
+        run(retriever, index="faiss:Flat", shards=2, measures=["nDCG@10"], **kw)
+
+
+def test_auto_sharding_above_the_threshold(bag_retriever, monkeypatch):
+    import clirbench.sharded as sharded
+
+    monkeypatch.setattr(sharded, "AUTO_SHARD_DOCS", 100)  # XQuAD's en+zh pools hold 480 passages
+    retriever, _ = bag_retriever()
+    report = run(retriever, task="xquad", langs="en,zh", scenarios="multi", data_dir=XQUAD, output_dir=None,
+                 resamples=20, progress=False)
+    assert report.outcomes[0].record["retriever"]["ranking"]["path"] == "sharded counting"
