@@ -87,10 +87,14 @@ def run(model, task: str = "xquad", langs: str | Sequence[str] | None = None, sc
 
     if hasattr(retriever, "progress"):
         retriever.progress = progress
-    breakdown = getattr(task_obj.loader(), "write_breakdown", None)
     for pool, path in _progress(todo, progress, "pools"):
         record = _evaluate_pool(pool, retriever, settings, path)
-        if breakdown is not None and breakdown(path, pool) is not None:
+        groups = task_obj.breakdown_groups(pool)
+        if groups:
+            from .results import add_breakdown
+
+            for field, by_query in groups.items():
+                add_breakdown(path, field, by_query)
             record = read_result_dict(path)
         outcomes.append(PoolOutcome(pool.name, path, record, False))
     order = {p.name: i for i, p in enumerate(pools)}

@@ -31,6 +31,7 @@ from .hub import load_hub_split, sha256_file
 from ..formats.beir import (check_scenarios, local_dir, no_options, parse_int_option, parse_lang_list,
                           pools_by_query_lang, truncate_tokens)
 from .card import TaskCard
+from .loader import BaseLoader
 
 __all__ = ["pools", "locate", "query_groups", "breakdown_groups", "write_breakdown", "gold_translations", "LAYOUT"]
 
@@ -271,3 +272,22 @@ def write_breakdown(result_path: str | os.PathLike, pool: Pool, field: str = "di
     if not groups:
         return None
     return add_breakdown(result_path, field, groups)
+
+
+class CLIRuditLoader(BaseLoader):
+    """CLIRudit: English queries, French documents, gold translations, disciplines."""
+
+    def pools(self, card, langs=None, scenarios="all", query_langs=None, data_dir=None, **options):
+        return pools(card, langs, scenarios, query_langs, data_dir, **options)
+
+    def locate(self, card, data_dir=None):
+        return locate(card, data_dir)
+
+    def gold_translations(self, card, role, lang, data_dir=None, **options):
+        return gold_translations(card, role, lang, data_dir, **options)
+
+    def breakdown_groups(self, pool):
+        return breakdown_groups(pool)
+
+
+LOADER = CLIRuditLoader()
