@@ -45,17 +45,12 @@ class Task:
     def id(self) -> str:
         return self.card.id
 
+    address_: str = ""  # the canonical hierarchical id it was addressed by
+
     @property
     def address(self) -> str:
         """The id this task was addressed by (``xquad/multi/en-zh``), or the plain task id."""
-        parts = [self.id]
-        if self.scenario:
-            parts.append(self.scenario + (f"+{self.pool_mode}" if self.pool_mode not in (None, "unique") else ""))
-        if self.pair:
-            parts.append("-".join(self.pair))
-        if self.query_lang:
-            parts.append(f"q-{self.query_lang}")
-        return "/".join(parts)
+        return self.address_ or self.id
 
     def loader(self) -> TaskLoader:
         """The loader object, its required hook checked against the task kind."""
@@ -261,8 +256,10 @@ def get_task(task_id: str) -> Task:
         make_task: Callable[[str], Task] = _resolve(f"{__name__}.{kind}_data:make_task",
                                                     f"unknown task kind {kind!r} in {task_id!r}")
         return make_task(argument)
-    tasks = _all_tasks()
     name, *parts = task_id.split("/")
+    tasks = _registry()
+    if name not in tasks:  # entry points are read only when needed: the built-ins start faster
+        tasks = _all_tasks()
     if name not in tasks:
         raise UnknownNameError(f"unknown task {name!r}; available: {', '.join(sorted(tasks))}")
     return _address(tasks[name], parts, task_id) if parts else tasks[name]
@@ -282,15 +279,51 @@ def _address(task: Task, parts: list[str], task_id: str) -> Task:
     if mode and mode not in card.pool_modes:
         raise UnknownNameError(f"{task_id!r}: unknown pool mode {mode!r}; available: {', '.join(card.pool_modes)}")
     pair = query = None
+    canonical = [parts[0] if mode != "unique" else scenario]
     if len(parts) > 1:
-        pair = _pair(task, parts[1], task_id)
+        if scenario.startswith("mono-") and _is_language(task, parts[1]):  # a mono pool's name holds its document language only: .../mono-cross/en/q-de
+            if len(parts) < 3:
+                raise UnknownNameError(f"{task_id!r}: a {scenario} pool id names its query language too "
+                                       f"({card.id}/{scenario}/<doc language>/q-<query language>)")
+            doc = _language(task, parts[1], task_id)
+        else:
+            pair = _pair(task, parts[1], task_id)
+            canonical.append("-".join(pair))
     if len(parts) > 2:
         if not parts[2].startswith("q-"):
-            raise UnknownNameError(f"{task_id!r}: the last part must be q-<query language>, one of q-{pair[0]}, q-{pair[1]}")
-        query = task.canonical_languages([parts[2][2:]])[0]
-        if query not in pair:
+            choices = f", one of q-{pair[0]}, q-{pair[1]}" if pair else ""
+            raise UnknownNameError(f"{task_id!r}: the last part must be q-<query language>{choices}")
+        query = _language(task, parts[2][2:], task_id)
+        if pair is None:
+            if (scenario == "mono-same") != (doc == query):
+                raise UnknownNameError(f"{task_id!r}: in {scenario} the query language must "
+                                       f"{'be' if scenario == 'mono-same' else 'differ from'} the document language")
+            partner = next(l for l in (card.pivot, *card.languages) if l is not None and l != doc)
+            pair = (doc, query) if scenario == "mono-cross" else (doc, partner)
+            canonical.append(doc)
+        elif query not in pair:
             raise UnknownNameError(f"{task_id!r}: unknown query language {parts[2][2:]!r}; available: {', '.join(pair)}")
-    return dataclasses.replace(task, scenario=scenario, pool_mode=mode or None, pair=pair, query_lang=query)
+        canonical.append(f"q-{query}")
+    return dataclasses.replace(task, scenario=scenario, pool_mode=mode or None, pair=pair, query_lang=query,
+                               address_="/".join([card.id, *canonical]))
+
+
+def _is_language(task: Task, code: str) -> bool:
+    try:
+        return task.canonical_languages([code])[0] in task.card.languages
+    except ClirbenchError:
+        return False
+
+
+def _language(task: Task, code: str, task_id: str) -> str:
+    """One language of the task (ISO codes mapped as ``--langs`` maps them)."""
+    try:
+        lang = task.canonical_languages([code])[0]
+    except ClirbenchError:
+        lang = code
+    if lang not in task.card.languages:
+        raise UnknownNameError(f"{task_id!r}: unknown language {code!r}; available: {', '.join(task.card.languages)}")
+    return lang
 
 
 def _pair(task: Task, text: str, task_id: str) -> tuple[str, str]:
