@@ -5,7 +5,6 @@ import argparse
 import json
 import os
 import sys
-from pathlib import Path
 from typing import Sequence
 
 from .cache import add_cache_parser, cmd_cache
