@@ -21,17 +21,18 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 def _task_summaries(records: list[dict]) -> list[str]:
     """Tables a task's loader adds (``summary_table(records)``: ko-en's CROSS-/MONO-AVG, LazRetrieval's average)."""
-    import importlib
+    from .errors import ClirbenchError
+    from .tasks import get_task
 
     lines = []
     for task_id in dict.fromkeys(r["task"]["id"] for r in records):
         if ":" in task_id:
             continue
         try:
-            module = importlib.import_module(f"clirbench.tasks.{task_id.replace('-', '_')}")
-        except ImportError:
+            loader = get_task(task_id).loader()
+        except ClirbenchError:
             continue
-        table = getattr(module, "summary_table", lambda _: "")(records)
+        table = loader.summary_table(records)
         if table:
             lines += [table, ""]
     return lines

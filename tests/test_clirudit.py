@@ -136,6 +136,7 @@ def test_run_end_to_end_with_discipline_breakdown(tmp_path, bag_retriever, monke
         (pool,) = get_task("clirudit").pools(None, data_dir=folder)
     (outcome,) = report.outcomes
     assert outcome.record["num_queries"] == 3 and outcome.record["pool_size"] == 3
+    assert set(outcome.record["breakdown"]["discipline"]) == {"Sociologie", "Santé", "Histoire"}  # the runner's
     assert query_groups(pool) == {"101": ("Sociologie",), "102": ("Santé",), "103": ("Histoire", "Sociologie")}
     assert writes.count(str(outcome.path)) == 1  # the breakdown is in the single write, not a rewrite
     ids, values = read_per_query(outcome.path)

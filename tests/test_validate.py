@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 import clirbench.tasks.card as cards_module
-from clirbench.cli import main, validate
+from clirbench.cli import main
+from clirbench.tasks.validate import validate
 from clirbench.tasks.card import cards_dir
 
 from xquad_files import DATA as SHARED_DATA  # noqa: E402  (holds xquad/)

@@ -17,6 +17,7 @@ from .hub import sha256_file
 from ..formats.beir import (UNDETERMINED, check_qrels, check_scenarios, no_options, pools_by_query_lang,
                           qrels_path, read_corpus, read_qrels, read_queries)
 from .card import TaskCard, parse_card
+from .loader import BaseLoader
 
 _FILES = "corpus.jsonl, queries.jsonl and qrels/<split>.tsv"
 
@@ -60,7 +61,7 @@ def make_task(argument: str) -> Task:
         "license": "unknown (the user's data)",
         "citation": "",
     }, f"beir:{argument}")
-    return Task(card, module=__name__)
+    return Task(card, LOADER)
 
 
 def pools(card: TaskCard, langs=None, scenarios="all", query_langs=None, data_dir=None, **options):
@@ -82,3 +83,13 @@ def pools(card: TaskCard, langs=None, scenarios="all", query_langs=None, data_di
     files[f"qrels/{split}.tsv"] = sha256_file(qpath)
     source = {"origin": str(folder), "revision": None, "files_sha256": files, "split": split}
     return pools_by_query_lang(card.id, docs, queries, qrels, source, query_langs or None)
+
+
+class BeirDataLoader(BaseLoader):
+    """beir:<dir>: the user's BEIR-format folder."""
+
+    def pools(self, card, langs=None, scenarios="all", query_langs=None, data_dir=None, **options):
+        return pools(card, langs, scenarios, query_langs, data_dir, **options)
+
+
+LOADER = BeirDataLoader()

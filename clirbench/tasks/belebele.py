@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 from ..collection import ParallelCollection, Text
 from ..errors import MalformedDataError, UnknownNameError
 from .card import TaskCard
+from .loader import BaseLoader
 from ..formats.jsonl import json_objects
 from .hub import check_counts, find_local_dir, hub_rows, plain_value, require_file, sha256_file, source_record
 
@@ -186,3 +187,16 @@ def _check_alignment(indexed: Mapping[str, tuple[dict, dict]]) -> None:
         raise MalformedDataError(
             f"Belebele {lang} and {reference_lang} do not align: {len(only_here)} question(s) only in {lang}, "
             f"{len(only_there)} only in {reference_lang} (first: question {first[1]} of {first[0]})")
+
+
+class BelebeleLoader(BaseLoader):
+    """Belebele: FLORES passages and questions; ISO codes map to FLORES variants."""
+
+    def load(self, card, languages, data_dir=None):
+        return load(card, languages, data_dir)
+
+    def canonical_language(self, card, code):
+        return canonical_language(card, code)
+
+
+LOADER = BelebeleLoader()

@@ -30,6 +30,7 @@ from .hub import load_hub_split, sha256_file
 from ..formats.beir import (check_scenarios, local_dir, no_options, parse_int_option, parse_lang_list,
                           pools_by_query_lang, truncate_tokens)
 from .card import TaskCard
+from .loader import BaseLoader
 
 __all__ = ["pools", "locate", "query_groups", "breakdown_groups", "gold_translations", "LAYOUT"]
 
@@ -261,3 +262,21 @@ def breakdown_groups(pool: Pool) -> dict[str, dict[str, tuple[str, ...]]]:
     groups = query_groups(pool, "discipline")
     return {"discipline": groups} if groups else {}
 
+
+class CLIRuditLoader(BaseLoader):
+    """CLIRudit: English queries, French documents, gold translations, disciplines."""
+
+    def pools(self, card, langs=None, scenarios="all", query_langs=None, data_dir=None, **options):
+        return pools(card, langs, scenarios, query_langs, data_dir, **options)
+
+    def locate(self, card, data_dir=None):
+        return locate(card, data_dir)
+
+    def gold_translations(self, card, role, lang, data_dir=None, **options):
+        return gold_translations(card, role, lang, data_dir, **options)
+
+    def breakdown_groups(self, pool):
+        return breakdown_groups(pool)
+
+
+LOADER = CLIRuditLoader()

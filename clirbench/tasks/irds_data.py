@@ -48,6 +48,7 @@ from ..formats.beir import UNDETERMINED, check_qrels, check_scenarios, no_option
 from ..optional import require
 from ..scenarios import RETRIEVAL, SCENARIOS, doc_id, parse_langs, parse_scenarios
 from . import Task
+from .loader import BaseLoader
 from .card import TaskCard, parse_card
 from .hub import sha256_file
 
@@ -309,7 +310,7 @@ def make_task(argument: str) -> Task:
                                 "description": f"The ir_datasets collection {ids[0]} (docs, queries, qrels).",
                                 "source": {"ir_datasets": ids[0]}, "languages": langs,
                                 "scenarios": [RETRIEVAL], "main_measures": {RETRIEVAL: main}})
-        return Task(card, module=__name__)
+        return Task(card, LOADER)
     doc_ids: dict[str, str] = {}  # language -> the dataset of its documents
     for dataset_id, ds in zip(ids, datasets):
         dl = ds.docs_lang()
@@ -338,7 +339,7 @@ def make_task(argument: str) -> Task:
         "source": {"ir_datasets": doc_ids, "queries": query_ids}, "languages": langs,
         "scenarios": list(SCENARIOS), "main_measures": {k: list(v) for k, v in _MAIN_MEASURES.items()},
         "pivot": "en" if "en" in query_ids else next(iter(query_ids)), "pool_modes": ["unique"]})
-    return ParallelIrdsTask(card, module=__name__)
+    return ParallelIrdsTask(card, LOADER)
 
 
 def _no_data_dir(card: TaskCard, data_dir) -> None:
@@ -484,3 +485,16 @@ class ParallelIrdsTask(Task):
                                    f"the pair {','.join(asked[0])} has none")
         sides, src = _sides(self.card, sorted({l for pair in pairs for l in pair}), wanted)
         return bilingual_pools(self.id, sides, pairs, parse_scenarios(scenarios), query_langs, src)
+
+
+class IrdsLoader(BaseLoader):
+    """``irds:``: one collection's pools (retrieval), or the parallel collection of a brace group."""
+
+    def pools(self, card, langs=None, scenarios="all", query_langs=None, data_dir=None, **options):
+        return pools(card, langs, scenarios, query_langs, data_dir, **options)
+
+    def load(self, card, languages, data_dir=None):
+        return load(card, languages, data_dir)
+
+
+LOADER = IrdsLoader()

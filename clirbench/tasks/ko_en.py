@@ -30,6 +30,7 @@ from .hub import load_hub_split, plain_rows, sha256_file
 from ..formats.beir import (check_qrels, check_scenarios, no_options, parse_lang_list,
                           qrels_path, read_corpus, read_qrels, read_queries)
 from .card import TaskCard
+from .loader import BaseLoader
 
 __all__ = ["pools", "locate", "summary_table", "table_rows", "SUBSETS", "DIRECTIONS"]
 
@@ -202,3 +203,19 @@ def summary_table(records: Iterable[Mapping], measure: str = "nDCG@10", scale: f
     widths = [max(len(x[i]) for x in [header] + body) for i in range(len(header))]
     line = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
     return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in body])
+
+
+class KoEnLoader(BaseLoader):
+    """ko-en: Belebele and StrategyQA Korean/English, four directions."""
+
+    def pools(self, card, langs=None, scenarios="all", query_langs=None, data_dir=None, **options):
+        return pools(card, langs, scenarios, query_langs, data_dir, **options)
+
+    def locate(self, card, data_dir=None):
+        return locate(card, data_dir)
+
+    def summary_table(self, records):
+        return summary_table(records)
+
+
+LOADER = KoEnLoader()

@@ -29,6 +29,7 @@ from ..strict import loads_json
 from .hub import sha256_file
 from ..formats.beir import check_scenarios, no_options, parse_lang_list
 from .card import TaskCard
+from .loader import BaseLoader
 
 __all__ = ["pools", "locate", "read_records", "summary_table", "LOCALES", "FILES"]
 
@@ -179,3 +180,19 @@ def summary_table(records: Iterable[Mapping], measure: str = "nDCG@10") -> str:
     cells = [f"{l} {values[l]:.4f}" for l in order]
     mean = sum(values.values()) / len(values)
     return f"lazretrieval {measure}: " + "  ".join(cells) + f"  | average over {len(values)} locales {mean:.4f}"
+
+
+class LazRetrievalLoader(BaseLoader):
+    """LazRetrieval: one pool per locale."""
+
+    def pools(self, card, langs=None, scenarios="all", query_langs=None, data_dir=None, **options):
+        return pools(card, langs, scenarios, query_langs, data_dir, **options)
+
+    def locate(self, card, data_dir=None):
+        return locate(card, data_dir)
+
+    def summary_table(self, records):
+        return summary_table(records)
+
+
+LOADER = LazRetrievalLoader()

@@ -31,6 +31,7 @@ from ..collection import ParallelCollection, Text
 from ..errors import DataNotFoundError, MalformedDataError
 from ..scenarios import POOL_MODES, SCENARIOS
 from .card import TaskCard
+from .loader import BaseLoader
 from ..formats.jsonl import json_objects
 from .hub import sha256_file
 
@@ -198,7 +199,7 @@ def make_task(argument: str):
         languages=languages, scenarios=SCENARIOS, main_measures=dict(_MAIN_MEASURES),
         license="unknown (the user's own data)", citation="", pivot="en" if "en" in languages else languages[0],
         pool_modes=POOL_MODES)
-    return Task(card, module=__name__)
+    return Task(card, LOADER)
 
 
 def load(card: TaskCard, languages: Sequence[str], data_dir=None) -> ParallelCollection:
@@ -215,3 +216,13 @@ def load(card: TaskCard, languages: Sequence[str], data_dir=None) -> ParallelCol
               "files_match_card": None}
     return ParallelCollection(task=card.id, languages=tuple(languages), passages=passages,
                               questions=questions, source=source)
+
+
+class ParallelDataLoader(BaseLoader):
+    """parallel:<file>: the user's aligned JSONL/TSV file."""
+
+    def load(self, card, languages, data_dir=None):
+        return load(card, languages, data_dir)
+
+
+LOADER = ParallelDataLoader()

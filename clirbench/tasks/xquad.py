@@ -18,6 +18,7 @@ from ..collection import ParallelCollection, Text
 from ..errors import MalformedDataError, UnknownNameError
 from ..strict import loads_json
 from .card import TaskCard
+from .loader import BaseLoader
 from .hub import check_counts, find_local_dir, hub_rows, read_bytes, require_file, source_record
 
 
@@ -115,3 +116,16 @@ def select(card: TaskCard, collection: ParallelCollection, articles: str | None 
     source = dict(collection.source, subset=f"articles={articles}")
     return ParallelCollection(task=collection.task, languages=collection.languages, passages=passages,
                               questions=questions, source=source)
+
+
+class XQuADLoader(BaseLoader):
+    """XQuAD: SQuAD-format JSON per language; articles=train|test selects articles."""
+
+    def load(self, card, languages, data_dir=None):
+        return load(card, languages, data_dir)
+
+    def select(self, card, collection, **options):
+        return select(card, collection, **options)
+
+
+LOADER = XQuADLoader()

@@ -78,9 +78,7 @@ class GoldTranslator:
             if key not in self._lookups:
                 self._lookups[key] = self.task.load(langs, data_dir=self.data_dir)
             return parallel_gold(self._lookups[key], items, tgt, role)
-        hook = getattr(self.task.loader(), "gold_translations", None)
-        if hook is None:
-            raise ClirbenchError(f"task {self.task.id} provides no gold translations")
+        hook = self.task.loader().gold_translations
         key = (role, tgt)
         if key not in self._lookups:
             self._lookups[key] = hook(self.task.card, role, tgt, data_dir=self.data_dir, **self.options)
