@@ -22,12 +22,18 @@ __all__ = [
     "SentenceTransformerEncoder",
     "mteb_prompts",
     "GENERIC_INSTRUCTION",
+    "HUB_ID",
+    "batches",
+    "locate_model",
+    "saved_prompts",
+    "weights_hash",
+    "default_device",
 ]
 
 # Instruction given to instruction-tuned embedders (MTEB ``instruction_template``) for retrieval.
 GENERIC_INSTRUCTION = "Given a question, retrieve passages that answer the question"
 
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".h5", ".msgpack", ".onnx", ".gguf")
 
 
@@ -183,7 +189,7 @@ def mteb_prompts(model_name: str) -> dict[str, str] | None:
 # --------------------------------------------------------------------------- sentence-transformers
 
 
-def _weights_hash(folder: Path) -> str:
+def weights_hash(folder: Path) -> str:
     """Short sha256 over the weight files (relative path + bytes); all files if none look like weights."""
     files = sorted(p for p in folder.rglob("*") if p.is_file() and ".git" not in p.parts)
     weights = [p for p in files if p.suffix in _WEIGHT_SUFFIXES] or files
@@ -239,8 +245,8 @@ def locate_model(name: str, revision: str | None) -> tuple[Path | None, str, str
         snap = _hf_cache_snapshot(folder)
         if snap is not None:
             return folder, snap[1], snap[0]
-        return folder, _weights_hash(folder), None
-    if not _HUB_ID.match(name):
+        return folder, weights_hash(folder), None
+    if not HUB_ID.match(name):
         raise UnknownNameError(f"model {name!r}: no such directory, and not a Hugging Face hub id")
     from ..optional import require
 
