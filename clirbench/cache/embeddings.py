@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Sequence
 
@@ -22,7 +21,7 @@ import numpy as np
 
 from ..collection import check_role
 from .codecs import DENSE
-from .store import ShardStore, distinct_rows, fill, text_digest
+from .store import ShardStore, SpaceCache, distinct_rows, fill, text_digest
 
 __all__ = ["EmbeddingCache", "space_key"]
 
@@ -107,7 +106,7 @@ def _encode_chunk(encoder, texts: list[str], role: str, bar) -> np.ndarray:
     return np.concatenate(parts) if parts else np.asarray(encoder.encode(texts, role))
 
 
-class EmbeddingCache:
+class EmbeddingCache(SpaceCache):
     """Embeddings by (model id, revision, prompt, role, text); ``root=None`` keeps them in memory only.
 
     Counters, over distinct texts per ``embed`` call: ``hits`` (served from memory or disk),
@@ -115,21 +114,11 @@ class EmbeddingCache:
     ``misses`` after an interrupted encode), ``loaded`` (vectors read from disk).
     """
 
-    def __init__(self, root: str | os.PathLike | None = None) -> None:
-        self.root = Path(root) if root is not None else None
-        self.hits = self.misses = self.encoded = self.loaded = 0
-        self._spaces: dict[str, _Space] = {}
-
-    def stats(self) -> dict[str, int]:
-        return {"hits": self.hits, "misses": self.misses, "encoded": self.encoded, "loaded": self.loaded}
-
     def _space(self, encoder, role: str) -> _Space:
         meta = {"model_id": str(encoder.model_id), "revision": str(encoder.revision),
                 "prompt": str(encoder.prompt(role)), "role": role}
         key = space_key(meta["model_id"], meta["revision"], meta["prompt"], role)
-        if key not in self._spaces:
-            self._spaces[key] = _Space(meta, None if self.root is None else self.root / key)
-        return self._spaces[key]
+        return self.space_for(key, lambda folder: _Space(meta, folder))
 
     def embed_rows(self, encoder, texts: Sequence[str], role: str, batch_size: int | None = None,
                    progress: bool = False) -> tuple[np.ndarray, np.ndarray]:

@@ -16,9 +16,10 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -26,7 +27,7 @@ from ..atomic import remove_stale_temps, write_bytes_atomic
 from .shards import Shard, find_shards, new_name, quarantine, set_aside, write_shard, writer_lock
 
 __all__ = ["ShardStore", "BadShard", "MARKER", "text_digest", "distinct_rows", "npy_bytes", "read_hashes",
-           "find_missing", "claim", "fill"]
+           "find_missing", "claim", "fill", "SpaceCache"]
 
 MARKER = ".hashes.npy"  # completes a shard written before manifests (see clirbench.cache.shards)
 
@@ -242,3 +243,22 @@ class ShardStore:
         hashes = np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(len(keys), 32)
         write_shard(self.folder, name, {**self.codec.dump(batch), MARKER: npy_bytes(hashes)})
         self.seen.add(name)
+
+
+class SpaceCache:
+    """Base of the embedding caches: spaces by folder key under ``root`` (None: memory only), and the
+    counters over distinct texts: ``hits``, ``misses``, ``encoded``, ``loaded``."""
+
+    def __init__(self, root: str | os.PathLike | None = None) -> None:
+        self.root = Path(root) if root is not None else None
+        self.hits = self.misses = self.encoded = self.loaded = 0
+        self._spaces: dict[str, Any] = {}
+
+    def stats(self) -> dict[str, int]:
+        return {"hits": self.hits, "misses": self.misses, "encoded": self.encoded, "loaded": self.loaded}
+
+    def space_for(self, key: str, make: Callable[[Path | None], Any]) -> Any:
+        """The space of folder ``key``, made by ``make(folder or None)`` on first use."""
+        if key not in self._spaces:
+            self._spaces[key] = make(None if self.root is None else self.root / key)
+        return self._spaces[key]

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -31,7 +30,7 @@ from ..errors import ClirbenchError
 from ..cache.codecs import TOKENS
 from ..cache.embeddings import space_key
 from ..cache.layout import MULTIVECTOR, retriever_dir
-from ..cache.store import ShardStore, distinct_rows, fill, text_digest
+from ..cache.store import ShardStore, SpaceCache, distinct_rows, fill, text_digest
 
 __all__ = ["MultiVectorModel", "TokenEmbeddingCache", "ColBERTRetriever", "from_spec", "maxsim",
            "EXACT_LIMIT", "MAX_BLOCK_BYTES"]
@@ -144,23 +143,13 @@ class _Space:
         return found
 
 
-class TokenEmbeddingCache:
+class TokenEmbeddingCache(SpaceCache):
     """Per-token embeddings by (model, revision, prompt + settings, role, text); ``root=None``: memory only."""
-
-    def __init__(self, root: str | os.PathLike | None = None) -> None:
-        self.root = Path(root) if root is not None else None
-        self.hits = self.misses = self.encoded = self.loaded = 0
-        self._spaces: dict[str, _Space] = {}
-
-    def stats(self) -> dict[str, int]:
-        return {"hits": self.hits, "misses": self.misses, "encoded": self.encoded, "loaded": self.loaded}
 
     def _space(self, model: MultiVectorModel, role: str) -> _Space:
         key = space_key(model.model_id, model.revision, model.space(role), role)
-        if key not in self._spaces:
-            meta = {"model_id": model.model_id, "revision": model.revision, "space": model.space(role), "role": role}
-            self._spaces[key] = _Space(meta, None if self.root is None else self.root / key)
-        return self._spaces[key]
+        meta = {"model_id": model.model_id, "revision": model.revision, "space": model.space(role), "role": role}
+        return self.space_for(key, lambda folder: _Space(meta, folder))
 
     def embed(self, model: MultiVectorModel, texts: Sequence[str], role: str, chunk: int = 256) -> list[np.ndarray]:
         """Token embeddings of ``texts`` (equal texts share one array), encoding only what is missing."""

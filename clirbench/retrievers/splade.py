@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -21,7 +20,7 @@ import numpy as np
 
 from ..cache.codecs import SPARSE as SPARSE_CODEC
 from ..cache.layout import SPARSE, retriever_dir
-from ..cache.store import ShardStore, distinct_rows, fill, text_digest
+from ..cache.store import ShardStore, SpaceCache, distinct_rows, fill, text_digest
 from ..collection import Text, check_role
 from ..errors import ClirbenchError
 from .encoders import batches, locate_model, saved_prompts, default_device
@@ -226,7 +225,7 @@ class _Space:
         return stacked.tocsr()
 
 
-class SparseVectorCache:
+class SparseVectorCache(SpaceCache):
     """Sparse vectors by (model id, revision, prompt, role, settings, text); ``root=None``: memory only.
 
     Layout: ``root/<sha256(json(key))[:16]>/`` with ``meta.json`` and shards ``<name>.npz`` (scipy
@@ -235,22 +234,12 @@ class SparseVectorCache:
     Counters over distinct texts: ``hits``, ``misses``, ``encoded``, ``loaded``.
     """
 
-    def __init__(self, root: str | os.PathLike | None = None) -> None:
-        self.root = Path(root) if root is not None else None
-        self.hits = self.misses = self.encoded = self.loaded = 0
-        self._spaces: dict[str, _Space] = {}
-
-    def stats(self) -> dict[str, int]:
-        return {"hits": self.hits, "misses": self.misses, "encoded": self.encoded, "loaded": self.loaded}
-
     def _space(self, encoder, role: str) -> _Space:
         meta = {"model_id": str(encoder.model_id), "revision": str(encoder.revision),
                 "prompt": str(encoder.prompt(role)), "role": role, "settings": str(encoder.settings_key())}
         key = hashlib.sha256(json.dumps(["sparse", meta["model_id"], meta["revision"], meta["prompt"], role,
                                          meta["settings"]]).encode()).hexdigest()[:16]
-        if key not in self._spaces:
-            self._spaces[key] = _Space(meta, None if self.root is None else self.root / key)
-        return self._spaces[key]
+        return self.space_for(key, lambda folder: _Space(meta, folder))
 
     def vectors_rows(self, encoder, texts: Sequence[str], role: str, chunk: int = 1024):
         """``(matrix, rows)``: text i's vector is ``matrix[rows[i]]``; ``matrix`` holds each distinct text once."""
