@@ -24,12 +24,12 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..atomic import remove_stale_temps, write_bytes_atomic
-from .shards import Shard, find_shards, new_name, quarantine, set_aside, write_shard, writer_lock
+from .shards import HASHES, Shard, find_shards, new_name, quarantine, set_aside, write_shard, writer_lock
 
 __all__ = ["ShardStore", "BadShard", "MARKER", "text_digest", "distinct_rows", "npy_bytes", "read_hashes",
            "find_missing", "claim", "fill", "SpaceCache"]
 
-MARKER = ".hashes.npy"  # completes a shard written before manifests (see clirbench.cache.shards)
+MARKER = HASHES
 
 
 class BadShard(Exception):
