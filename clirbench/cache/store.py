@@ -148,11 +148,11 @@ class ShardStore:
     def __init__(self, folder: Path | None, codec, meta: dict, check_meta: bool = False) -> None:
         self.folder, self.codec, self.meta, self.check_meta = folder, codec, meta, check_meta
         self.dim: int | None = None
-        self.index: dict[bytes, tuple[str, int]] = {}  # digest -> (shard name, row)
-        self.shards: dict[str, Shard] = {}
-        self.sizes: dict[str, int] = {}  # rows per shard
+        self.index: dict[bytes, tuple[int, int]] = {}  # digest -> (shard number, row)
+        self.shards: list[Shard] = []  # by shard number
+        self.sizes: list[int] = []  # rows per shard
         self.seen: set[str] = set()  # shard names already indexed (or set aside)
-        self.opened: dict[str, Any] = {}  # shard name -> the codec's payload
+        self.opened: dict[int, Any] = {}  # shard number -> the codec's payload
         self._swept = self._meta_read = False
 
     # -- reading -------------------------------------------------------------------------------
@@ -187,44 +187,48 @@ class ShardStore:
             if reason:
                 set_aside(self.folder.parent, shard, reason)
                 continue
-            self.shards[shard.name] = shard
-            self.sizes[shard.name] = len(hashes)
+            number = len(self.shards)
+            self.shards.append(shard)
+            self.sizes.append(len(hashes))
             for row, key in enumerate(np.ascontiguousarray(hashes).view(np.dtype("V32")).ravel().tolist()):
-                self.index.setdefault(key, (shard.name, row))
+                self.index.setdefault(key, (number, row))
 
-    def open(self, name: str) -> Any | None:
-        """The payload of shard ``name`` (checked on first use), or None once a bad shard is set aside."""
-        if name in self.opened:
-            return self.opened[name]
-        shard = self.shards[name]
+    def open(self, number: int) -> Any | None:
+        """The payload of shard ``number`` (checked on first use), or None once a bad shard is set aside."""
+        if number in self.opened:
+            return self.opened[number]
+        shard = self.shards[number]
         try:
-            payload = self.codec.load(shard, self.sizes[name])
+            payload = self.codec.load(shard, self.sizes[number])
             width = self.codec.width(payload)
             if self.dim is not None and width != self.dim:
                 raise BadShard(f"{width}-d vectors in a {self.dim}-d space")
         except BadShard as e:
             set_aside(self.folder.parent, shard, str(e))
-            self.index = {k: v for k, v in self.index.items() if v[0] != name}
+            self.index = {k: v for k, v in self.index.items() if v[0] != number}
             return None
         self.dim = width
-        self.opened[name] = payload
+        self.opened[number] = payload
         return payload
 
     def read(self, keys: Sequence[bytes]) -> tuple[list[bytes], list[tuple[str, Any, np.ndarray, np.ndarray]]]:
         """The ``keys`` found in good shards, and per shard ``(name, payload, positions in found, rows)``."""
-        names = {self.index[k][0] for k in keys if k in self.index}
-        payloads = {n: p for n in sorted(names) if (p := self.open(n)) is not None}
-        found = [k for k in keys if k in self.index and self.index[k][0] in payloads]
+        index = self.index
+        found = [k for k in keys if k in index]
         if not found:
             return found, []
-        where = [self.index[k] for k in found]
-        by_name: dict[str, tuple[list[int], list[int]]] = {}
-        for i, (name, row) in enumerate(where):
-            pos, rows = by_name.setdefault(name, ([], []))
-            pos.append(i)
-            rows.append(row)
-        return found, [(n, payloads[n], np.array(p, dtype=np.int64), np.array(r, dtype=np.int64))
-                       for n, (p, r) in by_name.items()]
+        where = np.array([index[k] for k in found], dtype=np.int64).reshape(-1, 2)
+        numbers = np.unique(where[:, 0]).tolist()
+        payloads = {n: p for n in numbers if (p := self.open(n)) is not None}
+        if len(payloads) < len(numbers):
+            keep = np.isin(where[:, 0], list(payloads))
+            found = [k for k, ok in zip(found, keep.tolist()) if ok]
+            where = where[keep]
+        groups = []
+        for n, payload in payloads.items():
+            pos = np.flatnonzero(where[:, 0] == n) if len(payloads) > 1 else np.arange(len(where))
+            groups.append((self.shards[n].name, payload, pos, where[pos, 1]))
+        return found, groups
 
     # -- writing -------------------------------------------------------------------------------
     def lock(self) -> AbstractContextManager[bool]:
