@@ -4,7 +4,8 @@ Layout: ``root/<sha256(json([model_id, revision, prompt, role]))[:16]>/`` holds 
 append-only shards ``<name>.vecs.npy`` (float32, n x d) + ``<name>.hashes.npy`` (uint8, n x 32,
 the texts' sha256 digests) + ``<name>.shard.json`` (sizes and checksums, written last: marks the
 shard complete; see ``clirbench.cache.shards``), so a killed run leaves only whole shards and the next
-run resumes from them. A shard that fails its check is quarantined and its texts encoded again.
+run resumes from them (the shard store of ``clirbench.cache.store``, ``DenseCodec``). A shard that fails
+its check is quarantined and its texts encoded again.
 Each chunk is encoded holding the folder's writer lock, so concurrent runs share the work.
 Shards are read through memory maps, only the rows asked for.
 Every vector served or encoded is also kept in memory, so one process encodes or reads each
