@@ -1,7 +1,6 @@
 """Run a retriever over a task's pools: score, rank, measure, write results (DESIGN §1)."""
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -9,15 +8,10 @@ from typing import Mapping, Sequence
 
 
 from .collection import Pool
+from .cache.layout import embeddings_dir
 from .errors import ClirbenchError, UnknownNameError
 
 DEFAULT_OUTPUT = "results"
-
-
-def default_cache_dir() -> Path:
-    """``$CLIRBENCH_CACHE_DIR``, else ``~/.cache/clirbench``."""
-    env = os.environ.get("CLIRBENCH_CACHE_DIR")
-    return Path(env) if env else Path.home() / ".cache" / "clirbench"
 
 
 @dataclass(frozen=True)
@@ -77,7 +71,7 @@ def run(model, task="xquad", langs: str | Sequence[str] | None = None, scenarios
         raise ClirbenchError("nothing to run: no pool matches these languages and query languages")
 
     if isinstance(model, str):
-        cache = Path(cache_dir) if cache_dir is not None else default_cache_dir() / "embeddings"
+        cache = Path(cache_dir) if cache_dir is not None else embeddings_dir()
         retriever = make_retriever(model, cache_dir=cache, query_prompt=query_prompt,
                                    doc_prompt=doc_prompt, device=device, batch_size=batch_size)
     else:

@@ -15,7 +15,8 @@ import pytest
 
 from clirbench.atomic import STALE_AFTER, write_text_atomic
 from clirbench.cli import main
-from clirbench.cache.embeddings import EmbeddingCache, npy_bytes, space_key
+from clirbench.cache.embeddings import EmbeddingCache, space_key
+from clirbench.cache.store import npy_bytes
 from clirbench.retrievers.colbert import TokenEmbeddingCache
 from clirbench.retrievers.splade import SparseVectorCache
 from clirbench.cache.shards import MANIFEST

@@ -12,7 +12,7 @@ from clirbench.cli import main
 from clirbench.paired import compare
 from clirbench.evaluate import evaluate
 from clirbench.grid import main as grid_main
-from clirbench.retrievers.psq_train import train_ibm1
+from clirbench.retrievers.psq.train import train_ibm1
 from clirbench.runner import run
 from clirbench.formats.trec import write_qrels, write_run
 

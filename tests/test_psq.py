@@ -13,7 +13,7 @@ from clirbench.retrievers.analyzers import analyze
 from clirbench.cli.psq import add_psq_parser
 from clirbench.collection import Text
 from clirbench.errors import ClirbenchError, DataNotFoundError
-from clirbench.retrievers.psq_train import train_ibm1
+from clirbench.retrievers.psq.train import train_ibm1
 from clirbench.retrievers import make_retriever
 from clirbench.retrievers.psq import (PSQRetriever, from_spec, load_table, meta_path, prune_translations,
                                       write_table)
@@ -252,7 +252,7 @@ def test_train_on_xquad_items_0_179_and_retrieve_held_out_items(tmp_path, capsys
 
 def test_runs_every_xquad_scenario_with_a_table_per_direction(tmp_path):
     en, de = _paragraphs("en"), _paragraphs("de")
-    from clirbench.retrievers.psq_train import train_table
+    from clirbench.retrievers.psq.train import train_table
 
     t1, t2 = tmp_path / "de-en.json.gz", tmp_path / "en-de.json.gz"
     train_table([p[0] for p in de[:120]], [p[0] for p in en[:120]], "de", "en", t1, iterations=5)

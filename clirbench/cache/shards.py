@@ -32,10 +32,11 @@ from typing import Iterator
 
 from ..atomic import STALE_AFTER, is_stale_temp, is_temp, unlink_all, write_bytes_atomic
 
-__all__ = ["Shard", "write_shard", "new_name", "find_shards", "set_aside", "quarantine", "writer_lock",
+__all__ = ["HASHES", "Shard", "write_shard", "new_name", "find_shards", "set_aside", "quarantine", "writer_lock",
            "leftovers", "remove_leftovers", "clean_purge", "MANIFEST", "LOCK", "QUARANTINE"]
 
 MANIFEST = ".shard.json"
+HASHES = ".hashes.npy"  # the text digests of an embedding shard; completes one written before manifests
 LOCK = "writer.lock"
 QUARANTINE = "quarantine"
 FORMAT = 2
@@ -378,7 +379,7 @@ def verify_cache(root: str | os.PathLike) -> CacheReport:
                         raise ValueError
                 except (OSError, ValueError):
                     report.bad.append((folder / name, "not a JSON object"))
-        for shard in find_shards(folder, ".hashes.npy"):
+        for shard in find_shards(folder, HASHES):
             report.shards += 1
             if shard.legacy:
                 report.unverified += 1
@@ -393,7 +394,7 @@ def verify_cache(root: str | os.PathLike) -> CacheReport:
                 report.shards += 1
                 report.unverified += 1
         with try_lock(folder) as free:
-            report.stray.extend(leftovers(folder, ".hashes.npy", lock_held=free))
+            report.stray.extend(leftovers(folder, HASHES, lock_held=free))
     return report
 
 

@@ -21,7 +21,7 @@ def _label(item) -> str:
 
 
 def cmd_cache(args: argparse.Namespace) -> int:
-    from ..runner import default_cache_dir
+    from ..cache.layout import default_cache_dir
     from ..cache.shards import clean_cache, verify_cache
 
     root = args.cache_dir or default_cache_dir()

@@ -31,8 +31,8 @@ def cmd_psq(args) -> int:
 
     if getattr(args, "psq_command", None) != "train":
         raise ClirbenchError("clirbench psq: expected a subcommand: train")
-    from ..retrievers.psq_train import read_bitext, train_table
-    from ..retrievers.psq import meta_path
+    from ..retrievers.psq.train import read_bitext, train_table
+    from ..retrievers.psq.table import meta_path
 
     from ..retrievers.analyzers import require_backends
     from ..optional import require

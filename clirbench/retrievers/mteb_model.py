@@ -135,7 +135,7 @@ def from_spec(arg: str, options: dict) -> Retriever:
     """``mteb:<registry name>``, ``mteb:<registry name>=<local dir>`` or ``mteb:<local dir>``."""
     from ..cache.embeddings import EmbeddingCache
     from .dense import DenseRetriever
-    from .encoders import _weights_hash
+    from .encoders import weights_hash
 
     if not arg:
         raise ClirbenchError("retriever 'mteb:' needs a model: mteb:<MTEB model name>")
@@ -150,7 +150,7 @@ def from_spec(arg: str, options: dict) -> Retriever:
     from pathlib import Path
 
     local = Path(os.path.expanduser(path)) if path else None
-    revision = (_weights_hash(local) if local is not None else None) or str(meta.revision or "unknown")
+    revision = (weights_hash(local) if local is not None else None) or str(meta.revision or "unknown")
     model_id = name or str(path)
     encoder = MTEBEncoder(model, model_id, revision, path=path, batch_size=options.get("batch_size") or 32)
     spec = f"mteb:{name}" if name else f"mteb:{str(path).rstrip('/')}"

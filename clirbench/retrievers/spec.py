@@ -82,7 +82,7 @@ FAMILIES: dict[str, Family] = {
     "dense": Family("dense:<model>", _dense),
     "bm25": Family("bm25[:pyserini]", "clirbench.retrievers.bm25:from_spec"),
     "splade": Family("splade:<model>", "clirbench.retrievers.splade:from_spec"),
-    "psq": Family("psq:<table>", "clirbench.retrievers.psq:from_spec"),
+    "psq": Family("psq:<table>", "clirbench.retrievers.psq.retriever:from_spec"),
     "colbert": Family("colbert:<model>", "clirbench.retrievers.colbert:from_spec"),
     "fusion": Family("fusion:rrf(A,B)", "clirbench.retrievers.fusion:from_spec"),
     "mteb": Family("mteb:<model>", "clirbench.retrievers.mteb_model:from_spec"),

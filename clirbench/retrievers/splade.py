@@ -12,27 +12,22 @@ of one text share one vector and one score column, so they tie exactly.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
-import os
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from ..atomic import remove_stale_temps, write_bytes_atomic
-from ..collection import Text
+from ..cache.codecs import SPARSE as SPARSE_CODEC
+from ..cache.layout import SPARSE, retriever_dir
+from ..cache.store import ShardStore, SpaceCache, distinct_rows, fill, text_digest
+from ..collection import Text, check_role
 from ..errors import ClirbenchError
-from ..cache.shards import Shard, find_shards, new_name, set_aside, write_shard, writer_lock
-from ..collection import check_role
-from ..cache.embeddings import _digest, claim, distinct_rows, find_missing, npy_bytes, read_hashes
-from .encoders import _batches, _locate, _saved_prompts, default_device
+from .encoders import batches, locate_model, saved_prompts, default_device
 
 __all__ = ["SparseEncoderModel", "SparseVectorCache", "SpladeRetriever", "from_spec"]
 
 MAX_BLOCK_BYTES = 128 << 20  # float64 score block of (rows x pool size)
-_FORMAT = 1
-_MARKER = ".hashes.npy"  # completes a shard written before manifests
 
 
 def _csr(data, indices, indptr, shape):
@@ -60,14 +55,14 @@ class SparseEncoderModel:
                  show_progress: bool = False) -> None:
         name = str(name_or_path)
         self.name = name.rstrip("/") if len(name) > 1 else name
-        self._folder, self.revision, hub_id = _locate(self.name, revision)
+        self._folder, self.revision, hub_id = locate_model(self.name, revision)
         self.model_id = hub_id or self.name
         self._device = device
         self.batch_size = int(batch_size) if batch_size else 32
         self.max_active_dims = max_active_dims
         self.show_progress = show_progress
         self._explicit = {"query": query_prompt, "document": doc_prompt}
-        saved = _saved_prompts(self._folder)
+        saved = saved_prompts(self._folder)
         self._prompts = {role: (p if p is not None else saved.get(role, "")) for role, p in self._explicit.items()}
         self._model = None
 
@@ -129,7 +124,7 @@ class SparseEncoderModel:
         if self.max_active_dims is not None:
             kwargs["max_active_dims"] = self.max_active_dims
         parts = []
-        for a in _batches(len(texts), self.batch_size, self.show_progress, f"splade {role}"):
+        for a in batches(len(texts), self.batch_size, self.show_progress, f"splade {role}"):
             emb = fn(texts[a:a + self.batch_size], **kwargs)
             if emb.is_sparse:
                 emb = emb.to_dense()
@@ -178,101 +173,34 @@ def _max_positions(model) -> int | None:
 
 
 class _Space:
-    """Sparse vectors of one (model, revision, prompt, role, settings): memory memo + shard folder."""
+    """Sparse vectors of one (model, revision, prompt, role, settings): memory memo + shard store."""
 
     def __init__(self, meta: dict, folder: Path | None) -> None:
-        self.meta, self.folder = meta, folder
-        self.dim: int | None = None
+        self.meta = meta
+        self.store = ShardStore(folder, SPARSE_CODEC, meta)
         self.mats: list = []  # CSR matrices: loaded shards and freshly encoded chunks
         self.memo: dict[bytes, tuple[int, int]] = {}  # digest -> (matrix, row)
-        self.disk: dict[bytes, tuple[str, int]] = {}  # digest -> (shard name, row), not yet loaded
         self.loaded: dict[str, int] = {}  # shard name -> matrix number
-        self.shard_of: dict[str, Shard] = {}
-        self.seen: set[str] = set()
-        self._swept = False
 
     def refresh(self) -> None:
-        if self.folder is None or not self.folder.is_dir():
-            return
-        if not self._swept:
-            remove_stale_temps(self.folder)
-            self._swept = True
-        for shard in find_shards(self.folder, _MARKER, self.seen):
-            self.seen.add(shard.name)
-            hashes, reason = read_hashes(shard, ".npz")
-            if reason:
-                set_aside(self.folder.parent, shard, reason)
-                continue
-            self.shard_of[shard.name] = shard
-            keys = np.ascontiguousarray(hashes).view(np.dtype("V32")).ravel().tolist()
-            for row, key in enumerate(keys):
-                self.disk.setdefault(key, (shard.name, row))
-
-    def _load(self, name: str):
-        """The CSR matrix of shard ``name`` (checked), or None after setting a bad shard aside."""
-        import scipy.sparse as sp
-
-        shard = self.shard_of[name]
-        data, reason = shard.read(".npz")
-        mat = None
-        if reason is None:
-            try:
-                mat = sp.load_npz(io.BytesIO(data)).tocsr()
-            except (OSError, ValueError, EOFError, KeyError) as e:
-                reason = f"unreadable: {type(e).__name__}"
-        if reason is None:
-            rows = sum(1 for v in self.disk.values() if v[0] == name)
-            if (self.dim is not None and mat.shape[1] != self.dim) or mat.shape[0] < rows \
-                    or (shard.legacy and not np.isfinite(mat.data).all()):
-                reason = f"a matrix of shape {mat.shape}"
-        if reason:
-            set_aside(self.folder.parent, shard, reason)
-            self.disk = {k: v for k, v in self.disk.items() if v[0] != name}
-            return None
-        return mat
+        self.store.refresh()
 
     def read(self, keys: list[bytes]) -> list[bytes]:
         """Load the shards holding ``keys`` into memory (each checked once); returns the keys found."""
-        found = []
-        for k in keys:
-            where = self.disk.get(k)
-            if where is None:
-                continue
-            name, row = where
+        found, groups = self.store.read(keys)
+        for name, mat, pos, rows in groups:
             number = self.loaded.get(name)
             if number is None:
-                mat = self._load(name)
-                if mat is None:
-                    continue
-                self.dim = mat.shape[1]
                 number = self.loaded[name] = len(self.mats)
-                self.mats.append(mat.astype(np.float32, copy=False))
-            self.memo[k] = (number, row)
-            found.append(k)
+                self.mats.append(mat)
+            for i, row in zip(pos.tolist(), rows.tolist()):
+                self.memo[found[i]] = (number, row)
         return found
 
-    def write(self, keys: list[bytes], mat) -> None:
-        """Write one shard (call with the writer lock held)."""
-        if self.folder is None:
-            return
-        import scipy.sparse as sp
-
-        self.folder.mkdir(parents=True, exist_ok=True)
-        meta_path = self.folder / "meta.json"
-        if not meta_path.is_file():
-            meta = {**self.meta, "dim": int(mat.shape[1]), "format": _FORMAT}
-            write_bytes_atomic(meta_path, json.dumps(meta, indent=1).encode())
-        name = new_name()
-        buffer = io.BytesIO()
-        sp.save_npz(buffer, mat, compressed=False)
-        hashes = np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(len(keys), 32)
-        write_shard(self.folder, name, {".npz": buffer.getvalue(), ".hashes.npy": npy_bytes(hashes)})
-        self.seen.add(name)
-
     def add(self, keys: list[bytes], mat) -> None:
-        if self.dim is not None and mat.shape[1] != self.dim:
-            raise ValueError(f"encoder returned {mat.shape[1]}-d vectors, the cache holds {self.dim}-d")
-        self.dim = mat.shape[1]
+        if self.store.dim is not None and mat.shape[1] != self.store.dim:
+            raise ValueError(f"encoder returned {mat.shape[1]}-d vectors, the cache holds {self.store.dim}-d")
+        self.store.dim = mat.shape[1]
         number = len(self.mats)
         self.mats.append(mat)
         for row, k in enumerate(keys):
@@ -283,7 +211,7 @@ class _Space:
         import scipy.sparse as sp
 
         if not keys:
-            return _empty(0, self.dim or 0)
+            return _empty(0, self.store.dim or 0)
         where = np.array([self.memo[k] for k in keys], dtype=np.int64)
         parts, order = [], []
         for number in np.unique(where[:, 0]):
@@ -297,7 +225,7 @@ class _Space:
         return stacked.tocsr()
 
 
-class SparseVectorCache:
+class SparseVectorCache(SpaceCache):
     """Sparse vectors by (model id, revision, prompt, role, settings, text); ``root=None``: memory only.
 
     Layout: ``root/<sha256(json(key))[:16]>/`` with ``meta.json`` and shards ``<name>.npz`` (scipy
@@ -306,35 +234,20 @@ class SparseVectorCache:
     Counters over distinct texts: ``hits``, ``misses``, ``encoded``, ``loaded``.
     """
 
-    def __init__(self, root: str | os.PathLike | None = None) -> None:
-        self.root = Path(root) if root is not None else None
-        self.hits = self.misses = self.encoded = self.loaded = 0
-        self._spaces: dict[str, _Space] = {}
-
-    def stats(self) -> dict[str, int]:
-        return {"hits": self.hits, "misses": self.misses, "encoded": self.encoded, "loaded": self.loaded}
-
     def _space(self, encoder, role: str) -> _Space:
         meta = {"model_id": str(encoder.model_id), "revision": str(encoder.revision),
                 "prompt": str(encoder.prompt(role)), "role": role, "settings": str(encoder.settings_key())}
         key = hashlib.sha256(json.dumps(["sparse", meta["model_id"], meta["revision"], meta["prompt"], role,
                                          meta["settings"]]).encode()).hexdigest()[:16]
-        if key not in self._spaces:
-            self._spaces[key] = _Space(meta, None if self.root is None else self.root / key)
-        return self._spaces[key]
+        return self.space_for(key, lambda folder: _Space(meta, folder))
 
     def vectors_rows(self, encoder, texts: Sequence[str], role: str, chunk: int = 1024):
         """``(matrix, rows)``: text i's vector is ``matrix[rows[i]]``; ``matrix`` holds each distinct text once."""
         space = self._space(encoder, check_role(role))
         distinct, rows = distinct_rows(texts)
-        keys = [_digest(t) for t in distinct]
-        todo = find_missing(self, space, keys)
-        todo.sort(key=lambda i: -len(distinct[i]))
-        for a in range(0, len(todo), chunk):
-            with writer_lock(space.folder, _MARKER):
-                part = claim(self, space, keys, todo[a: a + chunk])
-                if part:
-                    self._encode(encoder, space, role, [distinct[i] for i in part], [keys[i] for i in part])
+        keys = [text_digest(t) for t in distinct]
+        fill(self, space, keys, distinct, chunk,
+             lambda part, _: self._encode(encoder, space, role, [distinct[i] for i in part], [keys[i] for i in part]))
         return space.gather(keys), rows
 
     def _encode(self, encoder, space: _Space, role: str, texts: list[str], keys: list[bytes]) -> None:
@@ -345,7 +258,7 @@ class SparseVectorCache:
         if not np.isfinite(mat.data).all():
             raise ValueError("encoder returned non-finite values")
         mat = mat.astype(np.float32, copy=False).tocsr()
-        space.write(keys, mat)
+        space.store.write(keys, mat)
         space.add(keys, mat)
 
     def vectors(self, encoder, texts: Sequence[str], role: str):
@@ -418,6 +331,5 @@ def from_spec(arg: str, options: dict) -> SpladeRetriever:
         raise ClirbenchError("retriever 'splade:' needs a model: splade:<hub id or local path>")
     encoder = SparseEncoderModel(arg, device=options.get("device"), batch_size=options.get("batch_size"),
                                  query_prompt=options.get("query_prompt"), doc_prompt=options.get("doc_prompt"))
-    cache_dir = options.get("cache_dir")
-    cache = SparseVectorCache(Path(cache_dir) / "sparse" if cache_dir is not None else None)
+    cache = SparseVectorCache(retriever_dir(options.get("cache_dir"), SPARSE))
     return SpladeRetriever(encoder, cache, spec=f"splade:{encoder.name}")

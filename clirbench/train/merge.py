@@ -73,7 +73,7 @@ def merge_models(models: Sequence[str], out: str | os.PathLike, weights: Sequenc
     import torch
     from sentence_transformers import SentenceTransformer
 
-    from ..retrievers.encoders import _HUB_ID, _weights_hash
+    from ..retrievers.encoders import HUB_ID, weights_hash
 
     if len(models) < 2:
         raise ClirbenchError("clirbench merge needs at least two models")
@@ -82,7 +82,7 @@ def merge_models(models: Sequence[str], out: str | os.PathLike, weights: Sequenc
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ClirbenchError(f"--out {out}: exists and is not empty; choose a new folder")
     for name in models:
-        if not Path(name).expanduser().is_dir() and not _HUB_ID.match(name):
+        if not Path(name).expanduser().is_dir() and not HUB_ID.match(name):
             raise ClirbenchError(f"model {name!r}: no such directory, and not a Hugging Face hub id")
     with quiet_loading():
         loaded = [SentenceTransformer(str(Path(m).expanduser()) if Path(m).expanduser().is_dir() else m,
@@ -104,7 +104,7 @@ def merge_models(models: Sequence[str], out: str | os.PathLike, weights: Sequenc
     loaded[0].load_state_dict(merged)
     record = {"method": "weighted parameter average", "weights": norm,
               "weights_given": list(weights) if weights is not None else None,
-              "parents": [{"model": str(m), "revision": _weights_hash(Path(m).expanduser())
+              "parents": [{"model": str(m), "revision": weights_hash(Path(m).expanduser())
                            if Path(m).expanduser().is_dir() else None} for m in models]}
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))

@@ -132,9 +132,9 @@ class TranslationPlan:
             translator = make_translator(translator, task=task, data_dir=data_dir, task_options=task_options,
                                          **translator_options)
         if cache_dir is None:
-            from ..runner import default_cache_dir
+            from ..cache.layout import translations_dir
 
-            cache_dir = default_cache_dir() / "translations"
+            cache_dir = translations_dir()
         gold = None
         if quality:
             if direction != "docs":

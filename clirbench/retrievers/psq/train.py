@@ -23,7 +23,7 @@ from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from ..errors import ClirbenchError, DataNotFoundError, MalformedDataError
+from ...errors import ClirbenchError, DataNotFoundError, MalformedDataError
 
 __all__ = ["IBM1Result", "train_ibm1", "train_table", "read_bitext"]
 
@@ -75,7 +75,7 @@ def _triples(A, B):
 def train_ibm1(source: Sequence[Sequence[str]], target: Sequence[Sequence[str]], iterations: int = 10,
                min_prob: float = 1e-4) -> IBM1Result:
     """IBM Model 1 t(e|f) from token lists (source = document language, target = query language)."""
-    from ..checks import check_float, check_int
+    from ...checks import check_float, check_int
 
     iterations = check_int(iterations, "iterations", 1)
     min_prob = check_float(min_prob, "min_prob", 0.0, 1.0)
@@ -129,7 +129,7 @@ def _bitext_lines(path: Path) -> Iterator[tuple[int, str]]:
     import gzip
     import zlib
 
-    from ..formats.jsonl import decode_lines
+    from ...formats.jsonl import decode_lines
 
     try:
         with (gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")) as fh:
@@ -164,8 +164,8 @@ def train_table(source_texts: Iterable[str], target_texts: Iterable[str], src_la
                 out: str | os.PathLike, *, iterations: int = 10, min_prob: float = 1e-4,
                 corpus_name: str = "bitext") -> IBM1Result:
     """Analyse both sides, train IBM Model 1 and write ``out`` + its sidecar (see ``psq.write_table``)."""
-    from .analyzers import analyze
-    from .psq import ANALYZER, write_table
+    from ..analyzers import analyze
+    from .table import ANALYZER, write_table
 
     if src_lang == tgt_lang:
         raise ClirbenchError("psq train: source and target languages are the same")
@@ -174,7 +174,7 @@ def train_table(source_texts: Iterable[str], target_texts: Iterable[str], src_la
     result = train_ibm1(src, tgt, iterations=iterations, min_prob=min_prob)
     write_table(out, result.table, doc_lang=src_lang, query_lang=tgt_lang, query_counts=result.target_counts,
                 query_counts_source=f"{tgt_lang} side of {corpus_name} ({result.pairs} segment pairs)",
-                extra={"training": {"aligner": "IBM Model 1 (clirbench.retrievers.psq_train, EM from uniform, NULL source word)",
+                extra={"training": {"aligner": "IBM Model 1 (clirbench.retrievers.psq.train, EM from uniform, NULL source word)",
                                     "iterations": iterations, "min_prob": min_prob, "pairs": result.pairs,
                                     "analyzer": ANALYZER, "corpus": corpus_name}})
     return result

@@ -1,0 +1,268 @@
+"""The content-addressed shard store shared by the dense, sparse and token embedding caches.
+
+One store is one folder (one embedding space): ``meta.json`` and shards of ``<name>.hashes.npy``
+(uint8, n x 32: the SHA-256 of each text), the data files a *codec* writes for the batch (the
+vectors, sparse rows or token matrices of those n texts), and ``<name>.shard.json`` (sizes and
+checksums, written last: see ``clirbench.cache.shards``). The store indexes the shards by text
+digest, opens a shard through its codec on first use (digests checked then), sets a shard that
+fails aside (quarantine), and writes new shards holding the folder's writer lock.
+
+A codec has ``suffixes`` (its data files), ``dump(batch) -> {suffix: bytes}``,
+``meta(batch) -> dict`` (added to ``meta.json``), ``load(shard, rows) -> payload`` (raises
+``BadShard``) and ``width(payload) -> int`` (the dimension); codecs are in ``clirbench.cache.codecs``.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..atomic import remove_stale_temps, write_bytes_atomic
+from .shards import HASHES, Shard, find_shards, new_name, quarantine, set_aside, write_shard, writer_lock
+
+__all__ = ["ShardStore", "BadShard", "MARKER", "text_digest", "distinct_rows", "npy_bytes", "read_hashes",
+           "find_missing", "claim", "fill", "SpaceCache"]
+
+MARKER = HASHES
+
+
+class BadShard(Exception):
+    """A shard that fails its check; the message says why."""
+
+
+def text_digest(text: str) -> bytes:
+    """The 32-byte SHA-256 of a text: its key in every embedding cache."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+
+
+def npy_bytes(array: np.ndarray) -> bytes:
+    """``array`` in ``.npy`` format."""
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    return buffer.getvalue()
+
+
+def distinct_rows(texts: Sequence[str]) -> tuple[list[str], np.ndarray]:
+    """The distinct texts in first-seen order, and for each input text its row among them."""
+    position: dict[str, int] = {}
+    distinct: list[str] = []
+    rows = np.empty(len(texts), dtype=np.int64)
+    for i, t in enumerate(texts):
+        j = position.get(t)
+        if j is None:
+            j = position[t] = len(distinct)
+            distinct.append(t)
+        rows[i] = j
+    return distinct, rows
+
+
+def read_hashes(shard: Shard, *data_suffixes: str) -> tuple[np.ndarray | None, str | None]:
+    """The ``(n, 32)`` uint8 text digests of a shard, read against its manifest, after a size check of
+    its data files (their digests are checked on first use); ``(None, reason)`` when it fails."""
+    data, reason = shard.read(MARKER)
+    for suffix in data_suffixes:
+        reason = reason or shard.check(suffix, digest=False)
+    if reason:
+        return None, reason
+    try:
+        hashes = np.load(io.BytesIO(data))
+    except (OSError, ValueError, EOFError) as e:
+        return None, f"unreadable hashes: {type(e).__name__}"
+    if hashes.ndim != 2 or hashes.shape[1] != 32 or hashes.dtype != np.uint8:
+        return None, f"hashes of shape {hashes.shape}"
+    return hashes, None
+
+
+def find_missing(counters, space, keys: Sequence[bytes]) -> list[int]:
+    """Indices of ``keys`` that ``space`` holds neither in memory nor on disk.
+
+    ``space`` has ``memo``, ``refresh()`` and ``read(keys) -> found keys``; ``counters`` (the cache)
+    gets ``loaded``, ``hits`` and ``misses`` updated, counted over the distinct ``keys``.
+    """
+    todo = [i for i, k in enumerate(keys) if k not in space.memo]
+    if todo:
+        space.refresh()
+        found = set(space.read([keys[i] for i in todo]))
+        counters.loaded += len(found)
+        todo = [i for i in todo if keys[i] not in found]
+    counters.hits += len(keys) - len(todo)
+    counters.misses += len(todo)
+    return todo
+
+
+def claim(counters, space, keys: Sequence[bytes], part: list[int]) -> list[int]:
+    """Of ``part`` (indices of ``keys``), those still missing once shards written meanwhile are read.
+
+    Call with the space's writer lock held: what another process wrote while this one waited is
+    read, not encoded again. Counters move from ``misses`` to ``hits`` / ``loaded`` accordingly.
+    """
+    space.refresh()
+    found = set(space.read([keys[i] for i in part]))
+    if found:
+        counters.loaded += len(found)
+        counters.hits += len(found)
+        counters.misses -= len(found)
+    return [i for i in part if keys[i] not in found]
+
+
+def fill(counters, space, keys: Sequence[bytes], texts: Sequence[str], chunk: int, encode, progress=None) -> None:
+    """Encode the ``keys`` ``space`` lacks, longest text first, ``chunk`` at a time under the writer lock.
+
+    ``encode(part, bar)`` encodes, writes and adds the texts at indices ``part``; ``progress(n)``,
+    when given, makes a bar for the ``n`` missing texts (advanced here for texts another process
+    wrote meanwhile, closed at the end).
+    """
+    todo = find_missing(counters, space, keys)
+    if not todo:
+        return
+    todo.sort(key=lambda i: -len(texts[i]))
+    bar = progress(len(todo)) if progress is not None else None
+    try:
+        for a in range(0, len(todo), chunk):
+            with space.store.lock():
+                part = claim(counters, space, keys, todo[a: a + chunk])
+                if part:
+                    encode(part, bar)
+            claimed = len(todo[a: a + chunk]) - len(part)  # texts another process encoded meanwhile
+            if bar is not None and claimed:
+                bar.update(claimed)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+class ShardStore:
+    """The shards of one folder, by text digest; ``folder=None`` stores nothing (memory-only caches).
+
+    ``meta``: what identifies the space (model, revision, prompt, role, ...), written to
+    ``meta.json`` with the first shard; with ``check_meta``, a ``meta.json`` naming another space
+    is an error and an unreadable one is set aside. Bad shards go to ``<folder>/../quarantine/``.
+    """
+
+    def __init__(self, folder: Path | None, codec, meta: dict, check_meta: bool = False) -> None:
+        self.folder, self.codec, self.meta, self.check_meta = folder, codec, meta, check_meta
+        self.dim: int | None = None
+        self.index: dict[bytes, tuple[int, int]] = {}  # digest -> (shard number, row)
+        self.shards: list[Shard] = []  # by shard number
+        self.sizes: list[int] = []  # rows per shard
+        self.seen: set[str] = set()  # shard names already indexed (or set aside)
+        self.opened: dict[int, Any] = {}  # shard number -> the codec's payload
+        self._swept = self._meta_read = False
+
+    # -- reading -------------------------------------------------------------------------------
+    def _read_meta(self) -> None:
+        path = self.folder / "meta.json"
+        if not path.is_file():
+            return
+        try:
+            meta = json.loads(path.read_text(encoding="utf-8"))
+            dim = int(meta["dim"])
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            quarantine(self.folder.parent, [path], f"unreadable: {type(e).__name__}", str(path))
+            return  # rewritten with the next shard; the shards' own shapes give the dimension
+        for k, v in self.meta.items():
+            if meta.get(k) != v:
+                raise ValueError(f"embedding cache {path} holds {meta.get(k)!r} for {k}, expected {v!r}")
+        self._meta_read = True
+        self.dim = dim
+
+    def refresh(self) -> None:
+        """Index shards written since the last look (by this or another process); set bad ones aside."""
+        if self.folder is None or not self.folder.is_dir():
+            return
+        if not self._swept:
+            remove_stale_temps(self.folder)
+            self._swept = True
+        if self.check_meta and not self._meta_read and self.dim is None:
+            self._read_meta()
+        for shard in find_shards(self.folder, MARKER, self.seen):
+            self.seen.add(shard.name)
+            hashes, reason = read_hashes(shard, *self.codec.suffixes)
+            if reason:
+                set_aside(self.folder.parent, shard, reason)
+                continue
+            number = len(self.shards)
+            self.shards.append(shard)
+            self.sizes.append(len(hashes))
+            for row, key in enumerate(np.ascontiguousarray(hashes).view(np.dtype("V32")).ravel().tolist()):
+                self.index.setdefault(key, (number, row))
+
+    def open(self, number: int) -> Any | None:
+        """The payload of shard ``number`` (checked on first use), or None once a bad shard is set aside."""
+        if number in self.opened:
+            return self.opened[number]
+        shard = self.shards[number]
+        try:
+            payload = self.codec.load(shard, self.sizes[number])
+            width = self.codec.width(payload)
+            if self.dim is not None and width != self.dim:
+                raise BadShard(f"{width}-d vectors in a {self.dim}-d space")
+        except BadShard as e:
+            set_aside(self.folder.parent, shard, str(e))
+            self.index = {k: v for k, v in self.index.items() if v[0] != number}
+            return None
+        self.dim = width
+        self.opened[number] = payload
+        return payload
+
+    def read(self, keys: Sequence[bytes]) -> tuple[list[bytes], list[tuple[str, Any, np.ndarray, np.ndarray]]]:
+        """The ``keys`` found in good shards, and per shard ``(name, payload, positions in found, rows)``."""
+        index = self.index
+        found = [k for k in keys if k in index]
+        if not found:
+            return found, []
+        where = np.array([index[k] for k in found], dtype=np.int64).reshape(-1, 2)
+        numbers = np.unique(where[:, 0]).tolist()
+        payloads = {n: p for n in numbers if (p := self.open(n)) is not None}
+        if len(payloads) < len(numbers):
+            keep = np.isin(where[:, 0], list(payloads))
+            found = [k for k, ok in zip(found, keep.tolist()) if ok]
+            where = where[keep]
+        groups = []
+        for n, payload in payloads.items():
+            pos = np.flatnonzero(where[:, 0] == n) if len(payloads) > 1 else np.arange(len(where))
+            groups.append((self.shards[n].name, payload, pos, where[pos, 1]))
+        return found, groups
+
+    # -- writing -------------------------------------------------------------------------------
+    def lock(self) -> AbstractContextManager[bool]:
+        """The folder's writer lock (see ``clirbench.cache.shards.writer_lock``)."""
+        return writer_lock(self.folder, MARKER)
+
+    def write(self, keys: Sequence[bytes], batch) -> None:
+        """Write one shard of ``batch`` for ``keys`` (call holding ``lock()``); nothing without a folder."""
+        if self.folder is None:
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        meta_path = self.folder / "meta.json"
+        if not meta_path.is_file():
+            write_bytes_atomic(meta_path, json.dumps({**self.meta, **self.codec.meta(batch)}, indent=1).encode())
+        name = new_name()
+        hashes = np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(len(keys), 32)
+        write_shard(self.folder, name, {**self.codec.dump(batch), MARKER: npy_bytes(hashes)})
+        self.seen.add(name)
+
+
+class SpaceCache:
+    """Base of the embedding caches: spaces by folder key under ``root`` (None: memory only), and the
+    counters over distinct texts: ``hits``, ``misses``, ``encoded``, ``loaded``."""
+
+    def __init__(self, root: str | os.PathLike | None = None) -> None:
+        self.root = Path(root) if root is not None else None
+        self.hits = self.misses = self.encoded = self.loaded = 0
+        self._spaces: dict[str, Any] = {}
+
+    def stats(self) -> dict[str, int]:
+        return {"hits": self.hits, "misses": self.misses, "encoded": self.encoded, "loaded": self.loaded}
+
+    def space_for(self, key: str, make: Callable[[Path | None], Any]) -> Any:
+        """The space of folder ``key``, made by ``make(folder or None)`` on first use."""
+        if key not in self._spaces:
+            self._spaces[key] = make(None if self.root is None else self.root / key)
+        return self._spaces[key]
