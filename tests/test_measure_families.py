@@ -88,3 +88,20 @@ def test_leaderboard_ranks_same_lang_first_by_distance_from_50(tmp_path, capsys)
     keys = {s: float(page.split(f'<td data-v="{s}">{s}</td><td data-v="')[1].split('"')[0])
             for s in ("neutral", "prefers-query-lang", "prefers-other")}
     assert max(keys, key=keys.get) == "neutral"
+
+
+def test_cards_take_main_measures_from_the_scenarios_unless_they_override():
+    from clirbench.errors import MalformedDataError
+    from clirbench.strict import load_yaml
+    from clirbench.tasks.card import cards_dir, parse_card
+
+    xquad = parse_card(load_yaml((cards_dir() / "xquad.yaml").read_text(), "xquad.yaml"), "xquad.yaml")
+    assert xquad.main_measures == {s: MAIN_NAMES[s] for s in SCENARIOS}
+    clirudit = parse_card(load_yaml((cards_dir() / "clirudit.yaml").read_text(), "clirudit.yaml"), "clirudit.yaml")
+    assert clirudit.main_measures == {"retrieval": ("AP@1000", "R@100")}
+    data = dict(load_yaml((cards_dir() / "xquad.yaml").read_text(), "xquad.yaml"), main_measures={"multi": ["nDCG@10"]})
+    assert parse_card(data, "x.yaml").main_measures["multi"] == ("nDCG@10",)
+    data = dict(load_yaml((cards_dir() / "clirudit.yaml").read_text(), "clirudit.yaml"))
+    del data["main_measures"]
+    with pytest.raises(MalformedDataError, match="main_measures must name the main measures of retrieval"):
+        parse_card(data, "clirudit.yaml")
