@@ -11,6 +11,15 @@ from .errors import UnknownNameError
 SCENARIOS = ("multi", "multi-1", "mono-same", "mono-cross")
 RETRIEVAL = "retrieval"  # the one scenario of a non-parallel (BEIR-style) task: its own qrels
 POOL_MODES = ("unique", "per-query")
+# Main measures of the parallel scenarios (names; clirbench.measures parses them), declared only
+# here; a card may override one where its task differs. The retrieval scenario has none: each
+# retrieval task names its own (CLIRudit AP@1000 and R@100, Ko-En nDCG@10).
+MAIN_MEASURES: dict[str, tuple[str, ...]] = {
+    "multi": ("MaxR", "MaxR_norm", "MaxR_norm_of_mean", "Complete@10", "SameLangFirst"),
+    "multi-1": ("nDCG@1", "RR"),
+    "mono-same": ("nDCG@1", "RR"),
+    "mono-cross": ("nDCG@1", "RR"),
+}
 
 
 def doc_id(lang: str, item: str, question_id: str | None = None) -> str:

@@ -10,7 +10,7 @@ import pytest
 from clirbench.cli import main
 from clirbench.leaderboard.submit import value_range
 from clirbench.measures import DEFAULT_MEASURES, parse
-from clirbench.measures.base import FAMILIES, Measure
+from clirbench.measures import FAMILIES, Measure
 
 XQUAD = Path(__file__).resolve().parents[2] / "shared" / "data" / "xquad"
 
@@ -152,7 +152,7 @@ def test_a_peer_of_7_3_is_refused(result_file, tmp_path, capsys):
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_every_measure_family_has_its_range(family):
-    cutoff = 10 if FAMILIES[family][0] == "required" else None
+    cutoff = 10 if FAMILIES[family].cutoff == "required" else None
     low, high = value_range(Measure(family, cutoff), 480)
     assert 0 <= low < high <= 480
     assert value_range(parse("PEER@10"), 480) == (0.0, 1.0)

@@ -42,7 +42,8 @@ def _card_folder(tmp_path: Path, name: str, old: str, new: str) -> Path:
 
 @pytest.mark.parametrize("old,new,problem", [
     ("scenarios: [multi,", "scenarios: [multi-2,", r"^xquad: .*xquad\.yaml: unknown scenario\(s\) multi-2$"),
-    ("multi-1: [nDCG@1, RR]", "multi-1: [nDCG@x, RR]", r"^xquad: main measure 'nDCG@x' of multi-1 is not a measure$"),
+    # the card takes the scenario's main measures from scenarios.py; an override is validated alike
+    ("scenarios: [multi, multi-1, mono-same, mono-cross]\n", "scenarios: [multi, multi-1, mono-same, mono-cross]\nmain_measures:\n  multi-1: [nDCG@x, RR]\n", r"^xquad: main measure 'nDCG@x' of multi-1 is not a measure$"),
     ("id: xquad", "id: something_else", r"^xquad: id 'something_else' does not match the file name$"),
     ("  questions_per_language: 1190\n", "", r"^xquad: expected\.questions_per_language is missing$"),
     ("pivot: en\n", "", r"^xquad: a parallel task needs a pivot language$"),
@@ -63,7 +64,8 @@ def test_a_card_without_a_loader(tmp_path):
 
 
 def test_cli_validate_fails_with_exit_2(tmp_path, monkeypatch, capsys):
-    folder = _card_folder(tmp_path, "cards", "multi-1: [nDCG@1, RR]", "multi-1: [nDCG@x, RRR]")
+    folder = _card_folder(tmp_path, "cards", "scenarios: [multi, multi-1, mono-same, mono-cross]\n",
+                          "scenarios: [multi, multi-1, mono-same, mono-cross]\nmain_measures:\n  multi-1: [nDCG@x, RRR]\n")
     monkeypatch.setattr(cards_module, "cards_dir", lambda: folder)
     assert main(["validate", "--no-data"]) == 2
     assert capsys.readouterr().err.splitlines() == [

@@ -24,7 +24,7 @@ def format_boards(items: list[Board]) -> str:
     """Plain-text ranked tables, one per board (group letters: same letter = not significantly apart)."""
     blocks = []
     for board in items:
-        arrow = "higher is better" if board.higher_is_better else "lower is better"
+        arrow = board.direction_label
         table = [("rank", "group", "system", board.measure, "95% CI", "pools")]
         for r in board.rows:
             table.append((str(r.rank) if r.rank else "-", r.group or "-", r.system, _num(r.value),

@@ -97,9 +97,11 @@ def bars_svg(board: Board) -> str:
     lo = min(0.0, min(r.value for r in rows))
     scale = lambda v: label_w + (v - lo) / (hi - lo) * plot_w  # noqa: E731
     height = top + row_h * len(rows) + 18
+    target = board.family.target  # SameLangFirst: best at 50, marked by a dashed line
+    title = board.title if target is None else f"{board.title} ({board.direction_label})"
     parts = [f'<svg class="bars" xmlns="http://www.w3.org/2000/svg" width="{label_w + plot_w + 60}" '
-             f'height="{height}" role="img" aria-label="{esc(board.title)}">',
-             f'<text x="0" y="14" font-weight="bold">{esc(board.title)}</text>']
+             f'height="{height}" role="img" aria-label="{esc(title)}">',
+             f'<text x="0" y="14" font-weight="bold">{esc(title)}</text>']
     for i, r in enumerate(rows):
         y = top + i * row_h
         x0, x1 = scale(max(lo, 0.0)), scale(r.value)
@@ -111,6 +113,9 @@ def bars_svg(board: Board) -> str:
             parts.append(f'<path d="M{a:.1f} {m:.1f}H{b:.1f}M{a:.1f} {m - 5:.1f}V{m + 5:.1f}M{b:.1f} {m - 5:.1f}V{m + 5:.1f}" '
                          f'stroke="#08306b" stroke-width="1.5" fill="none"/>')
         parts.append(f'<text x="{label_w + plot_w + 6}" y="{y + 15}">{_fmt(r.value)}{esc(" " + r.group if r.group else "")}</text>')
+    if target is not None and lo <= target <= hi:
+        parts.append(f'<path class="target" d="M{scale(target):.1f} {top}V{height - 18}" stroke="#d62728" '
+                     f'stroke-dasharray="4 3" fill="none"><title>{esc(board.direction_label)}</title></path>')
     parts.append(f'<text x="{label_w}" y="{height - 4}" class="muted">{_fmt(lo)}</text>'
                  f'<text x="{label_w + plot_w}" y="{height - 4}" text-anchor="end">{_fmt(hi)}</text></svg>')
     return "".join(parts)
@@ -202,9 +207,8 @@ def _table(group_boards: Sequence[Board], table_id: str) -> str:
     systems = sorted({r.system for b in group_boards for r in b.rows})
     head = ['<th data-type="text">system</th>']
     for b in group_boards:
-        arrow = "↑" if b.higher_is_better else "↓"
-        head.append(f'<th data-type="num" title="{esc(b.measure)}, {"higher" if b.higher_is_better else "lower"} '
-                    f'is better; ± half the 95% CI; letters: significance groups">{esc(b.measure)} {arrow}</th>')
+        head.append(f'<th data-type="num" title="{esc(b.measure)}, {esc(b.direction_label)}; ± half the 95% CI; '
+                    f'letters: significance groups">{esc(b.measure)} {esc(b.family.arrow)}</th>')
     body = []
     for s in systems:
         cells = [f'<td data-v="{esc(s)}">{esc(s)}</td>']
@@ -216,7 +220,9 @@ def _table(group_boards: Sequence[Board], table_id: str) -> str:
             half = (row.ci_high - row.ci_low) / 2 if not math.isnan(row.ci_low) else math.nan
             ci = f' <span class="ci">± {_fmt(half)}</span>' if not math.isnan(half) else ' <span class="ci">(partial)</span>'
             group = f'<sup class="g">{esc(row.group)}</sup>' if row.group else ""
-            cells.append(f'<td data-v="{_num_attr(row.value)}" title="95% CI [{_fmt(row.ci_low)}, {_fmt(row.ci_high)}], '
+            # click-sorting ranks a best-at-target column by distance from the target
+            key = row.value if b.family.direction != "target" else b.family.goodness(row.value)
+            cells.append(f'<td data-v="{_num_attr(key)}" title="95% CI [{_fmt(row.ci_low)}, {_fmt(row.ci_high)}], '
                          f'{row.pools} pools">{_fmt(row.value)}{ci}{group}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
     return (f'<table class="sortable" id="{esc(table_id)}"><thead><tr>{"".join(head)}</tr></thead>'

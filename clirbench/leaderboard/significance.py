@@ -39,9 +39,24 @@ class Board:
     scenario: str
     pool_mode: str
     measure: str
-    higher_is_better: bool
     pools: tuple[str, ...]
     rows: tuple[Row, ...]
+
+    @property
+    def family(self):
+        """The measure's family record (direction, target, labels)."""
+        from ..measures import parse
+
+        return parse(self.measure).record
+
+    @property
+    def higher_is_better(self) -> bool:
+        return self.family.direction == "up"
+
+    @property
+    def direction_label(self) -> str:
+        """``higher is better``, ``lower is better`` or ``best at 50``."""
+        return self.family.direction_label
 
     @property
     def title(self) -> str:
@@ -119,13 +134,14 @@ def _quantiles(x: np.ndarray, confidence: float) -> tuple:
     return _percentiles(x, confidence)
 
 
-def _rank(board_systems: list[str], point: np.ndarray, boots: np.ndarray, higher: bool, confidence: float):
-    sign = 1.0 if higher else -1.0
-    order = sorted(range(len(board_systems)), key=lambda j: (-sign * point[j], board_systems[j]))
+def _rank(board_systems: list[str], point: np.ndarray, boots: np.ndarray, goodness, confidence: float):
+    """Order by ``goodness`` (the family's: x, -x or -|x - target|) and group against each leader."""
+    good, good_boots = goodness(point), goodness(boots)
+    order = sorted(range(len(board_systems)), key=lambda j: (-good[j], board_systems[j]))
     groups, leader, g = {}, None, -1
     for j in order:
         if leader is not None:
-            lo, hi = _quantiles(sign * (boots[:, leader] - boots[:, j]), confidence)
+            lo, hi = _quantiles(good_boots[:, leader] - good_boots[:, j], confidence)
             same = not (lo > 0 or hi < 0) or (math.isnan(lo) and math.isnan(hi))
         else:
             same = False
@@ -163,12 +179,12 @@ def boards(leaderboard: Mapping, measures: Mapping[str, list[str]] | None = None
             complete = [s for s, sysd in sorted(leaderboard["systems"].items())
                         if all(measure in sysd["results"].get(p, {}).get("per_query", {}).get("measures", {})
                                for p in pids)]
-            higher = parse(measure).higher_is_better
+            goodness = parse(measure).record.goodness
             rows = []
             if complete:
                 point, boots = _macro(leaderboard, complete, pids, measure, resamples, seed)
                 low, high = _quantiles(boots, confidence)
-                order, letters = _rank(complete, point, boots, higher, confidence)
+                order, letters = _rank(complete, point, boots, goodness, confidence)
                 for rank, j in enumerate(order, start=1):
                     rows.append(Row(complete[j], float(point[j]), float(low[j]), float(high[j]), rank,
                                     letters[j], len(pids)))
@@ -182,7 +198,7 @@ def boards(leaderboard: Mapping, measures: Mapping[str, list[str]] | None = None
                     mean = float(np.mean(vals)) if vals else math.nan
                     rows.append(Row(s, mean, math.nan, math.nan, None, "", len(have)))
             if rows:
-                out.append(Board(subset, scenario, mode, measure, higher, tuple(pids), tuple(rows)))
+                out.append(Board(subset, scenario, mode, measure, tuple(pids), tuple(rows)))
     return out
 
 

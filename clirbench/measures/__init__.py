@@ -1,8 +1,10 @@
 """Exact rank-based measures (DESIGN.md section 4): ``parse("nDCG@10") == nDCG@10``."""
 from __future__ import annotations
 
-from .base import Measure, parse, valid_names
-from .compute import compute, maxr_norm_of_mean, per_query
+from ..scenarios import MAIN_MEASURES as _MAIN_NAMES, SCENARIOS
+from .base import Measure, compute, parse, per_query, valid_names
+from .compute import maxr_norm_of_mean
+from .families import FAMILIES, Family
 from .peer import peer
 
 nDCG = NDCG = Measure("nDCG")
@@ -21,15 +23,11 @@ PEER = Measure("PEER")
 DEFAULT_MEASURES: tuple[Measure, ...] = (
     MaxR, MaxR_norm, MaxR_norm_of_mean, Complete @ 10, nDCG @ 1, nDCG @ 10, RR, AP @ 1000, R @ 100, SameLangFirst,
 )
-MAIN_MEASURES: dict[str, tuple[Measure, ...]] = {
-    "multi": (MaxR, MaxR_norm, MaxR_norm_of_mean, Complete @ 10, SameLangFirst),
-    "multi-1": (nDCG @ 1, RR),
-    "mono-same": (nDCG @ 1, RR),
-    "mono-cross": (nDCG @ 1, RR),
-}
+# the parallel scenarios' main measures, declared in scenarios.py
+MAIN_MEASURES: dict[str, tuple[Measure, ...]] = {s: tuple(map(parse, _MAIN_NAMES[s])) for s in SCENARIOS}
 
 __all__ = [
-    "Measure", "parse", "valid_names", "compute", "per_query", "maxr_norm_of_mean",
+    "Measure", "Family", "FAMILIES", "parse", "valid_names", "compute", "per_query", "maxr_norm_of_mean",
     "nDCG", "NDCG", "AP", "MAP", "RR", "MRR", "R", "Recall", "P", "Success", "Complete",
     "MaxR", "MaxR_norm", "MaxR_norm_of_mean", "SameLangFirst", "PEER", "peer", "DEFAULT_MEASURES", "MAIN_MEASURES",
 ]

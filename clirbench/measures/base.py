@@ -3,50 +3,23 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Iterable
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from ..ranking import RankTable
+from ..ranking import RankTable
+from .compute import Prep, maxr_norm_of_mean
+from .families import ALIASES, FAMILIES, Family
 
-__all__ = ["Measure", "parse", "FAMILIES", "RANGES", "ALIASES", "valid_names"]
+__all__ = ["Measure", "parse", "valid_names", "compute", "per_query"]
 
-# family -> (cutoff: "optional" | "required" | "none", higher_is_better, of_mean)
-FAMILIES: dict[str, tuple[str, bool, bool]] = {
-    "nDCG": ("optional", True, False),
-    "AP": ("optional", True, False),
-    "RR": ("optional", True, False),
-    "R": ("required", True, False),
-    "P": ("required", True, False),
-    "Success": ("required", True, False),
-    "Complete": ("required", True, False),
-    "MaxR": ("none", False, False),
-    "MaxR_norm": ("none", True, False),
-    "MaxR_norm_of_mean": ("none", True, True),
-    "SameLangFirst": ("none", True, False),
-    "PEER": ("required", True, False),
-}
-# family -> (lowest, highest) value of one query; "pool" is the pool size |D| (MaxR is a rank).
-# The leaderboard checks submitted values against these; every family must have one.
-RANGES: dict[str, tuple[float, float | str]] = {
-    "nDCG": (0.0, 1.0), "AP": (0.0, 1.0), "RR": (0.0, 1.0), "R": (0.0, 1.0), "P": (0.0, 1.0),
-    "Success": (0.0, 1.0), "PEER": (0.0, 1.0),
-    "Complete": (0.0, 100.0), "MaxR_norm": (0.0, 100.0), "MaxR_norm_of_mean": (0.0, 100.0),
-    "SameLangFirst": (0.0, 100.0),
-    "MaxR": (1.0, "pool"),
-}
-ALIASES = {"MRR": "RR", "MAP": "AP", "Recall": "R", "NDCG": "nDCG",
-           "Max@R": "MaxR", "Max@R_norm": "MaxR_norm", "Max@R_norm_of_mean": "MaxR_norm_of_mean"}
-_TREC = {"nDCG": ("ndcg", "ndcg_cut_{k}"), "AP": ("map", "map_cut_{k}"), "RR": ("recip_rank", None),
-         "R": (None, "recall_{k}"), "P": (None, "P_{k}"), "Success": (None, "success_{k}")}
 _GRAMMAR = re.compile(r"(?P<name>[A-Za-z][A-Za-z_]*)(?:@(?P<k>[1-9][0-9]*))?")
 
 
 def valid_names() -> str:
     """One line listing the accepted names."""
     forms = {"optional": "{}[@k]", "required": "{}@k", "none": "{}"}
-    names = [forms[c].format(f) for f, (c, _, _) in FAMILIES.items()]
+    names = [forms[f.cutoff].format(name) for name, f in FAMILIES.items()]
     return ", ".join(names) + " (aliases: " + ", ".join(ALIASES) + ")"
 
 
@@ -63,7 +36,7 @@ class Measure:
         if self.cutoff is not None:
             if isinstance(self.cutoff, bool) or not isinstance(self.cutoff, (int, np.integer)) or self.cutoff < 1:
                 raise ValueError(f"cutoff must be a positive int, got {self.cutoff!r}")
-            if FAMILIES[self.family][0] == "none":
+            if FAMILIES[self.family].cutoff == "none":
                 raise ValueError(f"{self.family} takes no cutoff")
             object.__setattr__(self, "cutoff", int(self.cutoff))
 
@@ -83,42 +56,49 @@ class Measure:
         return str(self)
 
     @property
+    def record(self) -> Family:
+        """The family's record (direction, range, unit, names, per-query function)."""
+        return FAMILIES[self.family]
+
+    @property
     def higher_is_better(self) -> bool:
-        return FAMILIES[self.family][1]
+        """True only for direction "up" (SameLangFirst is best at 50, neither up nor down)."""
+        return self.record.direction == "up"
+
+    @property
+    def direction(self) -> str:
+        """"up", "down" or "target" (best at ``record.target``)."""
+        return self.record.direction
 
     @property
     def of_mean(self) -> bool:
         """True when the reported value is a function of the mean of ``per_query`` (not a mean)."""
-        return FAMILIES[self.family][2]
+        return self.record.of_mean
 
     def value_range(self, pool_size: int) -> tuple[float, float]:
         """(lowest, highest) value of one query (and so of a mean) on a pool of ``pool_size`` documents."""
-        low, high = RANGES[self.family]
-        return low, float(max(pool_size, 1)) if high == "pool" else high
+        f = self.record
+        return f.low, float(max(pool_size, 1)) if f.high == "pool" else f.high
 
     @property
     def complete(self) -> bool:
         """False for a template such as ``R`` that still needs its cutoff (``R@100``)."""
-        return not (self.cutoff is None and FAMILIES[self.family][0] == "required")
+        return not (self.cutoff is None and self.record.cutoff == "required")
 
     @property
     def trec_name(self) -> str | None:
         """The key trec_eval / pytrec_eval reports for the same value, if there is one."""
-        plain, cut = _TREC.get(self.family, (None, None))
+        plain, cut = self.record.trec
         return plain if self.cutoff is None else (cut.format(k=self.cutoff) if cut else None)
 
-    def per_query(self, table: "RankTable") -> np.ndarray:
+    def per_query(self, table: RankTable) -> np.ndarray:
         """(n,) float64 value per evaluated query of ``table``."""
-        from .compute import per_query
-
         return per_query(self, table)
 
-    def from_mean(self, mean_value, table: "RankTable"):
+    def from_mean(self, mean_value, table: RankTable):
         """For ``of_mean`` measures: the reported value from a mean (or array of bootstrap means)
         of ``per_query``. MaxR_norm_of_mean uses the mean |D| and |R| over queries with a relevant doc.
         """
-        from .compute import maxr_norm_of_mean
-
         if not self.of_mean:
             raise ValueError(f"{self} is a plain mean")
         num_rel = table.num_rel
@@ -142,9 +122,26 @@ def parse(name: str | Measure) -> Measure:
     if family not in FAMILIES:
         raise ValueError(f"unknown measure {name!r}; valid: {valid_names()}")
     k = m.group("k")
-    policy = FAMILIES[family][0]
+    policy = FAMILIES[family].cutoff
     if k is None and policy == "required":
         raise ValueError(f"measure {name!r} needs a cutoff, e.g. {family}@10; valid: {valid_names()}")
     if k is not None and policy == "none":
         raise ValueError(f"measure {family} takes no cutoff (got {name!r}); valid: {valid_names()}")
     return Measure(family, None if k is None else int(k))
+
+
+def _value(m: Measure, p: Prep) -> np.ndarray:
+    if not m.complete:
+        raise ValueError(f"{m} needs a cutoff, e.g. {m}@10")
+    return m.record.func(p, m.cutoff)
+
+
+def per_query(measure: Measure | str, table: RankTable) -> np.ndarray:
+    """(n,) value per evaluated query."""
+    return _value(parse(measure), Prep(table))
+
+
+def compute(measures: Iterable[Measure | str], table: RankTable) -> dict[str, np.ndarray]:
+    """``{str(measure): per-query values}``, sharing the sorts between measures."""
+    p = Prep(table)
+    return {str(m): _value(m, p) for m in map(parse, measures)}

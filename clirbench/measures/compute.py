@@ -5,20 +5,19 @@ The trec_eval measures (nDCG, AP, RR, R, P, Success) equal pytrec_eval's ``ndcg[
 log2(rank + 1), ideal DCG over all relevant judgements (cut at k for nDCG@k), and 0 for a query
 with judgements but no relevant document. RR@k is 1/rank of the first relevant doc if within k.
 The rank-set measures (MaxR, MaxR_norm, Complete@K, SameLangFirst) are NaN for such a query.
-PEER@k (language fairness) lives in ``peer.py``.
+PEER@k (language fairness) lives in ``peer.py``. Each function takes (Prep, cutoff or None); the
+family records (families.py) bind them to names.
 """
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Iterable
-
 import numpy as np
 
 from ..ranking import RankTable
-from .base import Measure, parse
 from .peer import peer
 
-__all__ = ["compute", "per_query", "maxr_norm_of_mean"]
+__all__ = ["Prep", "maxr_norm_of_mean", "ndcg", "ap", "rr", "recall", "precision", "success", "complete",
+           "max_rank", "maxr_norm", "same_lang_first", "peer_at"]
 
 
 def maxr_norm_of_mean(mean_maxr, num_docs, num_rel):
@@ -29,7 +28,7 @@ def maxr_norm_of_mean(mean_maxr, num_docs, num_rel):
     return out[()] if out.ndim == 0 else out
 
 
-class _Prep:
+class Prep:
     """Shared intermediate arrays: rows sorted by (query, rank) and by (query, -grade)."""
 
     def __init__(self, table: RankTable) -> None:
@@ -84,7 +83,7 @@ class _Prep:
         return np.bincount(self.t.qidx, weights=weights, minlength=self.n)
 
 
-def _ndcg(p: _Prep, k: int | None) -> np.ndarray:
+def ndcg(p: Prep, k: int | None) -> np.ndarray:
     k = np.inf if k is None else k
     rank, grade, _, _ = p.by_rank
     dcg = p.sum_sorted(np.where(rank <= k, grade / np.log2(rank + 1.0), 0.0))
@@ -93,27 +92,27 @@ def _ndcg(p: _Prep, k: int | None) -> np.ndarray:
     return np.divide(dcg, idcg, out=np.zeros(p.n), where=idcg > 0)
 
 
-def _ap(p: _Prep, k: int | None) -> np.ndarray:
+def ap(p: Prep, k: int | None) -> np.ndarray:
     k = np.inf if k is None else k
     rank, _, pos, _ = p.by_rank
     return p.per_rel(p.sum_sorted(np.where(rank <= k, (pos + 1.0) / rank, 0.0)))
 
 
-def _rr(p: _Prep, k: int | None) -> np.ndarray:
+def rr(p: Prep, k: int | None) -> np.ndarray:
     r = p.min_rank
     k = np.inf if k is None else k
     return np.divide(1.0, r, out=np.zeros(p.n), where=r <= k)
 
 
-def _maxr_norm(p: _Prep, k: None) -> np.ndarray:
+def maxr_norm(p: Prep, k: None) -> np.ndarray:
     return maxr_norm_of_mean(p.max_rank, p.t.num_docs, np.where(p.has, p.num_rel, np.nan))
 
 
-def _complete(p: _Prep, k: int) -> np.ndarray:
+def complete(p: Prep, k: int) -> np.ndarray:
     return np.where(p.has, 100.0 * (p.max_rank <= k), np.nan)
 
 
-def _same_lang_first(p: _Prep, k: None) -> np.ndarray:
+def same_lang_first(p: Prep, k: None) -> np.ndarray:
     rank, _, _, same = p.by_rank
     if same is None:
         return np.full(p.n, np.nan)
@@ -131,34 +130,21 @@ def _same_lang_first(p: _Prep, k: None) -> np.ndarray:
     return np.where(ok, 100.0 * (s < o), np.nan)
 
 
-_FUNCS = {
-    "nDCG": _ndcg,
-    "AP": _ap,
-    "RR": _rr,
-    "R": lambda p, k: p.per_rel(p.count_within(k)),
-    "P": lambda p, k: p.count_within(k) / k,
-    "Success": lambda p, k: (p.count_within(k) > 0).astype(np.float64),
-    "Complete": _complete,
-    "MaxR": lambda p, k: p.max_rank.copy(),
-    "MaxR_norm": _maxr_norm,
-    "MaxR_norm_of_mean": lambda p, k: p.max_rank.copy(),
-    "SameLangFirst": _same_lang_first,
-    "PEER": lambda p, k: peer(p.t, k),
-}
+def recall(p: Prep, k: int) -> np.ndarray:
+    return p.per_rel(p.count_within(k))
 
 
-def _value(m: Measure, p: _Prep) -> np.ndarray:
-    if not m.complete:
-        raise ValueError(f"{m} needs a cutoff, e.g. {m}@10")
-    return _FUNCS[m.family](p, m.cutoff)
+def precision(p: Prep, k: int) -> np.ndarray:
+    return p.count_within(k) / k
 
 
-def per_query(measure: Measure | str, table: RankTable) -> np.ndarray:
-    """(n,) value per evaluated query."""
-    return _value(parse(measure), _Prep(table))
+def success(p: Prep, k: int) -> np.ndarray:
+    return (p.count_within(k) > 0).astype(np.float64)
 
 
-def compute(measures: Iterable[Measure | str], table: RankTable) -> dict[str, np.ndarray]:
-    """``{str(measure): per-query values}``, sharing the sorts between measures."""
-    p = _Prep(table)
-    return {str(m): _value(m, p) for m in map(parse, measures)}
+def max_rank(p: Prep, k: None) -> np.ndarray:
+    return p.max_rank.copy()
+
+
+def peer_at(p: Prep, k: int) -> np.ndarray:
+    return peer(p.t, k)

@@ -7,21 +7,18 @@ from functools import lru_cache
 __all__ = ["score_key", "task_name", "parse_task_name", "subset_name", "mteb_language"]
 
 _PREFIX = "clirbench"
-# clirbench's rank-set measures keep plain names; trec_eval measures get a prefix so that they
-# sit beside MTEB's own (which follow MTEB's ranking) without replacing them.
-_FAMILY_KEYS = {
-    "MaxR": "max_at_r", "MaxR_norm": "max_at_r_norm", "MaxR_norm_of_mean": "max_at_r_norm_of_mean",
-    "Complete": "complete", "SameLangFirst": "same_lang_first",
-    "nDCG": "clirbench_ndcg", "AP": "clirbench_map", "RR": "clirbench_mrr", "R": "clirbench_recall",
-    "P": "clirbench_precision", "Success": "clirbench_success",
-}
 
 
 def score_key(measure) -> str:
+    """MTEB score key of a measure: its family record's ``mteb_key`` (``_at_<k>`` for a cutoff).
+
+    clirbench's rank-set measures keep plain names; trec_eval measures get a prefix so that they
+    sit beside MTEB's own (which follow MTEB's ranking) without replacing them.
+    """
     from ..measures import parse
 
     m = parse(str(measure))
-    base = _FAMILY_KEYS.get(m.family, f"clirbench_{m.family.lower()}")
+    base = m.record.mteb_key
     return base if m.cutoff is None else f"{base}_at_{m.cutoff}"
 
 

@@ -6,9 +6,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import MalformedDataError
-from ..scenarios import POOL_MODES, RETRIEVAL, SCENARIOS
-_REQUIRED = ("id", "name", "description", "kind", "source", "languages", "scenarios",
-             "main_measures", "license", "citation")
+from ..scenarios import MAIN_MEASURES, POOL_MODES, RETRIEVAL, SCENARIOS
+_REQUIRED = ("id", "name", "description", "kind", "source", "languages", "scenarios", "license", "citation")
 
 
 @dataclass(frozen=True)
@@ -63,9 +62,14 @@ def parse_card(data: Mapping[str, Any], origin: str) -> TaskCard:
     pool_modes = tuple(data.get("pool_modes", ("unique",)))
     if any(m not in POOL_MODES for m in pool_modes):
         raise MalformedDataError(f"{origin}: pool_modes must be among {', '.join(POOL_MODES)}")
-    main = {k: tuple(v) for k, v in dict(data["main_measures"]).items()}
-    if set(main) - set(scenarios):
+    override = {k: tuple(v) for k, v in dict(data.get("main_measures") or {}).items()}
+    if set(override) - set(scenarios):
         raise MalformedDataError(f"{origin}: main_measures names a scenario the task lacks")
+    # optional for the parallel scenarios (declared in scenarios.py); a retrieval task names its own
+    lacking = [s for s in scenarios if s not in override and s not in MAIN_MEASURES]
+    if lacking:
+        raise MalformedDataError(f"{origin}: main_measures must name the main measures of {', '.join(lacking)}")
+    main = {s: tuple(override.get(s, MAIN_MEASURES.get(s, ()))) for s in scenarios}
     languages = tuple(data["languages"])
     pivot = data.get("pivot")
     if pivot is not None and pivot not in languages:

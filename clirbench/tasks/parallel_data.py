@@ -29,7 +29,7 @@ from typing import Any, Sequence
 
 from ..collection import ParallelCollection, Text
 from ..errors import DataNotFoundError, MalformedDataError
-from ..scenarios import POOL_MODES, SCENARIOS
+from ..scenarios import MAIN_MEASURES, POOL_MODES, SCENARIOS
 from .card import TaskCard
 from .loader import BaseLoader
 from ..formats.jsonl import json_objects
@@ -37,10 +37,6 @@ from .hub import sha256_file
 
 _LANG = re.compile(r"^[A-Za-z]{2,3}([_-][A-Za-z0-9]+)*$")
 _ID = re.compile(r"^[^\s/]+$")
-_MAIN_MEASURES = {
-    "multi": ("MaxR", "MaxR_norm", "MaxR_norm_of_mean", "Complete@10", "SameLangFirst"),
-    "multi-1": ("nDCG@1", "RR"), "mono-same": ("nDCG@1", "RR"), "mono-cross": ("nDCG@1", "RR"),
-}
 
 
 class _Items:
@@ -196,7 +192,7 @@ def make_task(argument: str):
         description=f"{len(items.passages)} aligned items, {len(items.questions)} questions, "
                     f"languages {', '.join(languages)} (bring-your-own parallel data).",
         kind="parallel", source={"path": str(path.resolve()), "local_files": path.name},
-        languages=languages, scenarios=SCENARIOS, main_measures=dict(_MAIN_MEASURES),
+        languages=languages, scenarios=SCENARIOS, main_measures={s: MAIN_MEASURES[s] for s in SCENARIOS},
         license="unknown (the user's own data)", citation="", pivot="en" if "en" in languages else languages[0],
         pool_modes=POOL_MODES)
     return Task(card, LOADER)

@@ -1,0 +1,106 @@
+"""One record per measure family (DESIGN §4): every property a consumer needs, registered once.
+
+``Measure`` (base.py), the leaderboard's range checks, its ranking direction and MTEB's score keys
+all read ``FAMILIES``. The per-query functions live in compute.py / peer.py, which import nothing
+from here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from .compute import (Prep, ap, complete, max_rank, maxr_norm, ndcg, peer_at, precision, recall, rr,
+                      same_lang_first, success)
+
+__all__ = ["Family", "FAMILIES", "ALIASES", "family"]
+
+
+@dataclass(frozen=True)
+class Family:
+    """What a measure family is.
+
+    cutoff: "optional" (``nDCG`` or ``nDCG@10``), "required" (``R@100``) or "none" (``MaxR``).
+    direction: "up" (higher is better), "down" (lower is better) or "target" (best at ``target``:
+    SameLangFirst's 50 = no language preference). high: the largest value of one query, or "pool"
+    for |D| (MaxR is a rank). unit: "fraction" (0..1), "percent" (0..100) or "rank".
+    rank_set: exact only from the ranks of the relevant documents at any depth (no run cut at a fixed
+    depth gives it): MaxR, MaxR_norm, MaxR_norm_of_mean, SameLangFirst. Complete@K and PEER@k are
+    not: a run cut at K (k) plus the qrels gives them.
+    of_mean: the reported value is a function of the mean of the per-query values (not a mean).
+    """
+
+    name: str
+    cutoff: str
+    direction: str
+    low: float
+    high: float | str
+    unit: str
+    func: Callable[[Prep, int | None], np.ndarray]
+    mteb_key: str
+    trec: tuple[str | None, str | None] = (None, None)   # trec_eval name without / with a cutoff ({k})
+    aliases: tuple[str, ...] = ()
+    of_mean: bool = False
+    rank_set: bool = False
+    target: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.cutoff not in ("optional", "required", "none"):
+            raise ValueError(f"{self.name}: cutoff policy {self.cutoff!r}")
+        if self.direction not in ("up", "down", "target") or (self.direction == "target") != (self.target is not None):
+            raise ValueError(f"{self.name}: direction {self.direction!r} with target {self.target!r}")
+        if self.unit not in ("fraction", "percent", "rank"):
+            raise ValueError(f"{self.name}: unit {self.unit!r}")
+
+    @property
+    def direction_label(self) -> str:
+        """``higher is better``, ``lower is better`` or ``best at 50``."""
+        return {"up": "higher is better", "down": "lower is better"}.get(
+            self.direction, f"best at {self.target:g}" if self.target is not None else "")
+
+    @property
+    def arrow(self) -> str:
+        """Column marker: ↑, ↓ or ``best at 50``."""
+        return {"up": "↑", "down": "↓"}.get(self.direction, self.direction_label)
+
+    def goodness(self, value):
+        """A number that grows as ``value`` gets better (ranking key): x, -x or -|x - target|."""
+        x = np.asarray(value, dtype=np.float64)
+        out = x if self.direction == "up" else -x if self.direction == "down" else -np.abs(x - self.target)
+        return out[()] if out.ndim == 0 else out
+
+
+_FRACTION = dict(low=0.0, high=1.0, unit="fraction")
+_PERCENT = dict(low=0.0, high=100.0, unit="percent")
+
+FAMILIES: dict[str, Family] = {f.name: f for f in (
+    Family("nDCG", "optional", "up", func=ndcg, mteb_key="clirbench_ndcg", trec=("ndcg", "ndcg_cut_{k}"),
+           aliases=("NDCG",), **_FRACTION),
+    Family("AP", "optional", "up", func=ap, mteb_key="clirbench_map", trec=("map", "map_cut_{k}"),
+           aliases=("MAP",), **_FRACTION),
+    Family("RR", "optional", "up", func=rr, mteb_key="clirbench_mrr", trec=("recip_rank", None),
+           aliases=("MRR",), **_FRACTION),
+    Family("R", "required", "up", func=recall, mteb_key="clirbench_recall", trec=(None, "recall_{k}"),
+           aliases=("Recall",), **_FRACTION),
+    Family("P", "required", "up", func=precision, mteb_key="clirbench_precision", trec=(None, "P_{k}"), **_FRACTION),
+    Family("Success", "required", "up", func=success, mteb_key="clirbench_success", trec=(None, "success_{k}"),
+           **_FRACTION),
+    Family("Complete", "required", "up", func=complete, mteb_key="complete", **_PERCENT),
+    Family("MaxR", "none", "down", low=1.0, high="pool", unit="rank", func=max_rank, mteb_key="max_at_r",
+           aliases=("Max@R",), rank_set=True),
+    Family("MaxR_norm", "none", "up", func=maxr_norm, mteb_key="max_at_r_norm", aliases=("Max@R_norm",),
+           rank_set=True, **_PERCENT),
+    Family("MaxR_norm_of_mean", "none", "up", func=max_rank, mteb_key="max_at_r_norm_of_mean",
+           aliases=("Max@R_norm_of_mean",), of_mean=True, rank_set=True, **_PERCENT),
+    Family("SameLangFirst", "none", "target", target=50.0, func=same_lang_first, mteb_key="same_lang_first",
+           rank_set=True, **_PERCENT),
+    Family("PEER", "required", "up", func=peer_at, mteb_key="clirbench_peer", **_FRACTION),
+)}
+# alias -> family name ("Max@R…" spellings contain '@' and are matched before the grammar)
+ALIASES: dict[str, str] = {a: f.name for f in FAMILIES.values() for a in f.aliases}
+
+
+def family(name: str) -> Family:
+    """The record of a family name (not an alias); KeyError when unknown."""
+    return FAMILIES[name]
