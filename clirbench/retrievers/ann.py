@@ -12,9 +12,10 @@ the margin makes a ``Flat`` index return the exact top-k unless more than ``marg
 the k-th score; such queries are counted (``boundary_ties_unresolved``). The recall of the ANN top-k
 against the exact top-k (brute force, same tie rule) is measured on a seeded sample of queries.
 
-Only cutoff measures (the trec_eval family: nDCG, AP, RR, R, P, Success, with a cutoff <= k) are
-computed from ANN lists; rank-set measures (MaxR, MaxR_norm, Complete@K, SameLangFirst, PEER) need
-every relevant document's exact rank and are refused (:func:`check_ann_measures`).
+Only measures a depth-k list gives are computed from ANN lists (nDCG, AP, RR, R, P, Success,
+Complete, PEER, with a cutoff <= k); the rank-set measures (``Family.rank_set``: MaxR, MaxR_norm,
+MaxR_norm_of_mean, SameLangFirst) need every relevant document's exact rank and are refused
+(:func:`check_ann_measures`).
 """
 from __future__ import annotations
 
@@ -399,20 +400,19 @@ def ann_run(retriever, queries: Sequence, docs: Sequence, spec: str | IndexSpec,
 
 
 def _from_a_run(family: str) -> bool:
-    """True for the trec_eval families (trec_eval computes them from a run, with or without a cutoff)."""
-    from ..measures.base import FAMILIES, Measure
+    """True when a run cut at some depth gives the measure (its family is not a rank-set one)."""
+    from ..measures import FAMILIES
 
-    return Measure(family).trec_name is not None or (
-        FAMILIES[family][0] != "none" and Measure(family, 1).trec_name is not None)
+    return not FAMILIES[family].rank_set
 
 
 def split_ann_measures(measures, k: int | None = None) -> tuple[list, list]:
-    """(allowed, refused) Measure lists: trec_eval measures (cutoff <= k) vs rank-set measures.
+    """(allowed, refused) Measure lists: what a depth-k list gives (cutoff <= k) vs the rest.
 
-    A measure is computable from a top-k list when trec_eval computes it from a run (it has a
-    ``trec_name``) and its cutoff, if any, is at most k; without a cutoff (nDCG, AP, RR) it is the
-    value trec_eval gives on a depth-k run. MaxR, MaxR_norm, Complete@K, SameLangFirst and PEER
-    need every relevant document's rank in the whole pool.
+    A measure is computable from a top-k list when its family is not a rank-set one and its cutoff,
+    if any, is at most k; without a cutoff (nDCG, AP, RR) it is the value trec_eval gives on a
+    depth-k run. MaxR, MaxR_norm, MaxR_norm_of_mean and SameLangFirst need every relevant
+    document's rank in the whole pool.
     """
     from ..measures import parse
 
