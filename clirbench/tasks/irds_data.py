@@ -331,13 +331,11 @@ def make_task(argument: str) -> Task:
         raise MalformedDataError(f"irds:{argument}: the queries are in {', '.join(qls)}, none of the document "
                                  f"languages ({', '.join(doc_ids)}); a bilingual pool's queries are in one of them")
     langs = list(doc_ids)
-    from .parallel_data import _MAIN_MEASURES
-
     card = _card(argument, {
         **common, "name": f"ir_datasets {argument}", "kind": "parallel",
         "description": f"Bilingual pools over {', '.join(ids)} (shared document and query ids).",
         "source": {"ir_datasets": doc_ids, "queries": query_ids}, "languages": langs,
-        "scenarios": list(SCENARIOS), "main_measures": {k: list(v) for k, v in _MAIN_MEASURES.items()},
+        "scenarios": list(SCENARIOS),  # main measures: the scenarios' own (scenarios.MAIN_MEASURES)
         "pivot": "en" if "en" in query_ids else next(iter(query_ids)), "pool_modes": ["unique"]})
     return ParallelIrdsTask(card, LOADER)
 
