@@ -40,6 +40,7 @@ __all__ = ["ray_session", "encode_on_ray", "rank_pool_ray", "EncodeReport", "Ray
 COUNTS_DIR = "sharded-counts"  # under the cache folder: one .npz per finished shard
 CONNECT_TIMEOUT_S = 5.0
 MAX_RETRIES = 3  # per shard task / encoder actor
+_QUIET = {"log_to_driver": False}  # workers' own output (encoder progress bars) stays in Ray's logs
 
 # ----------------------------------------------------------------------------- connection
 
@@ -90,7 +91,6 @@ def ray_session(address: str | None = None, workers: int | None = None, *, purpo
         kwargs.setdefault("include_dashboard", False)
         if workers:
             kwargs.setdefault("num_cpus", int(workers))
-    kwargs.setdefault("log_to_driver", False)
     try:
         ray.init(**kwargs)
     except ConnectionError as exc:
@@ -236,7 +236,7 @@ def encode_on_ray(recipe, texts_by_role: Mapping[str, Sequence], cache_dir, work
     if cache_dir is None:
         raise ClirbenchError("encoding on Ray needs an on-disk embedding cache that every node sees (--cache-dir)")
     cache_dir = str(Path(cache_dir).resolve())
-    with ray_session(address, workers) as ray:
+    with ray_session(address, workers, init_kwargs=_QUIET) as ray:
         return _encode(ray, recipe, texts_by_role, cache_dir, workers, chunk_size, options, expected)
 
 
@@ -325,7 +325,8 @@ def rank_pool_ray(retriever, seen_pool, pool, shards: int | None = None, *, addr
     ``retriever`` is the driver's DenseRetriever (its cache folder is shared with the workers);
     workers rebuild it from ``recipe`` (default ``retriever.spec`` with ``options`` for
     ``make_retriever``). ``encode`` first runs ``encode_on_ray`` on the pool's texts (nothing to do
-    when cached). ``topk`` also returns each query's ``topk`` best documents (pool indices).
+    when cached). ``workers`` starts a local Ray with that many CPUs (no ``address``) and caps the
+    shard tasks in flight. ``topk`` also returns each query's ``topk`` best documents (pool indices).
     ``device`` scores on the workers' torch device (e.g. ``cuda``); None: numpy.
     Any other retriever is ranked on the driver by ``rank_pool_sharded`` (it only yields full rows).
     """
@@ -361,7 +362,7 @@ def rank_pool_ray(retriever, seen_pool, pool, shards: int | None = None, *, addr
     _, text_rows = distinct_rows(doc_texts)
     parts = _grouped_shards(np.asarray(text_rows, dtype=np.int64), n) if doc_ids else []
 
-    with ray_session(address, workers) as ray:
+    with ray_session(address, workers, init_kwargs=_QUIET) as ray:
         report = None
         if encode:
             report = _encode(ray, recipe, {"document": doc_texts, "query": query_texts}, cache_dir, workers,
@@ -401,19 +402,23 @@ def rank_pool_ray(retriever, seen_pool, pool, shards: int | None = None, *, addr
             if device and device.startswith("cuda"):
                 opts.update(num_gpus=1, num_cpus=0)
             task = ray.remote(_rank_shard).options(**opts, **_forwarded_env())
-            refs = {}
-            for i, cols in ((i, c) for i, c, _ in todo):
+            def submit(i, cols, path):
                 idx = np.arange(len(doc_ids))[cols]
                 local_excl = None
                 if topk and excl_cols:
                     where = np.full(len(doc_ids), -1, dtype=np.int64)
                     where[idx] = np.arange(len(idx))
                     local_excl = {r: set(where[c][where[c] >= 0].tolist()) for r, c in excl_cols.items()}
-                refs[task.remote(recipe, cache_dir, options, expected, [doc_texts[j] for j in idx], queries_ref,
-                                 cols, [doc_ids[j] for j in idx], pairs_ref, keys_ref, len(doc_ids), lo_ref,
-                                 hi_ref, block, device, int(topk or 0), local_excl,
-                                 str(folder / f"shard-{i:05d}-of-{len(parts):05d}.npz"))] = i
-            while refs:
+                return task.remote(recipe, cache_dir, options, expected, [doc_texts[j] for j in idx], queries_ref,
+                                   cols, [doc_ids[j] for j in idx], pairs_ref, keys_ref, len(doc_ids), lo_ref,
+                                   hi_ref, block, device, int(topk or 0), local_excl, str(path))
+
+            waiting, refs = list(reversed(todo)), {}
+            limit = int(workers) if workers else len(todo)  # shard tasks in flight
+            while waiting or refs:
+                while waiting and len(refs) < limit:
+                    i, cols, path = waiting.pop()
+                    refs[submit(i, cols, path)] = i
                 ready, _ = ray.wait(list(refs), num_returns=1)
                 results[refs.pop(ready[0])] = _get(ray, ready[0])
     ranks = ranks_from_counts((results[i][0] for i in sorted(results)), pairs, keys, len(doc_ids), lo, hi,

@@ -122,6 +122,29 @@ def test_unreachable_cluster_and_missing_ray_are_one_line(tmp_path, monkeypatch)
         encode_on_ray(bag_recipe, {"query": ["a"]}, tmp_path / "c")
 
 
+def test_without_an_address_a_local_ray_is_started_and_shut_down(tmp_path):
+    """In a fresh process (this module's Ray would be reused): workers=1 starts a 1-CPU Ray, the
+    texts are encoded in it, and no Ray is left running."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    short = tempfile.mkdtemp(prefix="cr")  # AF_UNIX socket paths are limited to 107 bytes
+    script = ("import ray\nfrom clirbench.distributed import encode_on_ray\nfrom test_distributed import bag_recipe\n"
+              f"r = encode_on_ray(bag_recipe, {{'query': ['a b', 'c d', 'a b']}}, {str(tmp_path / 'c')!r}, workers=1)\n"
+              "print(r.encoded, r.chunks, len(r.workers), ray.is_initialized())\n")
+    env = dict(os.environ, HOME=str(tmp_path), RAY_TMPDIR=short, RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="disabled",
+               PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]))
+    try:
+        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[-4:] == ["2", "1", "1", "False"]
+    driver = bag_recipe(tmp_path / "c")
+    assert driver.embed(["a b", "c d"], "query").shape == (2, 64) and driver.encoder.calls == 0
+
+
 def test_encoded_on_ray_the_driver_finds_everything_cached(tmp_path, local_ray):
     from clirbench.distributed import encode_on_ray
 
