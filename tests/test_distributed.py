@@ -117,6 +117,10 @@ def test_unreachable_cluster_and_missing_ray_are_one_line(tmp_path, monkeypatch)
         encode_on_ray(bag_recipe, {"query": ["a"]}, tmp_path / "c", address=f"ray://127.0.0.1:{closed_port()}")
     with pytest.raises(ClirbenchError, match="is not HOST:PORT"):
         encode_on_ray(bag_recipe, {"query": ["a"]}, tmp_path / "c", address="127.0.0.1:http")
+    from clirbench.sweep.executors import RayExecutor  # the sweep connects through the same helper
+
+    with pytest.raises(ClirbenchError, match=f"cannot connect to Ray at {address}"):
+        next(RayExecutor(address).map([], None, progress=False))
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(MissingDependencyError, match=r"pip install 'clirbench\[ray\]'"):
         encode_on_ray(bag_recipe, {"query": ["a"]}, tmp_path / "c")
