@@ -1,10 +1,11 @@
 """Encoding and exact ranking on a Ray cluster (issue 14 section 4).
 
-- ``encode_on_ray``: the distinct texts of each role, in chunks, encoded by Ray actors (one per
-  GPU when the cluster has GPUs, else one per worker CPU), each building the retriever from its
-  recipe and writing into the SHARED embedding cache folder. The cache is content addressed, with
-  sealed shards and a writer lock per embedding space, so concurrent actors encode each text
-  once, a rerun encodes nothing, and the driver then finds every embedding cached.
+- ``encode_on_ray``: the distinct texts of each role, split into disjoint chunks, encoded by Ray
+  actors (one per GPU when the cluster has GPUs, else one per worker CPU), each building the
+  retriever from its recipe and writing into the SHARED embedding cache folder. The cache is
+  content addressed, with sealed shards and a writer lock per embedding space: a rerun encodes
+  nothing, and the driver then finds every embedding cached. Actors encode outside that lock
+  (their chunks are disjoint) and hold it only to write.
 - ``rank_pool_ray``: ``sharded.rank_pool_sharded``'s ranks (identical), the document shards
   counted by Ray tasks (``sharded.count_shard``, bounds mode: each task reads its shard's and the
   queries' embeddings from the cache, never through the driver) and added up on the driver
@@ -149,19 +150,58 @@ class EncodeReport:
     gpus: bool
 
 
+class _Missing(Exception):
+    def __init__(self, texts: list[str]) -> None:
+        self.texts = texts
+
+
+class _Probe:
+    """An encoder that encodes nothing: the cache's request for texts (all in one chunk) comes back
+    as ``_Missing``, so that they are encoded outside the space's writer lock."""
+
+    def __init__(self, encoder) -> None:
+        self.model_id, self.revision, self.prompt = encoder.model_id, encoder.revision, encoder.prompt
+
+    def encode(self, texts, role):
+        raise _Missing(list(texts))
+
+
+class _Precomputed(_Probe):
+    """Serves vectors encoded beforehand (written by the cache under its lock, as any encoder's)."""
+
+    def __init__(self, encoder, texts: list[str], vecs: np.ndarray) -> None:
+        super().__init__(encoder)
+        self.rows = {t: i for i, t in enumerate(texts)}
+        self.vecs, self.served = vecs, 0
+
+    def encode(self, texts, role):
+        self.served += len(texts)
+        return self.vecs[[self.rows[t] for t in texts]]
+
+
 class _EncoderActor:
-    """Builds the retriever once; encodes chunks into the shared cache."""
+    """Builds the retriever once; encodes chunks into the shared cache.
+
+    The cache encodes holding the embedding space's writer lock, which would make the actors take
+    turns; chunks are disjoint (the driver splits distinct texts), so each actor encodes its
+    missing texts outside the lock and only writes them under it."""
 
     def __init__(self, recipe, cache_dir, options, expected) -> None:
         self.retriever = _build(recipe, cache_dir, options)
         _check_same(self.retriever, expected)
 
     def encode(self, role: str, texts: list[str]) -> tuple[int, str]:
-        cache = self.retriever.cache
-        before = cache.encoded
         r = self.retriever
-        cache.embed_rows(r.encoder, texts, role, r.batch_size, False)
-        return cache.encoded - before, _worker_id()
+        whole = max(1, len(texts))
+        try:
+            r.cache.embed_rows(_Probe(r.encoder), texts, role, whole)
+            return 0, _worker_id()  # all cached
+        except _Missing as missing:
+            todo = missing.texts
+        vecs = np.asarray(r.encoder.encode(todo, role), dtype=np.float32)
+        done = _Precomputed(r.encoder, todo, vecs)
+        r.cache.embed_rows(done, texts, role, whole)  # what another writer added meanwhile is not written twice
+        return done.served, _worker_id()
 
 
 def _chunks(texts_by_role: Mapping[str, Sequence], chunk_size: int | None, workers: int) -> tuple[dict, list]:

@@ -202,3 +202,47 @@ def test_a_worker_killed_mid_run_costs_only_its_shard(tmp_path, local_ray):
     assert marker.exists() and int(marker.read_text()) != os.getpid()  # a worker did die
     assert (got.computed, got.reused) == (3, 0)
     assert_same_table(got.table, rank_pool_sharded(bag_recipe(None), pool, pool, 3).table)
+
+
+class LockCheckingEncoder(BagOfCharsEncoder):
+    """Fails when it encodes while its embedding space's writer lock is held."""
+
+    def __init__(self, cache_dir):
+        super().__init__()
+        self.cache_dir = Path(cache_dir)
+
+    def encode(self, texts, role):
+        import fcntl
+
+        for lock in self.cache_dir.glob("*/writer.lock"):
+            with open(lock, "a") as f:
+                try:
+                    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    raise AssertionError("encoding while holding the writer lock: actors would take turns")
+                fcntl.flock(f, fcntl.LOCK_UN)
+        return super().encode(texts, role)
+
+
+def lock_checking_recipe(cache_dir):
+    from clirbench.cache.embeddings import EmbeddingCache
+    from clirbench.retrievers.dense import DenseRetriever
+
+    return DenseRetriever(LockCheckingEncoder(cache_dir), EmbeddingCache(cache_dir), spec="test:bag")
+
+
+def test_encoder_actors_encode_outside_the_writer_lock_and_write_each_text_once(tmp_path):
+    from clirbench.distributed import _EncoderActor
+
+    pytest.importorskip("fcntl")
+    actor = _EncoderActor(lock_checking_recipe, str(tmp_path), None, None)  # the class Ray runs, in-process
+    texts = ["river bank", "bank loan", "river", "a b"]
+    assert actor.encode("document", texts)[0] == 4
+    assert actor.encode("document", texts + ["loan"])[0] == 1  # only the new text
+    assert actor.retriever.encoder.calls == 2
+    driver = bag_recipe(tmp_path)
+    assert np.array_equal(driver.embed(texts + ["loan"], "document"), BagOfCharsEncoder().vectors(texts + ["loan"]))
+    assert driver.encoder.calls == 0
+    # what the cache encoded inside its lock would fail
+    with pytest.raises(AssertionError, match="writer lock"):
+        lock_checking_recipe(tmp_path).embed(["something new"], "document")
