@@ -386,6 +386,7 @@ def rank_pool_ray(retriever, seen_pool, pool, shards: int | None = None, *, addr
     cache_dir = str(Path(root).resolve())
     recipe = recipe if recipe is not None else retriever.spec
     expected = _spaces(retriever)
+    _check_same(_build(recipe, cache_dir, options), expected)  # here, before any worker starts (models load lazily)
     doc_ids = [d.id for d in pool.docs]
     query_ids = [q.id for q in pool.queries]
     langs = [d.lang for d in pool.docs]

@@ -8,6 +8,7 @@ import os
 import socket
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -34,20 +35,22 @@ def bag_recipe(cache_dir):
     return DenseRetriever(BagOfCharsEncoder(), EmbeddingCache(cache_dir), spec="test:bag", batch_size=4)
 
 
-def dies_once_in_a_task(marker, cache_dir):
-    """Kills its worker process the first time a ranking task (not an encoder actor) builds it."""
+def in_a_task(driver_pid) -> bool:
     import ray
 
-    if ray.get_runtime_context().get_actor_id() is None and not os.path.exists(marker):
+    return os.getpid() != driver_pid and ray.get_runtime_context().get_actor_id() is None
+
+
+def dies_once_in_a_task(marker, driver_pid, cache_dir):
+    """Kills its worker process the first time a ranking task (not an encoder actor) builds it."""
+    if in_a_task(driver_pid) and not os.path.exists(marker):
         Path(marker).write_text(str(os.getpid()))
         os._exit(1)
     return bag_recipe(cache_dir)
 
 
-def never_in_a_task(cache_dir):
-    import ray
-
-    if ray.get_runtime_context().get_actor_id() is None:
+def never_in_a_task(driver_pid, cache_dir):
+    if in_a_task(driver_pid):
         raise AssertionError("a finished shard was computed again")
     return bag_recipe(cache_dir)
 
@@ -184,20 +187,32 @@ def test_ranks_and_topk_on_ray_equal_rank_relevant(tmp_path, local_ray, shards):
     want_top = topk_sharded(lambda cols: [(0, M[:, cols])], 1, ids, len(qids), 5, excl)
     assert np.array_equal(got.topk[0], want_top[0]) and np.array_equal(got.topk[1], want_top[1])
     # a rerun reuses every finished shard: no ranking task runs (the recipe would fail in one)
-    again = rank_pool_ray(retriever, pool, pool, shards, recipe=never_in_a_task, topk=5, workers=2)
+    again = rank_pool_ray(retriever, pool, pool, shards, recipe=partial(never_in_a_task, os.getpid()), topk=5, workers=2)
     assert (again.computed, again.reused) == (0, shards)
     assert_same_table(again.table, want)
     assert np.array_equal(again.topk[0], want_top[0])
 
 
-def test_a_worker_killed_mid_run_costs_only_its_shard(tmp_path, local_ray):
-    from functools import partial
+def test_workers_building_another_retriever_is_one_line(tmp_path):
+    from clirbench.distributed import rank_pool_ray
 
+    enc = BagOfCharsEncoder()
+    enc.model_id = "test/other"
+    with pytest.raises(ClirbenchError, match="is not the driver's") as err:
+        from clirbench.cache.embeddings import EmbeddingCache
+        from clirbench.retrievers.dense import DenseRetriever
+
+        rank_pool_ray(DenseRetriever(enc, EmbeddingCache(tmp_path), spec="test:bag"), tie_pool(), tie_pool(), 2,
+                      recipe=bag_recipe)
+    assert "\n" not in str(err.value)
+
+
+def test_a_worker_killed_mid_run_costs_only_its_shard(tmp_path, local_ray):
     from clirbench.distributed import rank_pool_ray
 
     pool = tie_pool()
     marker = tmp_path / "died"
-    got = rank_pool_ray(bag_recipe(tmp_path / "cache"), pool, pool, 3, recipe=partial(dies_once_in_a_task, str(marker)),
+    got = rank_pool_ray(bag_recipe(tmp_path / "cache"), pool, pool, 3, recipe=partial(dies_once_in_a_task, str(marker), os.getpid()),
                         workers=2)
     assert marker.exists() and int(marker.read_text()) != os.getpid()  # a worker did die
     assert (got.computed, got.reused) == (3, 0)
