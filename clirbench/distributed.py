@@ -373,7 +373,8 @@ def rank_pool_ray(retriever, seen_pool, pool, shards: int | None = None, *, addr
     from .ranking import judged_pairs, tie_keys
     from .retrievers.dense import DenseRetriever, _texts
     from .cache.embeddings import distinct_rows
-    from .sharded import _grouped_shards, _round32, dense_bounds, merge_topk, rank_pool_sharded, ranks_from_counts, shard_plan
+    from .sharded import (_grouped_shards, _round32, dense_bounds, merge_topk, rank_pool_sharded, ranks_from_counts,
+                          shard_plan)
 
     if not isinstance(retriever, DenseRetriever):
         if topk:
@@ -443,6 +444,7 @@ def rank_pool_ray(retriever, seen_pool, pool, shards: int | None = None, *, addr
             if device and device.startswith("cuda"):
                 opts.update(num_gpus=1, num_cpus=0)
             task = ray.remote(_rank_shard).options(**opts, **_forwarded_env())
+
             def submit(i, cols, path):
                 idx = np.arange(len(doc_ids))[cols]
                 local_excl = None

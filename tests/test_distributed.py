@@ -183,11 +183,16 @@ def test_ranks_and_topk_on_ray_equal_rank_relevant(tmp_path, local_ray, shards):
     assert_same_table(got.table, want)
     assert_same_table(got.table, rank_pool_sharded(bag_recipe(None), pool, pool, shards).table)
     assert (got.shards, got.computed, got.reused, got.exact) == (shards, shards, 0, True)
+    from clirbench.cache.shards import verify_cache  # `clirbench cache clean` leaves the shard counts alone
+
+    report = verify_cache(tmp_path / "cache")
+    assert not report.bad and not report.stray and len(list((tmp_path / "cache").rglob("shard-*.npz"))) == shards
     excl = {qids.index(q): {ids.index(d) for d in ex} for q, ex in pool.exclusions.items()}
     want_top = topk_sharded(lambda cols: [(0, M[:, cols])], 1, ids, len(qids), 5, excl)
     assert np.array_equal(got.topk[0], want_top[0]) and np.array_equal(got.topk[1], want_top[1])
     # a rerun reuses every finished shard: no ranking task runs (the recipe would fail in one)
-    again = rank_pool_ray(retriever, pool, pool, shards, recipe=partial(never_in_a_task, os.getpid()), topk=5, workers=2)
+    again = rank_pool_ray(retriever, pool, pool, shards, recipe=partial(never_in_a_task, os.getpid()), topk=5,
+                          workers=2)
     assert (again.computed, again.reused) == (0, shards)
     assert_same_table(again.table, want)
     assert np.array_equal(again.topk[0], want_top[0])
@@ -212,8 +217,8 @@ def test_a_worker_killed_mid_run_costs_only_its_shard(tmp_path, local_ray):
 
     pool = tie_pool()
     marker = tmp_path / "died"
-    got = rank_pool_ray(bag_recipe(tmp_path / "cache"), pool, pool, 3, recipe=partial(dies_once_in_a_task, str(marker), os.getpid()),
-                        workers=2)
+    dies = partial(dies_once_in_a_task, str(marker), os.getpid())
+    got = rank_pool_ray(bag_recipe(tmp_path / "cache"), pool, pool, 3, recipe=dies, workers=2)
     assert marker.exists() and int(marker.read_text()) != os.getpid()  # a worker did die
     assert (got.computed, got.reused) == (3, 0)
     assert_same_table(got.table, rank_pool_sharded(bag_recipe(None), pool, pool, 3).table)
