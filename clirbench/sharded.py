@@ -34,7 +34,8 @@ import numpy as np
 from .ranking import RankTable, _as_trec_scores, judged_pairs, tie_keys
 
 __all__ = ["AUTO_SHARD_DOCS", "SHARD_BYTES", "shard_plan", "shard_slices", "rank_relevant_sharded",
-           "rank_pool_sharded", "topk_sharded", "dense_shard_scorer", "ShardedRanks"]
+           "rank_pool_sharded", "topk_sharded", "dense_shard_scorer", "ShardedRanks", "ShardCounts",
+           "count_shard", "ranks_from_counts", "dense_bounds", "merge_topk"]
 
 AUTO_SHARD_DOCS = 1_000_000
 """Pools with more documents than this are ranked by shard without ``--shards``: above it, a
@@ -198,6 +199,27 @@ class _Counter:
             u = np.flatnonzero(~known)
             self.held.append((pt[u], kcols[c[u]], score[u]))
 
+    def partial(self) -> "ShardCounts":
+        """What this counter saw, to be added to another's (``absorb``)."""
+        held = [np.concatenate([h[i] for h in self.held]) for i in range(3)] if self.held else \
+            [np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)]
+        known = np.flatnonzero(self.known)
+        return ShardCounts(self.count.copy(), self.columns.copy(), known, self.hi[known].copy(), *held)
+
+    def absorb(self, part: "ShardCounts") -> None:
+        """Add the counts of a shard counted elsewhere (with the same pairs and bounds)."""
+        if part.count.shape != self.count.shape or part.columns.shape != self.columns.shape:
+            raise ValueError("shard counts of another pool")
+        self.count += part.count
+        self.columns += part.columns
+        if len(part.known):
+            again = self.known[part.known]
+            if np.any(self.hi[part.known][again] != part.exact[again]):
+                raise ValueError("two shards gave one relevant pair different scores")
+            self.set_exact(part.known, part.exact)
+        if len(part.held_pair):
+            self.held.append((part.held_pair, part.held_key, part.held_score))
+
     def ranks(self, query_ids: Sequence[str]) -> np.ndarray:
         p = self.p
         ev = np.asarray(p.evaluated, dtype=np.int64)
@@ -216,6 +238,53 @@ class _Counter:
             self.count += np.bincount(pair[before], minlength=len(self.count))
             self.held = []
         return 1.0 + self.count
+
+
+@dataclass
+class ShardCounts:
+    """One shard's part of the ranks (bounds mode): per relevant pair the shard documents surely
+    sorting before it (``count``), the exact scores of the pairs whose document is in the shard
+    (``known`` pair indices, ``exact`` float32), and the documents scored inside a pair's bound
+    (``held_*``: pair index, tie key, float32 score), resolved once every exact score is known."""
+
+    count: np.ndarray
+    columns: np.ndarray  # per query row, the documents scored
+    known: np.ndarray
+    exact: np.ndarray
+    held_pair: np.ndarray
+    held_key: np.ndarray
+    held_score: np.ndarray
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {f: getattr(self, f) for f in self.__dataclass_fields__}
+
+
+def count_shard(score_shard: Callable[[object], Iterable[tuple[int, object]]], cols, pairs, keys: np.ndarray,
+                n_docs: int, lo: np.ndarray, hi: np.ndarray, *, local=None, xp=np,
+                check_nan: bool = True) -> ShardCounts:
+    """Count one document shard ``cols`` (pool columns: slice or index array) against every query.
+
+    ``pairs`` is ``ranking.judged_pairs`` of the pool, ``keys`` its ``tie_keys``, ``lo``/``hi``
+    an interval holding each relevant pair's float32 score (``dense_bounds``). ``score_shard`` is
+    called with ``local`` (default ``cols``): a scorer that holds only this shard's documents
+    takes ``slice(0, n)``. ``ranks_from_counts`` adds the shards up.
+    """
+    counter = _Counter(pairs, keys, n_docs, check_nan)
+    counter.set_bounds(lo, hi)
+    for start, S in score_shard(cols if local is None else local):
+        counter.add(start, cols, _as_scores(S, xp), owned=False, xp=xp)
+    return counter.partial()
+
+
+def ranks_from_counts(parts: Iterable[ShardCounts], pairs, keys: np.ndarray, n_docs: int, lo: np.ndarray,
+                      hi: np.ndarray, query_ids: Sequence[str]) -> np.ndarray:
+    """The rank of every relevant pair (``pairs.finish`` makes the RankTable) from the counts of
+    shards partitioning the pool, computed with the same ``lo``/``hi``."""
+    counter = _Counter(pairs, keys, n_docs)
+    counter.set_bounds(lo, hi)
+    for part in parts:
+        counter.absorb(part)
+    return counter.ranks(query_ids)
 
 
 def _gt_band(R: np.ndarray, lo: np.ndarray, hi: np.ndarray, rows: int = 64):
@@ -359,16 +428,21 @@ class _DenseShards:
         """An interval surely holding each pair's computed float32 score: the float64 dot product
         +- gamma_d * sum|q_i d_i| (any summation order, with or without FMA), plus the rounding of
         a wider score dtype to float32."""
-        q = self.Q[rel_row].astype(np.float64)
-        d = self.U[self.rows[rel_col]].astype(np.float64)
-        exact = np.einsum("ij,ij->i", q, d)
-        absdot = np.einsum("ij,ij->i", np.abs(q), np.abs(d))
-        dim = q.shape[1]
-        u = np.finfo(self.Q.dtype).eps / 2
-        eps = (dim * u / (1 - dim * u)) * absdot + 4 * dim * 2.0 ** -53 * absdot
-        if self.Q.dtype.itemsize > 4:
-            eps = eps + np.abs(exact) * 2.0 ** -23
-        return exact - eps, exact + eps
+        return dense_bounds(self.Q[rel_row], self.U[self.rows[rel_col]])
+
+
+def dense_bounds(q: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(lo, hi)`` surely holding the float32 score of each row pair ``q[i] . d[i]`` computed in
+    their dtype (the score dtype) by any summation order: the float64 dot product +- gamma_dim *
+    sum|q_i d_i|, plus the rounding of a wider score dtype to float32."""
+    exact = np.einsum("ij,ij->i", q.astype(np.float64), d.astype(np.float64))
+    absdot = np.einsum("ij,ij->i", np.abs(q).astype(np.float64), np.abs(d).astype(np.float64))
+    dim = q.shape[1]
+    u = np.finfo(q.dtype).eps / 2
+    eps = (dim * u / (1 - dim * u)) * absdot + 4 * dim * 2.0 ** -53 * absdot
+    if q.dtype.itemsize > 4:
+        eps = eps + np.abs(exact) * 2.0 ** -23
+    return exact - eps, exact + eps
 
 
 def dense_shard_scorer(retriever, queries, docs, block_rows: int, device=None,
@@ -531,4 +605,27 @@ def topk_sharded(score_shard: Callable[[object], Iterable[tuple[int, np.ndarray]
             best_score[start:start + b] = -np.inf
             best_doc[start + row[keep], pos[keep]] = doc[keep]
             best_score[start + row[keep], pos[keep]] = score[keep]
+    return best_doc, best_score
+
+
+def merge_topk(parts: Iterable[tuple[np.ndarray, np.ndarray]], keys: np.ndarray, n_queries: int,
+               k: int) -> tuple[np.ndarray, np.ndarray]:
+    """``topk_sharded``'s lists from per-shard ones: ``parts`` yields ``(doc, score)`` of shape
+    (n_queries, k_i) with pool doc indices (-1 = none); ``keys`` the pool's ``tie_keys``."""
+    k = int(k)
+    best_doc = np.full((n_queries, k), -1, dtype=np.int64)
+    best_score = np.full((n_queries, k), -np.inf, dtype=np.float32)
+    rows, docs, scores = [], [], []
+    for doc, score in parts:
+        r, c = np.nonzero(doc >= 0)
+        rows.append(r), docs.append(doc[r, c]), scores.append(score[r, c])
+    if not rows:
+        return best_doc, best_score
+    row, doc, score = np.concatenate(rows), np.concatenate(docs), np.concatenate(scores).astype(np.float32)
+    order = np.lexsort((-keys[doc], -score.astype(np.float64), row))
+    row, doc, score = row[order], doc[order], score[order]
+    pos = np.arange(len(row)) - np.searchsorted(row, row, side="left")
+    keep = pos < k
+    best_doc[row[keep], pos[keep]] = doc[keep]
+    best_score[row[keep], pos[keep]] = score[keep]
     return best_doc, best_score

@@ -186,29 +186,15 @@ class RayExecutor:
         self.address, self.cpus_per_cell, self.gpus_per_cell = address, cpus_per_cell, gpus_per_cell
         self.init_kwargs = dict(init_kwargs or {})
 
-    def _connect(self) -> bool:
-        """Connect or start Ray; True when this executor started it (and must shut it down)."""
-        from ..optional import require
-
-        ray = require("ray", purpose="--executor ray")
-        if ray.is_initialized():
-            return False
-        kwargs = dict(self.init_kwargs)
-        if self.address:
-            kwargs["address"] = self.address
-        else:
-            kwargs.setdefault("include_dashboard", False)
-        try:
-            ray.init(**kwargs)
-        except ConnectionError as exc:
-            raise ClirbenchError(f"cannot connect to Ray at {self.address}: {str(exc).splitlines()[0]}") from None
-        return True
-
     def map(self, cells: Sequence[Cell], config: SweepConfig, overwrite: bool = False,
             progress: bool = True) -> Iterator[CellOutcome]:
-        started = self._connect()  # one line when ray is missing
-        import ray
+        from ..distributed import ray_session
 
+        # one line when ray is missing or the cluster unreachable; a Ray this executor starts is shut down
+        with ray_session(self.address, purpose="--executor ray", init_kwargs=self.init_kwargs) as ray:
+            yield from self._map(ray, cells, config, overwrite, progress)
+
+    def _map(self, ray, cells, config, overwrite, progress) -> Iterator[CellOutcome]:
         bar = _bar(len(cells), progress)
         try:
             env = {k: v for k, v in os.environ.items() if k.startswith(_FORWARDED_ENV)}
@@ -233,8 +219,6 @@ class RayExecutor:
         finally:
             if bar is not None:
                 bar.close()
-            if started:
-                ray.shutdown()
 
 
 def make_executor(name: str, address: str | None = None, cpus_per_cell: float = 1.0,
