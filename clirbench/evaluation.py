@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from .ranking import RankTable
     from .results import MeasureValue
 
-__all__ = ["PoolEvaluation", "Ranker", "rank_exact", "ShardedRanker", "AnnRanker", "choose_ranker", "rank_blocks",
+__all__ = ["PoolEvaluation", "Ranker", "rank_exact", "ShardedRanker", "RayRanker", "AnnRanker", "choose_ranker", "rank_blocks",
            "run_blocks", "evaluate_table", "evaluate_pool", "evaluate_scores"]
 
 Ranker = Callable[[object, "Pool", "Pool"], "RankTable"]
@@ -111,6 +111,28 @@ class ShardedRanker:
         return ranked.table
 
 
+class RayRanker:
+    """``ShardedRanker`` on a Ray cluster (``clirbench.distributed``): documents encoded by Ray
+    actors into the shared embedding cache, shards counted by Ray tasks (retried when a worker is
+    lost; finished shards' counts kept for a rerun), counts added on the driver. Same ranks."""
+
+    def __init__(self, shards: int | None = None, address: str | None = None, workers: int | None = None,
+                 options: Mapping | None = None, device: str | None = None) -> None:
+        self.shards, self.address, self.workers, self.device = shards, address, workers, device
+        self.options, self.info = dict(options or {}), None
+
+    def __call__(self, retriever, seen: "Pool", pool: "Pool") -> "RankTable":
+        from .distributed import rank_pool_ray
+        from .redact import redact
+
+        ranked = rank_pool_ray(retriever, seen, pool, self.shards, address=self.address, workers=self.workers,
+                               options=self.options, device=self.device)
+        self.info = {"path": "sharded counting on Ray", "shards": ranked.shards, "scoring": ranked.path,
+                     "exact": ranked.exact, "precision": ranked.precision, "shards_computed": ranked.computed,
+                     "shards_reused": ranked.reused, "address": redact(self.address) if self.address else "local"}
+        return ranked.table
+
+
 class AnnRanker:
     """Cutoff measures from a faiss index's top-k lists (``--index faiss:<factory>``), for a
     DenseRetriever. The record gets the index and its recall against the exact top-k on a sample of
@@ -135,15 +157,24 @@ class AnnRanker:
 
 
 def choose_ranker(shards: int | None = None, index: str | None = None, pool_sizes: Sequence[int] = (),
-                  device: str | None = None, measures: Sequence = ()) -> Ranker | None:
-    """The ranking strategy of a run: ``index`` (faiss, approximate top-k), else ``shards`` (exact,
-    sharded counting), else sharded counting chosen by itself when a pool holds more than
-    ``sharded.AUTO_SHARD_DOCS`` documents, else None (``rank_exact``: full score rows)."""
-    if index is not None and shards is not None:
-        from .errors import ClirbenchError
+                  device: str | None = None, measures: Sequence = (), executor: str = "local",
+                  address: str | None = None, workers: int | None = None,
+                  options: Mapping | None = None) -> Ranker | None:
+    """The ranking strategy of a run: ``index`` (faiss, approximate top-k), else ``executor="ray"``
+    (exact, sharded counting on Ray; ``options`` rebuild the retriever on the workers), else
+    ``shards`` (exact, sharded counting here), else sharded counting chosen by itself when a pool
+    holds more than ``sharded.AUTO_SHARD_DOCS`` documents, else None (``rank_exact``: full rows)."""
+    from .errors import ClirbenchError
 
-        raise ClirbenchError("--index and --shards exclude each other: an approximate index gives top-k "
-                             "lists, --shards exact ranks")
+    if executor not in ("local", "ray"):
+        raise ClirbenchError(f"unknown executor {executor!r}; expected local or ray")
+    if address is not None and executor != "ray":
+        raise ClirbenchError("--address needs --executor ray")
+    if index is not None and (shards is not None or executor == "ray"):
+        raise ClirbenchError("--index excludes --shards and --executor ray: an approximate index gives "
+                             "top-k lists, the sharded path exact ranks")
+    if executor == "ray":
+        return RayRanker(shards, address, workers, options, device)
     if index is not None:
         from .retrievers.ann import ann_depth, check_ann_measures
 

@@ -32,7 +32,8 @@ def run(model, task="xquad", langs: str | Sequence[str] | None = None, scenarios
         resamples: int = 1000, seed: int = 42, overwrite: bool = False,
         query_prompt: str | None = None, doc_prompt: str | None = None, batch_size: int | None = None,
         device: str | None = None, progress: bool = True, task_options: dict | None = None,
-        translation: Mapping | None = None, shards: int | None = None, index: str | None = None) -> "RunReport":
+        translation: Mapping | None = None, shards: int | None = None, index: str | None = None,
+        executor: str = "local", address: str | None = None, workers: int | None = None) -> "RunReport":
     """Evaluate ``model`` (a spec string or a Retriever) on every pool of the sweep.
 
     ``task`` is a task id, a task object (``get_task(id)``) or a sequence of ``Pool``s, which are
@@ -50,7 +51,8 @@ def run(model, task="xquad", langs: str | Sequence[str] | None = None, scenarios
     ``shards=N`` ranks every pool exactly by counting over N document shards (the path chosen by
     itself above ``sharded.AUTO_SHARD_DOCS`` documents); ``index="faiss:<factory>"`` gives cutoff
     measures from an approximate index's top-k lists (results under a ``+ann-<factory>`` suffix,
-    with the index's measured recall; rank-set measures refused).
+    with the index's measured recall; rank-set measures refused). ``executor="ray"`` (``address``
+    of a cluster, else a local Ray with ``workers`` CPUs) encodes and counts the shards on Ray.
     """
     from .checks import check_int, check_resamples, check_seed
     from .tasks import get_task
@@ -85,6 +87,8 @@ def run(model, task="xquad", langs: str | Sequence[str] | None = None, scenarios
             measure_objs = tuple(split_ann_measures(measure_objs)[0])
     if shards is not None:
         shards = check_int(shards, "shards", 1)
+    if workers is not None:
+        workers = check_int(workers, "workers", 1)
     plan = None
     if translation:
         from .translate import TranslationPlan
@@ -95,7 +99,9 @@ def run(model, task="xquad", langs: str | Sequence[str] | None = None, scenarios
     settings = _Settings(retriever, measure_objs, resamples, seed, plan)
     from .evaluation import choose_ranker
 
-    settings.ranker = choose_ranker(shards, index, [len(p.docs) for p in pools], device, measure_objs)
+    rebuild = dict(query_prompt=query_prompt, doc_prompt=doc_prompt, device=device, batch_size=batch_size)
+    settings.ranker = choose_ranker(shards, index, [len(p.docs) for p in pools], device, measure_objs,
+                                    executor, address, workers, rebuild)
     suffix = (plan.slug if plan else "") + (f"+ann-{index.split(':', 1)[1]}" if index else "")
 
     todo, outcomes = [], []

@@ -88,3 +88,27 @@ def test_auto_sharding_above_the_threshold(bag_retriever, monkeypatch):
     report = run(retriever, task="xquad", langs="en,zh", scenarios="multi", data_dir=XQUAD, output_dir=None,
                  resamples=20, progress=False)
     assert report.outcomes[0].record["retriever"]["ranking"]["path"] == "sharded counting"
+
+
+def test_ray_executor_gives_the_same_ranks_and_records_it(tiny_bert_dir, tmp_path):
+    """`run(executor="ray")` on a local Ray with 2 workers: documents encoded by Ray actors into the
+    shared cache, shards counted by Ray tasks; every value equal to the in-process full-rows path."""
+    kw = dict(task="xquad", langs="en,zh", scenarios="multi", data_dir=XQUAD, output_dir=None, resamples=20,
+              progress=False, cache_dir=tmp_path / "cache")
+    full = run(f"dense:{tiny_bert_dir}", **kw)
+    on_ray = run(f"dense:{tiny_bert_dir}", executor="ray", workers=2, shards=3, **kw)
+    assert _values(on_ray) == _values(full)
+    ranking = on_ray.outcomes[0].record["retriever"]["ranking"]
+    assert ranking["path"] == "sharded counting on Ray" and ranking["address"] == "local"
+    assert ranking["shards"] == 3 and ranking["shards_computed"] + ranking["shards_reused"] == 3
+
+
+def test_executor_and_index_options_are_checked(bag_retriever):
+    retriever, _ = bag_retriever()
+    kw = dict(task="xquad", langs="en,zh", data_dir=XQUAD, output_dir=None, progress=False, measures=["nDCG@10"])
+    with pytest.raises(ClirbenchError, match="unknown executor 'spark'"):
+        run(retriever, executor="spark", **kw)
+    with pytest.raises(ClirbenchError, match="--address needs --executor ray"):
+        run(retriever, address="127.0.0.1:6379", **kw)
+    with pytest.raises(ClirbenchError, match="--index excludes"):
+        run(retriever, index="faiss:Flat", executor="ray", **kw)
