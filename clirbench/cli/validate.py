@@ -1,0 +1,133 @@
+"""``clirbench validate``: check every task card, and the data of each task found locally."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .args import EXIT_USAGE
+
+__all__ = ["add_validate_parser", "cmd_validate", "validate"]
+
+
+def add_validate_parser(subparsers) -> argparse.ArgumentParser:
+    """Add ``validate`` to the ``clirbench`` subparsers; returns its parser."""
+    p = subparsers.add_parser("validate", help="check every task card, and the data of each task found locally")
+    p.add_argument("--data-dir", help="a data folder holding <task id>/ subfolders (else $CLIRBENCH_DATA_DIR)")
+    p.add_argument("--no-data", action="store_true", help="check the cards only, load no data")
+
+    p.set_defaults(handler=cmd_validate)
+    return p
+
+
+def validate(data_dir=None, load_data: bool = True, folder=None) -> tuple[list[str], list[str]]:
+    """(problems, notes) for every card in ``folder`` (default: the installed task cards).
+
+    Cards: fields, id = file name, loader module and entry point, main measures, expected counts.
+    Data, for each task found locally: it loads (the loader checks counts and alignment) and the
+    files' SHA-256 match the card. Problems fail ``clirbench validate``; notes (no local data, a
+    file the card has no hash for) do not.
+    """
+    from ..measures import parse
+    from ..tasks import Task
+    from ..tasks.card import cards_dir, parse_card, read_card_yaml
+
+    problems: list[str] = []
+    notes: list[str] = []
+    for path in sorted(Path(folder or cards_dir()).glob("*.yaml")):
+        name = path.stem
+        try:
+            card = parse_card(read_card_yaml(path), str(path))
+        except ValueError as exc:
+            problems.append(f"{name}: {exc}")
+            continue
+        if not card.expected:
+            notes.append(f"{card.id}: the card records no expected counts")
+        found = _check_card(card, path, parse, Task, problems)
+        if found is not None and load_data:
+            _check_data(found, data_dir, problems, notes)
+    return problems, notes
+
+
+def _check_card(card, path, parse, Task, problems: list[str]):
+    """Problems with one parsed card; the Task when its loader is usable, else None."""
+    start = len(problems)
+    if card.id != path.stem:
+        problems.append(f"{path.stem}: id {card.id!r} does not match the file name")
+        return None
+    for scenario, names in card.main_measures.items():
+        for measure in names:
+            try:
+                parse(measure)
+            except ValueError:
+                problems.append(f"{card.id}: main measure {measure!r} of {scenario} is not a measure")
+    for field in ("license", "citation", "description"):
+        if not str(getattr(card, field)).strip():
+            problems.append(f"{card.id}: empty {field}")
+    if card.kind == "parallel":
+        if card.pivot is None:
+            problems.append(f"{card.id}: a parallel task needs a pivot language")
+        for key in ("passages_per_language", "questions_per_language"):
+            if key not in card.expected:
+                problems.append(f"{card.id}: expected.{key} is missing")
+    task = Task(card)
+    try:
+        loader = task.loader()
+    except ValueError as exc:
+        problems.append(f"{card.id}: {exc}")
+        return None
+    entry = "load" if card.kind == "parallel" else "pools"
+    if not callable(getattr(loader, entry, None)):
+        problems.append(f"{card.id}: loader {loader.__name__} defines no {entry}()")
+    return task if len(problems) == start else None
+
+
+def _check_data(task, data_dir, problems: list[str], notes: list[str]) -> None:
+    from ..errors import DataNotFoundError
+    from ..tasks import hub
+
+    card = task.card
+    try:
+        if card.kind == "parallel":
+            folder = hub.find_local_dir(card, data_dir)
+            if folder is None:
+                notes.append(f"{card.id}: no local data ({task.locate(data_dir)})")
+                return
+            present = hub.present_languages(card, folder, card.languages)
+            if len(present) < len(card.languages):
+                notes.append(f"{card.id}: {len(present)} of {len(card.languages)} languages present in {folder}")
+            hashes = task.load(present, data_dir=folder).source.get("files_sha256") or {}
+        else:
+            where = task.locate(data_dir)
+            if not Path(where).exists():
+                notes.append(f"{card.id}: no local data ({where})")
+                return
+            pools = task.pools(data_dir=where)
+            hashes = {k: v for p in pools for k, v in (p.source.get("files_sha256") or {}).items()}
+    except DataNotFoundError as exc:
+        notes.append(f"{card.id}: no local data ({exc})")
+        return
+    except (ValueError, LookupError, OSError) as exc:
+        problems.append(f"{card.id}: data does not load: {str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}")
+        return
+    wrong = sorted(k for k, h in hashes.items() if k in card.files_sha256 and card.files_sha256[k] != h)
+    if wrong:
+        problems.append(f"{card.id}: file(s) differ from the card's SHA-256: {', '.join(wrong)}")
+    unpinned = sorted(k for k in hashes if k not in card.files_sha256)
+    if unpinned:
+        notes.append(f"{card.id}: the card has no SHA-256 for {len(unpinned)} file(s), e.g. "
+                     f"{unpinned[0]}: {hashes[unpinned[0]]}")
+    notes.append(f"{card.id}: data loaded ({len(hashes)} file(s) hashed, {len(hashes) - len(wrong) - len(unpinned)} match the card)")
+
+
+def cmd_validate(args) -> int:
+    problems, notes = validate(args.data_dir, load_data=not args.no_data)
+    for note in notes:
+        print(f"note: {note}")
+    for problem in problems:
+        print(f"clirbench: validate: {problem}", file=sys.stderr)
+    if problems:
+        return EXIT_USAGE
+    from ..tasks.card import cards_dir
+    print(f"ok: {len(list(cards_dir().glob('*.yaml')))} task cards valid")
+    return 0
