@@ -81,6 +81,10 @@ def test_psq_min_prob_nan_used_to_exit_0_with_an_empty_table(tmp_path, capsys):
 def test_grid_resamples_is_checked_too(capsys):
     assert main(["sweep", "--task", "xquad", "--models", "bm25", "--resamples", "0"]) == 2
     assert "--resamples" in capsys.readouterr().err
+    for argv in (["sweep"], ["sweep", "--task", "xquad"], ["sweep", "x.yaml", "--models", "bm25"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("clirbench: error: sweep: give a config file") and err.count("\n") == 1
 
 
 # -- the Python API validates too: ValueError naming the parameter -------------------------------

@@ -57,6 +57,10 @@ def cmd_sweep(args) -> int:
     from ..sweep import cells, load_config, make_executor, run_sweep
     from ..sweep.executors import finished
 
+    if args.config and (args.models or args.task):
+        from ..errors import ClirbenchError
+
+        raise ClirbenchError("sweep: give a config file or --models and --task, not both")
     config = load_config(args.config) if args.config else grid_config(args)
     overrides = {k: v for k, v in (("output", args.output), ("cache_dir", args.cache_dir),
                                    ("leaderboard_dir", args.leaderboard_dir)) if v is not None}
@@ -100,7 +104,7 @@ def grid_config(args):
     from ..errors import ClirbenchError
     from ..sweep import parse_config
 
-    if args.config is None and (not args.models or not args.task):
+    if not args.models or not args.task:
         raise ClirbenchError("sweep: give a config file, or --models and --task")
     entry = {"task": args.task, "scenarios": args.scenario}
     entry.update({k: v for k, v in (("langs", args.langs), ("data_dir", args.data_dir),
