@@ -85,6 +85,8 @@ def test_grid_resamples_is_checked_too(capsys):
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert err.startswith("clirbench: error: sweep: give a config file") and err.count("\n") == 1
+    assert main(["sweep", "--task", "xquad", "--models", "bm25", "--translations", "none,gold"]) == 2
+    assert "expected none, query:<translator> or docs:<translator>" in capsys.readouterr().err
 
 
 # -- the Python API validates too: ValueError naming the parameter -------------------------------

@@ -103,6 +103,7 @@ def grid_config(args):
     """The SweepConfig of ``--models``/``--task``/``--translations`` (no YAML file)."""
     from ..errors import ClirbenchError
     from ..sweep import parse_config
+    from ..translate.spec import TranslationOptions
 
     if not args.models or not args.task:
         raise ClirbenchError("sweep: give a config file, or --models and --task")
@@ -111,14 +112,13 @@ def grid_config(args):
                                     ("query_langs", args.query_lang and args.query_lang.split(","))) if v})
     translations = []
     for label in split_translations(args.translations):
-        direction, _, spec = label.partition(":")
-        if label.lower() == "none" or not spec:
-            translations.append(label)
+        options = TranslationOptions.parse(label)
+        if options is None:
+            translations.append("none")
         else:
-            item = {"direction": direction, "translator": spec}
-            if args.translation_quality and item["direction"] in ("docs", "doc", "document", "documents", "dt"):
-                item["quality"] = True
-            translations.append(item)
+            quality = args.translation_quality and options.direction == "docs"
+            translations.append({"direction": options.direction, "translator": options.translator,
+                                 **({"quality": True} if quality else {})})
     data = {"models": args.models, "tasks": [entry], "translations": translations, "leaderboard": False}
     if args.resamples is not None:
         data["resamples"] = args.resamples

@@ -41,12 +41,12 @@ class TranslationOptions:
             return value
         if not isinstance(value, Mapping):
             raise ClirbenchError(f"translation: expected TranslationOptions or a mapping, got {type(value).__name__}")
-        known = {"direction", "translator", "cache_dir", "quality"}
-        extra = {k: v for k, v in value.items() if k not in known}
         if "direction" not in value or "translator" not in value:
             raise ClirbenchError("translation: needs direction and translator")
+        known = {"direction", "translator", "cache_dir", "quality", "translator_options"}
+        extra = {k: v for k, v in value.items() if k not in known}
         return cls(value["direction"], value["translator"], value.get("cache_dir"), bool(value.get("quality", False)),
-                   {**value.get("translator_options", {}), **{k: v for k, v in extra.items() if k != "translator_options"}})
+                   {**value.get("translator_options", {}), **extra})
 
     @classmethod
     def parse(cls, text: str, **settings) -> "TranslationOptions | None":
@@ -58,10 +58,6 @@ class TranslationOptions:
         if not sep or not spec:
             raise UnknownNameError(f"expected none, query:<translator> or docs:<translator>, got {text!r}")
         return cls(direction, spec, **settings)
-
-    def label(self) -> str:
-        spec = getattr(self.translator, "spec", self.translator)
-        return f"{self.direction}:{spec}"
 
 
 def make_translator(spec: str, *, task=None, data_dir=None, task_options: Mapping | None = None, **options):
