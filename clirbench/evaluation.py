@@ -174,6 +174,10 @@ def choose_ranker(shards: int | None = None, index: str | None = None, pool_size
         raise ClirbenchError("--index excludes --shards and --executor ray: an approximate index gives "
                              "top-k lists, the sharded path exact ranks")
     if executor == "ray":
+        if address:
+            from .distributed import check_reachable
+
+            check_reachable(address)  # one line for an unreachable cluster, before any work
         return RayRanker(shards, address, workers, options, device)
     if index is not None:
         from .retrievers.ann import ann_depth, check_ann_measures

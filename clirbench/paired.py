@@ -172,9 +172,9 @@ def format_comparison(report: dict) -> str:
     for name, row in report["measures"].items():
         table.append((name, _num(row["mean_a"]), _num(row["mean_b"]), _num(row["diff"]),
                       f"[{_num(row['ci_low'])}, {_num(row['ci_high'])}]", _p(row["p_value"]), str(row["n"])))
-    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
-    lines = [("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))).rstrip()
-             for r in table]
+    from .report import format_table
+
+    lines = format_table(list(table[0]), table[1:], right=tuple(range(1, len(table[0]))), rule=False)
     skipped = report.get("undefined") or []
     note = [f"not compared (undefined on this pool for both results): {', '.join(skipped)}"] if skipped else []
     return "\n".join(head + [""] + lines + note)

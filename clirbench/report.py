@@ -13,10 +13,16 @@ def _cell(entry: dict | None) -> str:
     return f"{v:.2f} [{lo:.2f},{hi:.2f}]"
 
 
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
-    fmt = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
-    return [fmt(header), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows]
+def format_table(header: list[str], rows: list[list[str]], right: tuple[int, ...] = (),
+                 rule: bool = True) -> list[str]:
+    """The lines of a plain-text table (the one formatter of the CLI's tables): columns padded to
+    their widest cell, two spaces apart, the columns in ``right`` right-aligned, a dashed rule
+    under the header unless ``rule`` is False."""
+    rows = [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    fmt = lambda r: "  ".join(c.rjust(w) if i in right else c.ljust(w)
+                              for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+    return [fmt(header)] + ([fmt(["-" * w for w in widths])] if rule else []) + [fmt(r) for r in rows]
 
 
 def _task_summaries(records: list[dict]) -> list[str]:
@@ -58,7 +64,7 @@ def format_outcomes(report) -> str:
             body.append([f"{task}/{scenario}{mode}", "+".join(r["doc_langs"]), r["query_lang"],
                          str(r["pool_size"]), str(r["num_queries"])]
                         + [_cell(r["measures"].get(n)) for n in names])
-        lines += [f"== {scenario}"] + _table(header, body) + [""]
+        lines += [f"== {scenario}"] + format_table(header, body) + [""]
     lines += _task_summaries([o.record for o in outcomes])
     for path, gap in report.gaps:
         l1, l2 = gap["doc_langs"]

@@ -93,7 +93,7 @@ def run(model, task="xquad", langs: str | Sequence[str] | None = None, scenarios
     if translation:
         from .translate import TranslationPlan
 
-        plan = TranslationPlan.create(task=task_obj, data_dir=data_dir, task_options=task_options, **translation)
+        plan = TranslationPlan.create(translation, task=task_obj, data_dir=data_dir, task_options=task_options)
         if hasattr(plan.translator, "progress"):  # the translators' own bars follow --no-progress
             plan.translator.progress = progress
     settings = _Settings(retriever, measure_objs, resamples, seed, plan)

@@ -157,3 +157,30 @@ def test_bare_hub_id_is_dense_and_unknown_words_list_the_families(capsys, tmp_pa
     assert "model 'intfloat/multilingual-e5-large' is not in the local Hugging Face cache" in line
     line = one_line_error(capsys, ["run", "--model", "xyz", *argv])
     assert "unknown retriever 'xyz'" in line and "mteb:<model>" in line and "<org>/<model>" in line
+
+
+def test_one_module_and_one_handler_per_subcommand(capsys):
+    """Each subcommand's parser is built in its own clirbench.cli module and names its handler there."""
+    import argparse
+    import importlib
+
+    modules = {"tasks": "tasks", "validate": "validate", "run": "run", "evaluate": "evaluate", "compare": "compare",
+               "leaderboard": "leaderboard", "psq": "psq", "sweep": "sweep", "cache": "cache", "train": "train",
+               "merge": "train"}
+    assert main(["--help"]) == 0
+    listed = capsys.readouterr().out.split("{", 1)[1].split("}", 1)[0].split(",")
+    assert sorted(listed) == sorted(modules)
+    for name, module_name in modules.items():
+        module = importlib.import_module(f"clirbench.cli.{module_name}")
+        sub = argparse.ArgumentParser().add_subparsers()
+        parser = getattr(module, f"add_{name}_parser")(sub)
+        assert parser.get_default("handler") is getattr(module, f"cmd_{name}")
+
+
+def test_one_table_formatter():
+    """report.format_table builds the plain-text tables of run, compare, leaderboard show and sweep grids."""
+    from clirbench.report import format_table
+
+    assert format_table(["a", "bb"], [["xyz", "1"]]) == ["a    bb", "---  --", "xyz  1"]
+    assert format_table(["n", "v"], [["a", "10"], ["bcd", "2"]], right=(1,), rule=False) == \
+        ["n     v", "a    10", "bcd   2"]

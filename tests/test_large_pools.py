@@ -112,3 +112,29 @@ def test_executor_and_index_options_are_checked(bag_retriever):
         run(retriever, address="127.0.0.1:6379", **kw)
     with pytest.raises(ClirbenchError, match="--index excludes"):
         run(retriever, index="faiss:Flat", executor="ray", **kw)
+
+
+def test_cli_shards_index_and_one_line_errors(tmp_path, capsys):
+    """`clirbench run … --shards N` / `--index faiss:…` through the real parser; bad values: one line, exit 2."""
+    from clirbench.cli import main
+
+    common = ["run", "--model", "bm25", "--task", "xquad", "--langs", "en,zh", "--scenario", "multi",
+              "--data-dir", str(XQUAD), "--resamples", "20", "--no-progress"]
+    assert main(common + ["--output", str(tmp_path / "full")]) == 0
+    assert main(common + ["--output", str(tmp_path / "sharded"), "--shards", "7"]) == 0
+    capsys.readouterr()
+    full = sorted((tmp_path / "full").rglob("*.q-*.json"))
+    sharded = sorted((tmp_path / "sharded").rglob("*.q-*.json"))
+    assert len(full) == len(sharded) == 2
+    for a, b in zip(full, sharded):
+        ra, rb = json.loads(a.read_text()), json.loads(b.read_text())
+        assert {k: v["value"] for k, v in ra["measures"].items()} == {k: v["value"] for k, v in rb["measures"].items()}
+        assert rb["retriever"]["ranking"]["shards"] == 7
+    for argv, needle in [(["--shards", "0"], "--shards"), (["--index", "faiss:bogus"], "bogus"),
+                         (["--index", "faiss:Flat"], "needs a dense retriever"),
+                         (["--executor", "spark"], "--executor"),
+                         (["--address", "127.0.0.1:1"], "--address needs --executor ray"),
+                         (["--executor", "ray", "--address", "127.0.0.1:1"], "127.0.0.1:1")]:
+        code = main(common + ["--output", str(tmp_path / "x"), "--measures", "nDCG@10"] + argv)
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and len(err) == 1 and err[0].startswith("clirbench: error:") and needle in err[0], (argv, err)

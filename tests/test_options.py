@@ -11,7 +11,6 @@ from clirbench import checks, stats
 from clirbench.cli import main
 from clirbench.paired import compare
 from clirbench.evaluate import evaluate
-from clirbench.grid import main as grid_main
 from clirbench.retrievers.psq.train import train_ibm1
 from clirbench.runner import run
 from clirbench.formats.trec import write_qrels, write_run
@@ -80,9 +79,14 @@ def test_psq_min_prob_nan_used_to_exit_0_with_an_empty_table(tmp_path, capsys):
 
 
 def test_grid_resamples_is_checked_too(capsys):
-    with pytest.raises(SystemExit) as exc:
-        grid_main(["--task", "xquad", "--models", "bm25", "--resamples", "0"])
-    assert exc.value.code == 2 and "--resamples" in capsys.readouterr().err
+    assert main(["sweep", "--task", "xquad", "--models", "bm25", "--resamples", "0"]) == 2
+    assert "--resamples" in capsys.readouterr().err
+    for argv in (["sweep"], ["sweep", "--task", "xquad"], ["sweep", "x.yaml", "--models", "bm25"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("clirbench: error: sweep: give a config file") and err.count("\n") == 1
+    assert main(["sweep", "--task", "xquad", "--models", "bm25", "--translations", "none,gold"]) == 2
+    assert "expected none, query:<translator> or docs:<translator>" in capsys.readouterr().err
 
 
 # -- the Python API validates too: ValueError naming the parameter -------------------------------

@@ -17,6 +17,7 @@ from clirbench.runner import run
 from clirbench.sweep import (LocalExecutor, RayExecutor, SweepConfigError, cells, load_config, parse_config,
                              run_sweep)
 from clirbench.sweep.executors import translation_kwargs
+from clirbench.translate import TranslationOptions
 from clirbench.sweep.config import Translation
 
 from xquad_files import XQUAD  # noqa: E402  (../shared/data/xquad, else the embedded copy)
@@ -166,9 +167,9 @@ def test_translation_axis_multiplies_cells_and_passes_through(tmp_path):
     def run_old(model): ...
 
     qt, dt = config.translations[1], config.translations[2]
-    assert translation_kwargs(qt, run_new) == {"translation": {"direction": "query", "translator": "tr:x"}}
+    assert translation_kwargs(qt, run_new) == {"translation": TranslationOptions("query", "tr:x")}
     assert translation_kwargs(dt, run_new, "/c") == {
-        "translation": {"direction": "docs", "translator": "gold", "quality": True, "cache_dir": "/c"}}
+        "translation": TranslationOptions("docs", "gold", cache_dir="/c", quality=True)}
     assert translation_kwargs(Translation(), run_old) == {}
     with pytest.raises(ClirbenchError, match="does not support translation"):
         translation_kwargs(qt, run_old)

@@ -11,7 +11,7 @@ from clirbench.collection import Pool, Text
 from clirbench.errors import ClirbenchError, UnknownNameError
 from clirbench.results import read_result
 from clirbench.runner import run
-from clirbench.translate import (TranslationCache, make_translator, translate_pool, translate_texts,
+from clirbench.translate import (TranslationCache, TranslationOptions, make_translator, translate_pool, translate_texts,
                                  translation_quality)
 from clirbench.translate.base import join_sentences, nllb_code, split_sentences
 
@@ -217,13 +217,13 @@ def test_translation_quality_matches_sacrebleu_and_is_perfect_for_identity():
 
 def test_cli_options_build_run_kwargs():
     from clirbench.cli.translation import add_translation_arguments, translation_options
+    from clirbench.translate import TranslationOptions
 
     parser = add_translation_arguments(argparse.ArgumentParser())
     assert translation_options(parser.parse_args([])) == {}
     got = translation_options(parser.parse_args(["--translate", "docs", "--translator", "gold",
                                                  "--translation-quality", "--translation-batch-size", "4"]))
-    assert got == {"translation": {"direction": "docs", "translator": "gold", "cache_dir": None,
-                                   "quality": True, "batch_size": 4}}
+    assert got == {"translation": TranslationOptions("docs", "gold", None, True, {"batch_size": 4})}
     for argv in (["--translate", "docs"], ["--translator", "gold"], ["--translation-quality"]):
         with pytest.raises(ClirbenchError):
             translation_options(parser.parse_args(argv))
@@ -231,21 +231,46 @@ def test_cli_options_build_run_kwargs():
         parser.parse_args(["--translate", "both"])
 
 
-def test_grid_parses_translations_and_runs_each_cell(tmp_path, bag_retriever, monkeypatch):
-    from clirbench import grid
+def test_former_grid_runs_through_clirbench_sweep(tmp_path, capsys):
+    """The CLIRudit paper's grid (models × none/QT/DT on one task), formerly python -m clirbench.grid."""
+    from clirbench.cli import main
+    from clirbench.cli.sweep import split_translations
 
-    assert grid._split_translations("none,query:gold,docs:file:a,b.jsonl,dt:gold") == \
+    assert split_translations("none,query:gold,docs:file:a,b.jsonl,dt:gold") == \
         ["none", "query:gold", "docs:file:a,b.jsonl", "dt:gold"]
-    assert grid.parse_translation("none") is None
-    assert grid.parse_translation("documents:hf:x") == {"direction": "docs", "translator": "hf:x"}
+    assert TranslationOptions.parse("none") is None
+    assert TranslationOptions.parse("documents:hf:x") == TranslationOptions("docs", "hf:x")
     with pytest.raises(UnknownNameError):
-        grid.parse_translation("gold")
-    retriever, _ = bag_retriever()
-    rows = grid.run_grid([retriever], "xquad", ["none", "docs:gold"], langs="en,zh", scenarios="mono-cross",
-                         query_langs=["en"], data_dir=XQUAD, output_dir=tmp_path, resamples=20, progress=False,
-                         translation_extra={"cache_dir": tmp_path / "tc", "quality": True})
-    assert [r["translation"] for r in rows] == ["none", "docs:gold"]
-    assert rows[0]["measures"] != rows[1]["measures"] and "+dt-gold" in rows[1]["path"]
-    assert rows[1]["quality"]["chrf"] == pytest.approx(100.0) and rows[0]["quality"] is None
-    rows = [{**r, "model": "bag"} for r in rows]
-    assert "100.00" in grid.format_grid(rows).splitlines()[-1]
+        TranslationOptions.parse("gold")
+    argv = ["sweep", "--task", "xquad", "--models", "bm25", "--translations", "none,docs:gold", "--langs", "en,zh",
+            "--scenario", "mono-cross", "--query-lang", "en", "--data-dir", str(XQUAD), "--output", str(tmp_path / "r"),
+            "--cache-dir", str(tmp_path / "c"), "--translation-cache", str(tmp_path / "tc"), "--translation-quality",
+            "--resamples", "20", "--no-progress"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    table = out[out.index("model  "):].splitlines()
+    assert table[0].split()[:3] == ["model", "translation", "pool"] and table[0].split()[-2:] == ["BLEU", "chrF"]
+    rows = [line.split() for line in table[2:]]
+    assert [r[:2] for r in rows] == [["bm25", "none"], ["bm25", "docs:gold"]]
+    assert rows[0][3] != rows[1][3] and rows[0][-1] == "-" and rows[1][-1] == "100.00"
+    assert list((tmp_path / "r").rglob("*+dt-gold*"))
+    assert not (tmp_path / "leaderboards").exists()
+    assert main(argv) == 0 and "2 cells: 0 run, 2 finished before" in capsys.readouterr().out  # resumable
+    with pytest.raises(ImportError):
+        import clirbench.grid  # noqa: F401  (folded into clirbench sweep)
+
+
+def test_translation_options_one_value(tmp_path):
+    """run(translation=TranslationOptions(...)) and the old mapping form give the same result."""
+    opts = TranslationOptions("dt", "gold", cache_dir=tmp_path / "tc")
+    assert opts.direction == "docs" and TranslationOptions.of(opts) is opts and TranslationOptions.of(None) is None
+    assert TranslationOptions.of({"direction": "docs", "translator": "gold", "cache_dir": tmp_path / "tc",
+                                  "batch_size": 2}) == TranslationOptions("docs", "gold", tmp_path / "tc", False,
+                                                                          {"batch_size": 2})
+    common = dict(task="xquad", langs="en,zh", scenarios="mono-cross", query_langs=["en"], data_dir=XQUAD,
+                  resamples=20, progress=False, cache_dir=tmp_path / "c")
+    a = run("bm25", output_dir=tmp_path / "a", translation=opts, **common)
+    b = run("bm25", output_dir=tmp_path / "b", translation={"direction": "docs", "translator": "gold",
+                                                            "cache_dir": tmp_path / "tc"}, **common)
+    ma, mb = (o.record["measures"] for o in (a.outcomes[0], b.outcomes[0]))
+    assert ma == mb and "+dt-gold" in str(a.outcomes[0].path)

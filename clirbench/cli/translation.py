@@ -28,7 +28,7 @@ def add_translation_arguments(parser: argparse.ArgumentParser) -> argparse.Argum
 
 
 def translation_options(args: argparse.Namespace) -> dict:
-    """Keyword arguments for ``runner.run``: ``{}`` or ``{"translation": {...}}``."""
+    """Keyword arguments for ``runner.run``: ``{}`` or ``{"translation": TranslationOptions(...)}``."""
     from ..errors import ClirbenchError
 
     direction, spec = getattr(args, "translate", None), getattr(args, "translator", None)
@@ -38,10 +38,9 @@ def translation_options(args: argparse.Namespace) -> dict:
         return {}
     if direction is None or not spec:
         raise ClirbenchError("--translate and --translator go together, e.g. --translate docs --translator gold")
-    plan = {"direction": direction, "translator": spec, "cache_dir": getattr(args, "translation_cache", None),
-            "quality": bool(getattr(args, "translation_quality", False))}
+    from ..translate.spec import TranslationOptions
+
     size = getattr(args, "translation_batch_size", None)
-    if size:
-        key = "concurrency" if spec.startswith("openai:") else "batch_size"
-        plan[key] = size
-    return {"translation": plan}
+    extra = {("concurrency" if spec.startswith("openai:") else "batch_size"): size} if size else {}
+    return {"translation": TranslationOptions(direction, spec, getattr(args, "translation_cache", None),
+                                              bool(getattr(args, "translation_quality", False)), extra)}

@@ -22,6 +22,8 @@ def _num(x: float) -> str:
 
 def format_boards(items: list[Board]) -> str:
     """Plain-text ranked tables, one per board (group letters: same letter = not significantly apart)."""
+    from ..report import format_table
+
     blocks = []
     for board in items:
         arrow = board.direction_label
@@ -30,9 +32,7 @@ def format_boards(items: list[Board]) -> str:
             table.append((str(r.rank) if r.rank else "-", r.group or "-", r.system, _num(r.value),
                           f"[{_num(r.ci_low)}, {_num(r.ci_high)}]" if r.rank else "(incomplete)",
                           f"{r.pools}/{len(board.pools)}"))
-        widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
-        lines = ["  ".join(c.ljust(w) if i in (1, 2) else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
-                 for row in table]
+        lines = format_table(list(table[0]), table[1:], right=(0, 3, 4, 5), rule=False)
         blocks.append(f"{board.title} ({arrow}, macro mean over {len(board.pools)} pools)\n" + "\n".join(lines))
     return "\n\n".join(blocks)
 

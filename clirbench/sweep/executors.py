@@ -61,7 +61,7 @@ def finished(cell: Cell, config: SweepConfig) -> CellOutcome | None:
 
 
 def translation_kwargs(translation: Translation, run=None, cache_dir: str | None = None) -> dict:
-    """``{"translation": {...}}`` for ``runner.run`` (empty for no translation); a one-line error when
+    """``{"translation": TranslationOptions(...)}`` for ``runner.run`` (empty for no translation); a one-line error when
     this runner takes no ``translation``."""
     if translation.direction is None:
         return {}
@@ -70,12 +70,10 @@ def translation_kwargs(translation: Translation, run=None, cache_dir: str | None
     if "translation" not in inspect.signature(run).parameters:
         raise ClirbenchError("translations: this clirbench's runner does not support translation; "
                              "remove the translations key or list only none")
-    spec = {"direction": translation.direction, "translator": translation.translator}
-    if translation.quality:
-        spec["quality"] = True
-    if cache_dir is not None:
-        spec["cache_dir"] = cache_dir
-    return {"translation": spec}
+    from ..translate.spec import TranslationOptions
+
+    return {"translation": TranslationOptions(translation.direction, translation.translator, cache_dir,
+                                              translation.quality)}
 
 
 def run_cell(cell: Cell, config: SweepConfig, overwrite: bool = False, progress: bool = False) -> CellOutcome:

@@ -200,9 +200,9 @@ def summary_table(records: Iterable[Mapping], measure: str = "nDCG@10", scale: f
     fmt = lambda v: "-" if v is None else f"{v * scale:.2f}"
     body = [[r["subset"]] + [fmt(r[c]) for c in cols] for r in rows]
     header = [f"ko-en {measure} x{scale:g}"] + cols
-    widths = [max(len(x[i]) for x in [header] + body) for i in range(len(header))]
-    line = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
-    return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in body])
+    from ..report import format_table
+
+    return "\n".join(format_table(header, body))
 
 
 class KoEnLoader(BaseLoader):

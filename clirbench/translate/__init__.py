@@ -11,7 +11,7 @@ _MODULE_OF = {
     "Translator": ".base", "KeyedTranslator": ".base", "DIRECTIONS": ".base", "canonical_direction": ".base",
     "TranslationCache": ".cache",
     "TranslationPlan": ".pool", "translate_pool": ".pool", "translate_texts": ".pool", "translation_quality": ".pool",
-    "make_translator": ".spec",
+    "make_translator": ".spec", "TranslationOptions": ".spec",
 }
 __all__ = list(_MODULE_OF)
 

@@ -122,15 +122,16 @@ class TranslationPlan:
     gold: object | None = None  # reference for the quality report (DT only)
 
     @classmethod
-    def create(cls, direction: str, translator: str | object, task=None, data_dir=None,
-               task_options: Mapping | None = None, cache_dir=None, quality: bool = False,
-               **translator_options) -> "TranslationPlan":
-        from .spec import make_translator
+    def create(cls, options, task=None, data_dir=None, task_options: Mapping | None = None) -> "TranslationPlan":
+        """The plan for ``options`` (a ``TranslationOptions``, or its mapping form)."""
+        from .spec import TranslationOptions, make_translator
 
-        direction = canonical_direction(direction)
+        options = TranslationOptions.of(options)
+        direction, translator, cache_dir, quality = (options.direction, options.translator, options.cache_dir,
+                                                     options.quality)
         if isinstance(translator, str):
             translator = make_translator(translator, task=task, data_dir=data_dir, task_options=task_options,
-                                         **translator_options)
+                                         **options.translator_options)
         if cache_dir is None:
             from ..cache.layout import translations_dir
 

@@ -1,14 +1,63 @@
 """Translators by spec string: ``hf:``, ``ct2:``, ``openai:``, ``file:``, ``gold``."""
 from __future__ import annotations
 
-from typing import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Mapping
 
 from ..errors import ClirbenchError, UnknownNameError
 from ..optional import MissingDependencyError
 
-__all__ = ["make_translator", "USAGE"]
+__all__ = ["make_translator", "TranslationOptions", "USAGE"]
 
 USAGE = ("hf:<model>[#sentence]", "ct2:<dir>[#sentence]", "openai:<model>[@<base_url>]", "file:<path.jsonl>", "gold")
+
+
+@dataclass(frozen=True)
+class TranslationOptions:
+    """QT or DT for a run, as one value: the ``run`` flags, a sweep cell and the Python API build it.
+
+    ``translator`` is a spec string (or a translator object); ``translator_options`` go to its
+    constructor (``batch_size``, ``concurrency``, ...).
+    """
+
+    direction: str  # "query" (QT) or "docs" (DT); aliases (qt, documents, ...) are read too
+    translator: Any
+    cache_dir: Any = None  # default: $CLIRBENCH_CACHE_DIR/translations
+    quality: bool = False  # DT only: BLEU / chrF against the task's gold translation
+    translator_options: Mapping = field(default_factory=dict)
+
+    def __post_init__(self):
+        from .base import canonical_direction
+
+        object.__setattr__(self, "direction", canonical_direction(self.direction))
+        if not self.translator:
+            raise ClirbenchError("a translation needs a translator spec, e.g. gold")
+
+    @classmethod
+    def of(cls, value) -> "TranslationOptions | None":
+        """None, a TranslationOptions, or the mapping form ``{"direction", "translator", "cache_dir",
+        "quality", <translator options>...}`` (what ``runner.run(translation=...)`` always took)."""
+        if value is None or isinstance(value, cls):
+            return value
+        if not isinstance(value, Mapping):
+            raise ClirbenchError(f"translation: expected TranslationOptions or a mapping, got {type(value).__name__}")
+        if "direction" not in value or "translator" not in value:
+            raise ClirbenchError("translation: needs direction and translator")
+        known = {"direction", "translator", "cache_dir", "quality", "translator_options"}
+        extra = {k: v for k, v in value.items() if k not in known}
+        return cls(value["direction"], value["translator"], value.get("cache_dir"), bool(value.get("quality", False)),
+                   {**value.get("translator_options", {}), **extra})
+
+    @classmethod
+    def parse(cls, text: str, **settings) -> "TranslationOptions | None":
+        """``none`` -> None; ``query:<spec>`` / ``docs:<spec>`` (aliases qt, dt, ...) -> the options."""
+        text = text.strip()
+        if text.lower() == "none":
+            return None
+        direction, sep, spec = text.partition(":")
+        if not sep or not spec:
+            raise UnknownNameError(f"expected none, query:<translator> or docs:<translator>, got {text!r}")
+        return cls(direction, spec, **settings)
 
 
 def make_translator(spec: str, *, task=None, data_dir=None, task_options: Mapping | None = None, **options):

@@ -1,0 +1,80 @@
+"""``clirbench run``: evaluate a retriever on a task's pools and print the tables."""
+from __future__ import annotations
+
+import argparse
+
+from .. import checks
+from .args import split_list, task_options
+from .translation import add_translation_arguments, translation_options
+
+__all__ = ["add_run_parser", "cmd_run"]
+
+
+def add_run_parser(subparsers) -> argparse.ArgumentParser:
+    """Add ``run`` to the ``clirbench`` subparsers; returns its parser."""
+    p = subparsers.add_parser("run", help="evaluate a retriever on a task's pools")
+    p.epilog_from = _run_epilog
+    p.add_argument("--model", required=True, help="retriever spec (families listed below)")
+    p.add_argument("--task", default="xquad", help="task id (listed below; default: xquad)")
+    p.add_argument("--langs", default=None, help="parallel tasks: en,zh | en+all | en+de,zh (default: pivot+all); others: see the task")
+    p.add_argument("--scenario", default="all", help="all or a comma list of multi, multi-1, mono-same, mono-cross")
+    p.add_argument("--query-lang", default=None, help="restrict query languages (comma list)")
+    p.add_argument("--pool", default="unique", choices=["unique", "per-query"], help="pool mode")
+    p.add_argument("--task-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="a task-specific option (repeatable), e.g. split=test")
+    p.add_argument("--data-dir", default=None, help="folder with the task's files (else $CLIRBENCH_DATA_DIR/<task>, else the copy in the package, else the hub)")
+    p.add_argument("--output", default="results", help="results folder (default: ./results)")
+    p.add_argument("--cache-dir", default=None, help="embedding cache (default: $CLIRBENCH_CACHE_DIR or ~/.cache/clirbench)")
+    p.add_argument("--measures", default=None, help="comma list of measures (default: the full set)")
+    p.add_argument("--query-prompt", default=None, help="override the query prompt")
+    p.add_argument("--doc-prompt", default=None, help="override the document prompt")
+    p.add_argument("--batch-size", type=checks.positive_int, default=None)
+    p.add_argument("--device", default=None, help="cpu, cuda, ... (default: cuda when present)")
+    p.add_argument("--resamples", type=checks.resample_count, default=1000, help="bootstrap resamples")
+    p.add_argument("--seed", type=checks.seed, default=42)
+    p.add_argument("--overwrite", action="store_true", help="recompute finished pools")
+    p.add_argument("--no-progress", action="store_true")
+    add_translation_arguments(p)
+    scale = p.add_argument_group("large pools (exact ranks by sharded counting, approximate top-k, Ray)")
+    scale.add_argument("--shards", type=checks.positive_int, default=None, metavar="N",
+                       help="rank exactly by counting over N document shards (chosen by itself above "
+                            "1,000,000 documents); same values as full score rows")
+    scale.add_argument("--index", default=None, metavar="faiss:FACTORY",
+                       help="approximate top-k from a faiss index (e.g. faiss:Flat, faiss:IVF4096,PQ64?nprobe=32, "
+                            "faiss:HNSW32): cutoff measures only, with the index's measured recall")
+    scale.add_argument("--executor", default="local", choices=["local", "ray"],
+                       help="ray: encode and count shards on a Ray cluster (default: local)")
+    scale.add_argument("--address", default=None, metavar="HOST:6379",
+                       help="the Ray cluster to join (default: start a local Ray)")
+    scale.add_argument("--workers", type=checks.positive_int, default=None,
+                       help="Ray workers (CPUs of a local Ray, shard tasks in flight)")
+
+    p.set_defaults(handler=cmd_run)
+    return p
+
+
+def _run_epilog() -> str:
+    """Task ids and retriever families, from their registries (only when ``run --help`` is shown)."""
+    from ..retrievers.spec import family_usages
+    from ..tasks import list_tasks
+
+    tasks = [t.card.id for t in list_tasks()] + ["parallel:<file>", "beir:<dir>", "irds:<ir_datasets id>"]
+    return (f"tasks (--task): {', '.join(tasks)}; `clirbench tasks` lists their languages and data. "
+            f"retrievers (--model): {'; '.join(family_usages())}.")
+
+
+def cmd_run(args) -> int:
+    from ..report import format_outcomes
+    from ..runner import run
+
+    report = run(
+        args.model, task=args.task, langs=args.langs, scenarios=args.scenario,
+        query_langs=split_list(args.query_lang), pool_mode=args.pool, data_dir=args.data_dir,
+        output_dir=args.output, cache_dir=args.cache_dir, measures=split_list(args.measures),
+        resamples=args.resamples, seed=args.seed, overwrite=args.overwrite,
+        query_prompt=args.query_prompt, doc_prompt=args.doc_prompt, batch_size=args.batch_size,
+        device=args.device, progress=not args.no_progress, task_options=task_options(args.task_option),
+        shards=args.shards, index=args.index, executor=args.executor, address=args.address,
+        workers=args.workers, **translation_options(args))
+    print(format_outcomes(report))
+    return 0
