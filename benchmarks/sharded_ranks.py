@@ -29,7 +29,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from clirbench.ranking import rank_relevant  # noqa: E402
-from clirbench.sharded import SHARD_BYTES, _DenseShards, rank_relevant_sharded, shard_plan, shard_slices  # noqa: E402
+from clirbench.sharded import SHARD_BYTES, DenseShards, rank_relevant_sharded, shard_plan, shard_slices  # noqa: E402
 
 
 def synthetic(n_docs: int, n_queries: int, dim: int, relevant: int, noise: float, seed: int = 0):
@@ -83,7 +83,7 @@ def main(argv=None) -> None:
         import torch as xp
 
         dev = xp.device(args.device)
-    dense = _DenseShards(Q, D, np.arange(args.docs), block, dev)
+    dense = DenseShards(Q, D, np.arange(args.docs), block, dev)
     score_shard = dense.scorer()
     print(f"pool {args.docs:,} docs x {args.queries:,} queries x {args.dim} dims, {args.relevant} relevant/query; "
           f"{len(parts)} shards of ~{args.docs // len(parts):,} docs, query blocks of {block}; "

@@ -16,6 +16,11 @@ def check_role(role: str) -> str:
     return role
 
 
+def texts_of(items) -> list[str]:
+    """The strings of ``items`` (``Text`` objects or strings)."""
+    return [t if isinstance(t, str) else t.text for t in items]
+
+
 @dataclass(frozen=True)
 class Text:
     """A document or a query: stable id, text, language tag (ISO 639-1 where one exists)."""

@@ -206,11 +206,11 @@ class _EncoderActor:
 
 def _chunks(texts_by_role: Mapping[str, Sequence], chunk_size: int | None, workers: int) -> tuple[dict, list]:
     from .cache.embeddings import distinct_rows
-    from .retrievers.dense import _texts
+    from .collection import texts_of
 
     counts, chunks = {}, []
     for role, texts in texts_by_role.items():
-        distinct, _ = distinct_rows(_texts(texts))
+        distinct, _ = distinct_rows(texts_of(texts))
         counts[role] = len(distinct)
         size = int(chunk_size or max(64, -(-len(distinct) // (4 * workers))))
         chunks += [(role, distinct[a:a + size]) for a in range(0, len(distinct), size)]
@@ -334,11 +334,11 @@ def _load(path: Path, want: int | None):
 def _rank_shard(recipe, cache_dir, options, expected, doc_texts, query_texts, cols, shard_ids, pairs, keys,
                 n_docs, lo, hi, block, device, k, exclusions, out):
     """One Ray task: score one document shard against every query, count, and save the counts."""
-    from .sharded import _DenseShards, count_shard, dense_shard_scorer, topk_sharded
+    from .sharded import DenseShards, count_shard, dense_shard_scorer, topk_sharded
 
     retriever = _build(recipe, cache_dir, options)
     _check_same(retriever, expected)
-    dense: _DenseShards = dense_shard_scorer(retriever, query_texts, doc_texts, block, device)
+    dense: DenseShards = dense_shard_scorer(retriever, query_texts, doc_texts, block, device)
     xp = np
     if dense.device is not None:
         import torch as xp
@@ -371,9 +371,10 @@ def rank_pool_ray(retriever, seen_pool, pool, shards: int | None = None, *, addr
     Any other retriever is ranked on the driver by ``rank_pool_sharded`` (it only yields full rows).
     """
     from .ranking import judged_pairs, tie_keys
-    from .retrievers.dense import DenseRetriever, _texts
+    from .collection import texts_of
+    from .retrievers.dense import DenseRetriever
     from .cache.embeddings import distinct_rows
-    from .sharded import (_grouped_shards, _round32, dense_bounds, merge_topk, rank_pool_sharded, ranks_from_counts,
+    from .sharded import (grouped_shards, round32, dense_bounds, merge_topk, rank_pool_sharded, ranks_from_counts,
                           shard_plan)
 
     if not isinstance(retriever, DenseRetriever):
@@ -391,7 +392,7 @@ def rank_pool_ray(retriever, seen_pool, pool, shards: int | None = None, *, addr
     doc_ids = [d.id for d in pool.docs]
     query_ids = [q.id for q in pool.queries]
     langs = [d.lang for d in pool.docs]
-    doc_texts, query_texts = _texts(seen_pool.docs), _texts(seen_pool.queries)
+    doc_texts, query_texts = texts_of(seen_pool.docs), texts_of(seen_pool.queries)
     if len(doc_texts) != len(doc_ids) or len(query_texts) != len(query_ids):
         raise ValueError("seen_pool and pool differ in size")
     auto, block = shard_plan(len(doc_ids), len(query_ids), budget_bytes)
@@ -402,7 +403,7 @@ def rank_pool_ray(retriever, seen_pool, pool, shards: int | None = None, *, addr
     pairs = judged_pairs(doc_ids, query_ids, pool.qrels, pool.exclusions, langs)  # checks ids first
     keys = tie_keys(doc_ids)
     _, text_rows = distinct_rows(doc_texts)
-    parts = _grouped_shards(np.asarray(text_rows, dtype=np.int64), n) if doc_ids else []
+    parts = grouped_shards(np.asarray(text_rows, dtype=np.int64), n) if doc_ids else []
 
     with ray_session(address, workers, init_kwargs=_QUIET) as ray:
         report = None
@@ -414,7 +415,7 @@ def rank_pool_ray(retriever, seen_pool, pool, shards: int | None = None, *, addr
         q = retriever.embed([query_texts[r] for r in pairs.rel_row], "query").astype(dt)
         d = retriever.embed([doc_texts[c] for c in pairs.rel_col], "document").astype(dt)
         lo, hi = dense_bounds(q, d) if len(q) else (np.zeros(0), np.zeros(0))
-        lo, hi = _round32(lo, up=False), _round32(hi, up=True)
+        lo, hi = round32(lo, up=False), round32(hi, up=True)
         pool_key = _digest("rank_pool_ray/1", retriever.describe(), expected, doc_ids, query_ids,
                            [_digest(doc_texts), _digest(query_texts)], pairs.rel_row, pairs.rel_col,
                            pairs.ex_row, pairs.ex_col, lo, hi, n, int(topk or 0), device or "numpy")

@@ -76,7 +76,7 @@ def tie_keys(doc_ids: Sequence[str]) -> np.ndarray:
     return keys
 
 
-def _as_trec_scores(a: np.ndarray) -> np.ndarray:
+def as_trec_scores(a: np.ndarray) -> np.ndarray:
     """Scores as trec_eval compares them: float32 (a copy unless already float32)."""
     flat = a.reshape(-1)
     if np.issubdtype(a.dtype, np.floating) and any(np.isnan(flat[ix]).any() for ix in _chunks(len(flat))):
@@ -92,7 +92,7 @@ def _doc_index(doc_ids: Sequence[str]) -> dict[str, int]:
     return index
 
 
-def _finish(query_ids, num_docs, t, rank, grade, same, doc_lang=None) -> RankTable:
+def finish_table(query_ids, num_docs, t, rank, grade, same, doc_lang=None) -> RankTable:
     order = np.lexsort((np.asarray(rank, dtype=np.float64), t))
     arrays = dict(
         num_docs=np.array(num_docs, dtype=np.float64),
@@ -136,7 +136,7 @@ class JudgedPairs:
             doc_lang = np.asarray(doc_langs, dtype=object)[rel_col] if len(rel_col) else np.zeros(0, str)
             if query_lang is not None:
                 same = doc_lang == query_lang if len(rel_col) else np.zeros(0, bool)
-        return _finish([self.query_ids[i] for i in self.evaluated], self.num_docs, t_of_row[self.rel_row],
+        return finish_table([self.query_ids[i] for i in self.evaluated], self.num_docs, t_of_row[self.rel_row],
                        rank, self.rel_grade, same, doc_lang)
 
 
@@ -224,7 +224,7 @@ def rank_relevant(
         for a in range(lo, hi, step):
             b = min(a + step, hi)
             rows, cols = rel_row[a:b], rel_col[a:b]
-            block = _as_trec_scores(scores[rows - start])  # a copy: the caller's array is untouched
+            block = as_trec_scores(scores[rows - start])  # a copy: the caller's array is untouched
             e_lo, e_hi = np.searchsorted(ex_row, rows), np.searchsorted(ex_row, rows, side="right")
             cnt = e_hi - e_lo
             if cnt.sum():
@@ -314,7 +314,7 @@ def rank_run_arrays(
     n, n_q, n_docs = len(qidx), len(query_ids), len(doc_ids)
     if n and (qidx.min() < 0 or qidx.max() >= n_q or doc.min() < 0 or doc.max() >= n_docs):
         raise ValueError("qidx or doc index out of range")
-    score = _as_trec_scores(score)
+    score = as_trec_scores(score)
     if all(np.all(qidx[ix.start + 1:ix.stop + 1] >= qidx[ix]) for ix in _chunks(n - 1)):
         bounds = np.arange(n_q + 1, dtype=qidx.dtype if n_q < np.iinfo(qidx.dtype).max else np.int64)
         run_len = np.diff(np.searchsorted(qidx, bounds))  # grouped by query (same dtype: no copy)
@@ -365,7 +365,7 @@ def rank_run_arrays(
     if len(entry):
         _rank_entries(qidx, doc, score, run_len, entry, which, _Ties(doc_ids, rel_col, len(rank)), rank)
     num_docs = np.full(len(evaluated), np.nan)
-    return _finish([query_ids[i] for i in evaluated], num_docs, t_of_row[rel_row], rank, rel_grade, None)
+    return finish_table([query_ids[i] for i in evaluated], num_docs, t_of_row[rel_row], rank, rel_grade, None)
 
 
 def _rank_entries(qidx, doc, score, run_len, entry, which, ties: _Ties, rank: np.ndarray) -> None:
@@ -436,7 +436,7 @@ def rank_in_segments(
 ) -> np.ndarray:
     """1 + number of entries of its segment sorting before each ``entry`` (a run grouped by query).
 
-    ``score`` holds trec_eval scores (float32, see ``_as_trec_scores``); entry i belongs to the
+    ``score`` holds trec_eval scores (float32, see ``as_trec_scores``); entry i belongs to the
     segment ``starts[segment[i]]:ends[segment[i]]``. ``doc_before(a, b)`` says, for entry positions
     ``a`` and ``b`` with equal scores, whether a's doc id sorts first (byte-wise greater). Cost: one
     comparison per (entry, entry of its segment), done in chunks; ids are compared for ties only.

@@ -31,7 +31,7 @@ from typing import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from .ranking import RankTable, _as_trec_scores, judged_pairs, tie_keys
+from .ranking import RankTable, as_trec_scores, judged_pairs, tie_keys
 
 __all__ = ["AUTO_SHARD_DOCS", "SHARD_BYTES", "shard_plan", "shard_slices", "rank_relevant_sharded",
            "rank_pool_sharded", "topk_sharded", "dense_shard_scorer", "ShardedRanks", "ShardCounts",
@@ -67,7 +67,7 @@ def _cols_index(cols, n_docs: int) -> np.ndarray:
     return np.arange(n_docs)[cols] if isinstance(cols, slice) else np.asarray(cols, dtype=np.int64)
 
 
-def _round32(x: np.ndarray, up: bool) -> np.ndarray:
+def round32(x: np.ndarray, up: bool) -> np.ndarray:
     """float32 values <= x (up=False) or >= x (up=True), the nearest such."""
     x = np.asarray(x, dtype=np.float64)
     with np.errstate(over="ignore"):
@@ -91,12 +91,12 @@ class _Counter:
         self.columns = np.zeros(len(pairs.query_ids), dtype=np.int64)  # columns seen per query row
 
     def set_exact(self, idx: np.ndarray, s: np.ndarray) -> None:
-        s = _as_trec_scores(np.asarray(s))
+        s = as_trec_scores(np.asarray(s))
         self.lo[idx] = self.hi[idx] = s
         self.known[idx] = True
 
     def set_bounds(self, lo: np.ndarray, hi: np.ndarray) -> None:
-        lo, hi = _round32(lo, up=False), _round32(hi, up=True)
+        lo, hi = round32(lo, up=False), round32(hi, up=True)
         if np.any(lo > hi) or np.isnan(lo).any() or np.isnan(hi).any():
             raise ValueError("bounds must satisfy lo <= hi")
         keep = ~self.known
@@ -129,7 +129,7 @@ class _Counter:
         p, keys = self.p, self.keys
         if len(own):
             s = _to_numpy(S[_index(p.rel_row[own] - start, xp, S), _index(local, xp, S)])
-            s = _as_trec_scores(s)
+            s = as_trec_scores(s)
             bad = ~self.known[own] & ((s < self.lo[own]) | (s > self.hi[own]))
             if bad.any():
                 raise RuntimeError("a score fell outside its error bound: the products are not IEEE float32 "
@@ -378,7 +378,7 @@ def rank_relevant_sharded(
 def _as_scores(S, xp):
     if xp is np:
         S = np.asarray(S)
-        return S if S.dtype == np.float32 else _as_trec_scores(S)  # float32: NaN checked by the counter
+        return S if S.dtype == np.float32 else as_trec_scores(S)  # float32: NaN checked by the counter
     return S.float() if S.dtype != xp.float32 else S
 
 
@@ -386,7 +386,7 @@ def _as_scores(S, xp):
 
 
 @dataclass
-class _DenseShards:
+class DenseShards:
     """Document shards of a DenseRetriever: blocked products Q_block @ D_shard.T."""
 
     Q: np.ndarray  # (n_q, d) query embeddings (score dtype)
@@ -446,18 +446,18 @@ def dense_bounds(q: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def dense_shard_scorer(retriever, queries, docs, block_rows: int, device=None,
-                       precision: str = "float32") -> _DenseShards:
+                       precision: str = "float32") -> DenseShards:
     """The document-shard scorer of a DenseRetriever: embeddings through its cache (each distinct
     text once), products in its ``score_dtype``; ``device`` a torch device name or None (numpy)."""
-    from .retrievers.dense import _texts
+    from .collection import texts_of
 
     if precision not in ("float32", "float16", "bfloat16"):
         raise ValueError(f"precision must be float32, float16 or bfloat16, not {precision!r}")
     if precision != "float32" and device is None:
         raise ValueError("half precision needs a torch device")
     embed = retriever.cache.embed_rows
-    dvecs, drows = embed(retriever.encoder, _texts(docs), "document", retriever.batch_size, retriever.progress)
-    qvecs, qrows = embed(retriever.encoder, _texts(queries), "query", retriever.batch_size, retriever.progress)
+    dvecs, drows = embed(retriever.encoder, texts_of(docs), "document", retriever.batch_size, retriever.progress)
+    qvecs, qrows = embed(retriever.encoder, texts_of(queries), "query", retriever.batch_size, retriever.progress)
     dt = retriever.score_dtype
     if device is not None and dt != np.float32:
         raise ValueError("the torch path multiplies float32 embeddings; use score_dtype float32")
@@ -471,7 +471,7 @@ def dense_shard_scorer(retriever, queries, docs, block_rows: int, device=None,
         import torch
 
         dev = torch.device(device)
-    return _DenseShards(Q, U, drows.ravel(), int(block_rows), dev, precision)
+    return DenseShards(Q, U, drows.ravel(), int(block_rows), dev, precision)
 
 
 @dataclass(frozen=True)
@@ -507,7 +507,7 @@ def rank_pool_sharded(retriever, seen_pool, pool, shards: int | None = None, dev
     block = max(1, min(block, int(budget_bytes) // (8 * max(1, -(-len(doc_ids) // n)))))  # block x shard in budget
     if isinstance(retriever, DenseRetriever) and doc_ids:
         dense = dense_shard_scorer(retriever, seen_pool.queries, seen_pool.docs, block, device, precision)
-        parts = _grouped_shards(dense.rows, n)
+        parts = grouped_shards(dense.rows, n)
         xp = np
         if dense.device is not None:
             import torch as xp
@@ -520,7 +520,7 @@ def rank_pool_sharded(retriever, seen_pool, pool, shards: int | None = None, dev
     return ShardedRanks(table, min(n, max(len(doc_ids), 1)), "column split of full rows", True, "float32")
 
 
-def _grouped_shards(rows: np.ndarray, shards: int) -> list:
+def grouped_shards(rows: np.ndarray, shards: int) -> list:
     """``shards`` column sets of near-equal size, copies of one text always in the same set (so a
     single product gives all of them one score). Contiguous slices when there are no copies."""
     n = len(rows)
@@ -544,7 +544,7 @@ def _rank_full_rows_split(blocks, shards: int, doc_ids, query_ids, pool, langs) 
     counter = _Counter(pairs, tie_keys(doc_ids), len(doc_ids))
     parts = shard_slices(len(doc_ids), shards)
     for start, S in blocks:
-        S = _as_trec_scores(np.asarray(S))
+        S = as_trec_scores(np.asarray(S))
         if S.ndim != 2 or S.shape[1] != len(doc_ids):
             raise ValueError(f"score block has shape {S.shape}, expected (b, {len(doc_ids)})")
         a0, a1 = np.searchsorted(pairs.rel_row, [start, start + S.shape[0]])
@@ -578,7 +578,7 @@ def topk_sharded(score_shard: Callable[[object], Iterable[tuple[int, np.ndarray]
     for cols in _shards_of(shards, n_docs):
         cidx = _cols_index(cols, n_docs)
         for start, S in score_shard(cols):
-            S = _as_trec_scores(_to_numpy(S)).copy()
+            S = as_trec_scores(_to_numpy(S)).copy()
             if np.isnan(S).any():
                 raise ValueError(f"NaN score in rows {start}:{start + S.shape[0]}")
             b, w = S.shape

@@ -38,7 +38,7 @@ _TIE_RTOL = 1e-10
 
 
 @contextmanager
-def _quiet():
+def quiet_float_warnings():
     """Silence numpy's all-NaN / empty-slice warnings: those cases yield NaN on purpose."""
     with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -104,7 +104,7 @@ def bootstrap_means(values, resamples: int = 1000, seed: int = 42, chunk: int | 
         if weights is None:
             out[start:start + c] = sums / n
         else:
-            with _quiet():
+            with quiet_float_warnings():
                 out[start:start + c] = sums / (counts @ weights)
     return out[:, 0] if one_d else out
 
@@ -115,10 +115,10 @@ def _check_confidence(confidence: float) -> float:
     return float(confidence)
 
 
-def _percentiles(means: np.ndarray, confidence: float) -> tuple:
+def percentile_interval(means: np.ndarray, confidence: float) -> tuple:
     confidence = _check_confidence(confidence)
     alpha = (1.0 - confidence) / 2.0
-    with _quiet():  # an all-NaN column gives a NaN interval
+    with quiet_float_warnings():  # an all-NaN column gives a NaN interval
         low, high = np.nanquantile(means, [alpha, 1.0 - alpha], axis=0)
     if np.ndim(low) == 0:
         return float(low), float(high)
@@ -129,7 +129,7 @@ def bootstrap_ci(values, resamples: int = 1000, seed: int = 42, confidence: floa
                  chunk: int | None = None) -> tuple:
     """Percentile bootstrap interval ``(low, high)`` of the mean; arrays per column if 2-D."""
     _check_confidence(confidence)
-    return _percentiles(bootstrap_means(values, resamples, seed, chunk), confidence)
+    return percentile_interval(bootstrap_means(values, resamples, seed, chunk), confidence)
 
 
 def _paired_diff(a, b) -> np.ndarray:
@@ -149,7 +149,7 @@ def paired_bootstrap(a, b, resamples: int = 1000, seed: int = 42, confidence: fl
     Scalars for 1-D inputs, arrays (one per column) for 2-D.
     """
     d = _paired_diff(a, b)
-    with _quiet():
+    with quiet_float_warnings():
         diff = np.nanmean(d, axis=0)
     low, high = bootstrap_ci(d, resamples, seed, confidence, chunk)
     n = (~np.isnan(d)).sum(axis=0)

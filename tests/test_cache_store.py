@@ -113,7 +113,7 @@ def test_the_callers_ask_the_layout(tmp_path, monkeypatch):
     from clirbench.translate import TranslationPlan
 
     monkeypatch.setenv("CLIRBENCH_CACHE_DIR", str(tmp_path / "c"))
-    plan = TranslationPlan.create("query", _Identity())
+    plan = TranslationPlan.create({"direction": "query", "translator": _Identity()})
     assert plan.cache.root == tmp_path / "c" / "translations"
     (tmp_path / "model").mkdir()  # a local model folder: nothing loads until encoding
     assert splade.from_spec(str(tmp_path / "model"), {"cache_dir": tmp_path / "e"}).cache.root == tmp_path / "e" / "sparse"

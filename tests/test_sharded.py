@@ -11,7 +11,7 @@ from clirbench.collection import Pool, Text
 from clirbench.measures import PEER, DEFAULT_MEASURES, compute, parse
 from clirbench.ranking import judged_pairs, rank_relevant
 from clirbench.sharded import (AUTO_SHARD_DOCS, rank_pool_sharded, rank_relevant_sharded, shard_plan,
-                               shard_slices, topk_sharded, _grouped_shards)
+                               shard_slices, topk_sharded, grouped_shards)
 
 from conftest import BagOfCharsEncoder
 from xquad_files import XQUAD  # noqa: E402
@@ -178,7 +178,7 @@ def test_half_precision_is_exact_for_its_own_scores_and_says_approximate(tmp_pat
     assert not got.exact and got.precision == "bfloat16"
     dense = dense_shard_scorer(retriever, pool.queries, pool.docs, 4, device="cpu", precision="bfloat16")
     M = np.zeros((len(pool.queries), len(pool.docs)), dtype=np.float32)
-    for cols in _grouped_shards(dense.rows, 3):
+    for cols in grouped_shards(dense.rows, 3):
         for start, S in dense.scorer()(cols):
             assert isinstance(S, torch.Tensor)
             M[start:start + S.shape[0], cols] = S.numpy()
@@ -199,7 +199,7 @@ def test_topk_of_dense_document_shards_equals_full_rows(tmp_path):
     ids = [d.id for d in pool.docs]
     dense = dense_shard_scorer(retriever, pool.queries, pool.docs, 4)
     for k in (1, 5, 37):
-        got = topk_sharded(dense.scorer(), _grouped_shards(dense.rows, 4), ids, len(M), k)
+        got = topk_sharded(dense.scorer(), grouped_shards(dense.rows, 4), ids, len(M), k)
         want = naive_topk(M, ids, k, {})
         assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
 
@@ -221,7 +221,7 @@ def test_a_small_budget_gives_small_query_blocks_with_the_same_ranks(tmp_path, m
 def test_copies_of_one_text_stay_in_one_shard():
     rows = np.array([0, 1, 0, 2, 1, 3, 0, 4, 5, 5])
     for n in range(1, 12):
-        parts = _grouped_shards(rows, n)
+        parts = grouped_shards(rows, n)
         assert sorted(np.concatenate([np.arange(10)[p] for p in parts]).tolist()) == list(range(10))
         owner = {}
         for k, p in enumerate(parts):

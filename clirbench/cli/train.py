@@ -83,17 +83,17 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def cmd_train(args) -> int:
-    from . import _options, _split
+    from .args import split_list, task_options
     from ..train.recipes import TRAIN_RECORD, train
 
-    out = train(args.model, args.out, task=args.task, langs=_split(args.langs) or [],
-                task_options=_options(args.task_option), data_dir=args.data_dir, triplets=args.triplets,
+    out = train(args.model, args.out, task=args.task, langs=split_list(args.langs) or [],
+                task_options=task_options(args.task_option), data_dir=args.data_dir, triplets=args.triplets,
                 recipe=args.recipe, loss=args.loss, compositions=args.compositions,
                 hard_negatives=args.hard_negatives, miner=args.miner, lr=args.lr, epochs=args.epochs,
                 batch_size=args.batch_size, warmup_ratio=args.warmup_ratio, seed=args.seed,
                 max_steps=args.max_steps, max_examples=args.max_examples, scale=args.scale,
                 device=args.device, cache_dir=args.cache_dir, progress=not args.no_progress,
-                eval_every=args.eval_every, eval_task_options=_options(args.eval_task_option))
+                eval_every=args.eval_every, eval_task_options=task_options(args.eval_task_option))
     record = json.loads((out / TRAIN_RECORD).read_text(encoding="utf-8"))
     print(f"{out}: {record['recipe']} ({record['loss']['loss']}), {record['steps']} steps on {record['rows']} rows, "
           f"train loss {record['train_loss']:.4f}, {record['train_seconds']:.0f} s; "

@@ -18,7 +18,7 @@ from typing import Mapping
 
 import numpy as np
 
-from ..ranking import RankTable, _finish, rank_in_segments
+from ..ranking import RankTable, finish_table, rank_in_segments
 
 __all__ = ["rank_run_file"]
 
@@ -232,7 +232,7 @@ class _Ranker:
     def table(self) -> RankTable:
         parts = self.parts or [(np.zeros(0, np.int64), np.zeros(0), np.zeros(0))]
         t, rank, grade = (np.concatenate(x) for x in zip(*parts))
-        return _finish(self.evaluated, np.full(len(self.evaluated), np.nan), t, rank, grade, None)
+        return finish_table(self.evaluated, np.full(len(self.evaluated), np.nan), t, rank, grade, None)
 
 
 def rank_run_file(path: str | os.PathLike, qrels: Mapping[str, Mapping[str, int]]) -> tuple[RankTable, list[str]] | None:

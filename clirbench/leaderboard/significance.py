@@ -104,34 +104,34 @@ def _counts(n: int, resamples: int, seed: int) -> np.ndarray:
 
 
 def _boot(cols: np.ndarray, resamples: int, seed: int) -> np.ndarray:
-    from ..stats import _quiet, bootstrap_means
+    from ..stats import quiet_float_warnings, bootstrap_means
 
     n = cols.shape[0]
     if n * resamples > _MAX_CACHED:
         return bootstrap_means(cols, resamples, seed)
     counts = _counts(n, resamples, seed)
     defined = ~np.isnan(cols)
-    with _quiet():
+    with quiet_float_warnings():
         return (counts @ np.where(defined, cols, 0.0)) / (counts @ defined.astype(np.float64))
 
 
 def _macro(leaderboard: Mapping, systems: list[str], pids: list[str], measure: str, resamples: int, seed: int):
-    from ..stats import _quiet
+    from ..stats import quiet_float_warnings
 
     point = np.zeros(len(systems))
     boots = np.zeros((resamples, len(systems)))
     for pid in pids:
         cols = np.stack([_vector(leaderboard, s, pid, measure) for s in systems], axis=1)
-        with _quiet():
+        with quiet_float_warnings():
             point += np.nanmean(cols, axis=0)
         boots += _boot(cols, resamples, _seed(seed, leaderboard["pools"][pid]["query_ids_sha256"]))
     return point / len(pids), boots / len(pids)
 
 
 def _quantiles(x: np.ndarray, confidence: float) -> tuple:
-    from ..stats import _percentiles
+    from ..stats import percentile_interval
 
-    return _percentiles(x, confidence)
+    return percentile_interval(x, confidence)
 
 
 def _rank(board_systems: list[str], point: np.ndarray, boots: np.ndarray, goodness, confidence: float):

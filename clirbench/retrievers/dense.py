@@ -6,16 +6,12 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from ..collection import Text
+from ..collection import Text, texts_of
 from ..cache.embeddings import EmbeddingCache
 
 __all__ = ["DenseRetriever", "MAX_BLOCK_BYTES"]
 
 MAX_BLOCK_BYTES = 256 << 20  # one yielded score block stays at or below this
-
-
-def _texts(items: Sequence[Text] | Sequence[str]) -> list[str]:
-    return [t if isinstance(t, str) else t.text for t in items]
 
 
 class DenseRetriever:
@@ -60,12 +56,12 @@ class DenseRetriever:
 
     def embed(self, texts: Sequence[Text] | Sequence[str], role: str) -> np.ndarray:
         """float32 (n, d) embeddings of ``texts`` through the cache."""
-        return self.cache.embed(self.encoder, _texts(texts), role, self.batch_size, self.progress)
+        return self.cache.embed(self.encoder, texts_of(texts), role, self.batch_size, self.progress)
 
     def prepare(self, queries: Sequence[Text], docs: Sequence[Text]) -> None:
         """Encode every missing document and query now (e.g. all pools of a sweep in one pass)."""
-        self.cache.embed_rows(self.encoder, _texts(docs), "document", self.batch_size, self.progress)
-        self.cache.embed_rows(self.encoder, _texts(queries), "query", self.batch_size, self.progress)
+        self.cache.embed_rows(self.encoder, texts_of(docs), "document", self.batch_size, self.progress)
+        self.cache.embed_rows(self.encoder, texts_of(queries), "query", self.batch_size, self.progress)
 
     def rows_per_block(self, n_docs: int) -> int:
         if self.block_rows:
@@ -91,8 +87,8 @@ class DenseRetriever:
 
     def score(self, queries: Sequence[Text], docs: Sequence[Text]) -> Iterator[tuple[int, np.ndarray]]:
         """Yield ``(start, scores[b, len(docs)])`` for consecutive query rows, each row exactly once."""
-        dvecs, drows = self.cache.embed_rows(self.encoder, _texts(docs), "document", self.batch_size, self.progress)
-        qvecs, qrows = self.cache.embed_rows(self.encoder, _texts(queries), "query", self.batch_size, self.progress)
+        dvecs, drows = self.cache.embed_rows(self.encoder, texts_of(docs), "document", self.batch_size, self.progress)
+        qvecs, qrows = self.cache.embed_rows(self.encoder, texts_of(queries), "query", self.batch_size, self.progress)
         n_q, n_d = len(qrows), len(drows)
         dim = dvecs.shape[1] if dvecs.ndim == 2 and dvecs.shape[1] else (qvecs.shape[1] if qvecs.ndim == 2 else 0)
         D = dvecs[drows].astype(self.score_dtype, copy=False) if n_d else np.zeros((0, dim), self.score_dtype)

@@ -21,7 +21,7 @@ import numpy as np
 from ..cache.codecs import SPARSE as SPARSE_CODEC
 from ..cache.layout import SPARSE, retriever_dir
 from ..cache.store import ShardStore, SpaceCache, distinct_rows, fill, text_digest
-from ..collection import Text, check_role
+from ..collection import Text, check_role, texts_of
 from ..errors import ClirbenchError
 from .encoders import batches, locate_model, saved_prompts, default_device
 
@@ -270,10 +270,6 @@ class SparseVectorCache(SpaceCache):
 # ----------------------------------------------------------------------------------------- retriever
 
 
-def _texts(items: Sequence[Text] | Sequence[str]) -> list[str]:
-    return [t if isinstance(t, str) else t.text for t in items]
-
-
 class SpladeRetriever:
     """Exact sparse inner products ``q . d`` over the pool via a CSR inverted index (see module doc)."""
 
@@ -301,14 +297,14 @@ class SpladeRetriever:
     def prepare(self, queries: Sequence[Text], docs: Sequence[Text]) -> None:
         """Encode every missing document and query now."""
         self._sync_progress()
-        self.cache.vectors_rows(self.encoder, _texts(docs), "document")
-        self.cache.vectors_rows(self.encoder, _texts(queries), "query")
+        self.cache.vectors_rows(self.encoder, texts_of(docs), "document")
+        self.cache.vectors_rows(self.encoder, texts_of(queries), "query")
 
     def score(self, queries: Sequence[Text], docs: Sequence[Text]) -> Iterator[tuple[int, np.ndarray]]:
         """Yield ``(start, scores[b, len(docs)])`` float32 blocks, each query row exactly once."""
         self._sync_progress()
-        D, drows = self.cache.vectors_rows(self.encoder, _texts(docs), "document")
-        Q, qrows = self.cache.vectors_rows(self.encoder, _texts(queries), "query")
+        D, drows = self.cache.vectors_rows(self.encoder, texts_of(docs), "document")
+        Q, qrows = self.cache.vectors_rows(self.encoder, texts_of(queries), "query")
         n_q, n_d = len(qrows), len(drows)
         if n_d == 0:
             for start in range(0, n_q, 4096):
