@@ -40,9 +40,10 @@ def _json_depth_ok(text: str, limit: int) -> bool:
     return int(np.cumsum(np.where(opening, 1, -1)).max(initial=0)) <= limit
 
 
-def loads_json(text: str | bytes, where: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
-    """Parse JSON (a ``str`` is parsed as is; file readers drop a byte-order mark); a duplicate key, deep nesting or bad syntax raises one-line MalformedDataError
-    naming ``where`` (``file`` or ``file:line``)."""
+def loads_json(text: str | bytes, where: str, max_depth: int = MAX_JSON_DEPTH, constants: bool = True) -> Any:
+    """Parse JSON (a ``str`` is parsed as is; file readers drop a byte-order mark); a duplicate key,
+    deep nesting, bad syntax or (``constants=False``) NaN/Infinity raises one-line
+    MalformedDataError naming ``where`` (``file`` or ``file:line``)."""
     if isinstance(text, bytes):  # a whole file: a byte-order mark at its start is dropped
         text = text.decode("utf-8-sig")
     if not _json_depth_ok(text, max_depth):
@@ -56,8 +57,11 @@ def loads_json(text: str | bytes, where: str, max_depth: int = MAX_JSON_DEPTH) -
             out[key] = value
         return out
 
+    def no_constant(name: str):
+        raise MalformedDataError(f"{where}: {name} is not valid JSON")
+
     try:
-        return json.loads(text, object_pairs_hook=no_duplicates)
+        return json.loads(text, object_pairs_hook=no_duplicates, parse_constant=None if constants else no_constant)
     except json.JSONDecodeError as exc:
         raise MalformedDataError(f"{where}: not valid JSON ({exc.msg})") from None
     except RecursionError:  # the depth scan should have caught it; never a traceback

@@ -34,7 +34,7 @@ def add_leaderboard_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def cmd_leaderboard(args) -> int:
-    """Handler: returns the exit code; user errors raise ClirbenchError (one line, exit 2, in cli.py)."""
+    """Handler: returns the exit code; user errors raise ClirbenchError (one line, exit 2, in cli.main)."""
     from ..errors import ClirbenchError
     from .. import leaderboard as lb
 

@@ -26,7 +26,7 @@ def add_psq_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def cmd_psq(args) -> int:
-    """Handler: returns the exit code; user errors raise ClirbenchError (one line, exit 2, in cli.py)."""
+    """Handler: returns the exit code; user errors raise ClirbenchError (one line, exit 2, in cli.main)."""
     from ..errors import ClirbenchError
 
     if getattr(args, "psq_command", None) != "train":

@@ -51,7 +51,7 @@ def add_sweep_parser(subparsers) -> argparse.ArgumentParser:
 
 def cmd_sweep(args) -> int:
     """Handler: 0 when every cell finished, 1 when some failed; a malformed config raises
-    SweepConfigError (a ClirbenchError: one line, exit 2 in cli.py)."""
+    SweepConfigError (a ClirbenchError: one line, exit 2 in cli.main)."""
     from dataclasses import replace
 
     from ..sweep import cells, load_config, make_executor, run_sweep

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..atomic import write_text_atomic
 from ..errors import ClirbenchError, DataNotFoundError, MalformedDataError
+from ..strict import loads_json
 
 __all__ = [
     "FORMAT", "SCHEMA_VERSION", "MAX_LEADERBOARD_BYTES", "MAX_TEXT", "check_text", "check_strings",
@@ -85,19 +86,6 @@ def check_strings(value: Any, where: str, depth: int = 0) -> Any:
     return value
 
 
-def _no_duplicates(pairs: list) -> dict:
-    out: dict = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {_show(key)}")
-        out[key] = value
-    return out
-
-
-def _no_constant(name: str):
-    raise ValueError(f"{name} is not valid JSON")
-
-
 def strict_json(path: str | os.PathLike, max_bytes: int, what: str) -> Any:
     """Parse a JSON file of at most ``max_bytes``: no NaN/Infinity, no duplicate keys."""
     path = Path(path)
@@ -114,11 +102,10 @@ def strict_json(path: str | os.PathLike, max_bytes: int, what: str) -> Any:
             raw = handle.read(max_bytes + 1)
         if len(raw) > max_bytes:
             raise ClirbenchError(f"{path}: {what} is over the {max_bytes}-byte limit")
-        return json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
-    except RecursionError:
-        raise MalformedDataError(f"{path}: {what} is nested too deeply") from None
-    except (ValueError, UnicodeDecodeError) as exc:
+        text = raw.decode("utf-8-sig")  # a byte-order mark at the start is dropped, as every reader does
+    except UnicodeDecodeError as exc:
         raise MalformedDataError(f"{path}: malformed {what}: {' '.join(str(exc).split())[:200]}") from None
+    return loads_json(text, f"{path}: malformed {what}", constants=False)
 
 
 # ---------------------------------------------------------------------------------------------

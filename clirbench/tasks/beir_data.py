@@ -88,8 +88,7 @@ def pools(card: TaskCard, langs=None, scenarios="all", query_langs=None, data_di
 class BeirDataLoader(BaseLoader):
     """beir:<dir>: the user's BEIR-format folder."""
 
-    def pools(self, card, langs=None, scenarios="all", query_langs=None, data_dir=None, **options):
-        return pools(card, langs, scenarios, query_langs, data_dir, **options)
+    pools = staticmethod(pools)
 
 
 LOADER = BeirDataLoader()

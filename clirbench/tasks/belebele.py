@@ -192,11 +192,8 @@ def _check_alignment(indexed: Mapping[str, tuple[dict, dict]]) -> None:
 class BelebeleLoader(BaseLoader):
     """Belebele: FLORES passages and questions; ISO codes map to FLORES variants."""
 
-    def load(self, card, languages, data_dir=None):
-        return load(card, languages, data_dir)
-
-    def canonical_language(self, card, code):
-        return canonical_language(card, code)
+    load = staticmethod(load)
+    canonical_language = staticmethod(canonical_language)
 
 
 LOADER = BelebeleLoader()

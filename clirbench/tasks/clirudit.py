@@ -266,17 +266,10 @@ def breakdown_groups(pool: Pool) -> dict[str, dict[str, tuple[str, ...]]]:
 class CLIRuditLoader(BaseLoader):
     """CLIRudit: English queries, French documents, gold translations, disciplines."""
 
-    def pools(self, card, langs=None, scenarios="all", query_langs=None, data_dir=None, **options):
-        return pools(card, langs, scenarios, query_langs, data_dir, **options)
-
-    def locate(self, card, data_dir=None):
-        return locate(card, data_dir)
-
-    def gold_translations(self, card, role, lang, data_dir=None, **options):
-        return gold_translations(card, role, lang, data_dir, **options)
-
-    def breakdown_groups(self, pool):
-        return breakdown_groups(pool)
+    pools = staticmethod(pools)
+    locate = staticmethod(locate)
+    gold_translations = staticmethod(gold_translations)
+    breakdown_groups = staticmethod(breakdown_groups)
 
 
 LOADER = CLIRuditLoader()

@@ -488,11 +488,8 @@ class ParallelIrdsTask(Task):
 class IrdsLoader(BaseLoader):
     """``irds:``: one collection's pools (retrieval), or the parallel collection of a brace group."""
 
-    def pools(self, card, langs=None, scenarios="all", query_langs=None, data_dir=None, **options):
-        return pools(card, langs, scenarios, query_langs, data_dir, **options)
-
-    def load(self, card, languages, data_dir=None):
-        return load(card, languages, data_dir)
+    pools = staticmethod(pools)
+    load = staticmethod(load)
 
 
 LOADER = IrdsLoader()

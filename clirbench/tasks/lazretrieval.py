@@ -185,14 +185,9 @@ def summary_table(records: Iterable[Mapping], measure: str = "nDCG@10") -> str:
 class LazRetrievalLoader(BaseLoader):
     """LazRetrieval: one pool per locale."""
 
-    def pools(self, card, langs=None, scenarios="all", query_langs=None, data_dir=None, **options):
-        return pools(card, langs, scenarios, query_langs, data_dir, **options)
-
-    def locate(self, card, data_dir=None):
-        return locate(card, data_dir)
-
-    def summary_table(self, records):
-        return summary_table(records)
+    pools = staticmethod(pools)
+    locate = staticmethod(locate)
+    summary_table = staticmethod(summary_table)
 
 
 LOADER = LazRetrievalLoader()

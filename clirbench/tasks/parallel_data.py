@@ -217,8 +217,7 @@ def load(card: TaskCard, languages: Sequence[str], data_dir=None) -> ParallelCol
 class ParallelDataLoader(BaseLoader):
     """parallel:<file>: the user's aligned JSONL/TSV file."""
 
-    def load(self, card, languages, data_dir=None):
-        return load(card, languages, data_dir)
+    load = staticmethod(load)
 
 
 LOADER = ParallelDataLoader()

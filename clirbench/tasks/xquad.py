@@ -121,11 +121,8 @@ def select(card: TaskCard, collection: ParallelCollection, articles: str | None 
 class XQuADLoader(BaseLoader):
     """XQuAD: SQuAD-format JSON per language; articles=train|test selects articles."""
 
-    def load(self, card, languages, data_dir=None):
-        return load(card, languages, data_dir)
-
-    def select(self, card, collection, **options):
-        return select(card, collection, **options)
+    load = staticmethod(load)
+    select = staticmethod(select)
 
 
 LOADER = XQuADLoader()
