@@ -106,3 +106,19 @@ def bag_retriever(tmp_path):
         return DenseRetriever(encoder, cache, spec="test:bag-of-chars"), encoder
 
     return make
+
+
+RANK_TABLE_FIELDS = ("query_ids", "num_docs", "qidx", "rank", "grade", "same_lang", "doc_lang")
+
+
+def assert_same_table(a, b):
+    """Two RankTables equal field by field, dtypes included (None only where both are None)."""
+    import numpy as np
+
+    for f in RANK_TABLE_FIELDS:
+        x, y = getattr(a, f), getattr(b, f)
+        if x is None or y is None:
+            assert x is None and y is None, f
+        else:
+            assert np.array_equal(np.asarray(x), np.asarray(y)), f
+            assert np.asarray(x).dtype == np.asarray(y).dtype, f

@@ -19,11 +19,10 @@ from clirbench.errors import ClirbenchError
 from clirbench.ranking import rank_relevant
 from clirbench.sharded import rank_pool_sharded, topk_sharded
 
-from conftest import BagOfCharsEncoder
+from conftest import BagOfCharsEncoder, assert_same_table
 
 pytest.importorskip("ray")
 
-FIELDS = ("query_ids", "num_docs", "qidx", "rank", "grade", "same_lang", "doc_lang")
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -55,13 +54,6 @@ def never_in_a_task(driver_pid, cache_dir):
     return bag_recipe(cache_dir)
 
 
-def assert_same_table(a, b):
-    for f in FIELDS:
-        x, y = getattr(a, f), getattr(b, f)
-        if x is None or y is None:
-            assert x is None and y is None, f
-        else:
-            assert np.array_equal(np.asarray(x), np.asarray(y)) and np.asarray(x).dtype == np.asarray(y).dtype, f
 
 
 def tie_pool():

@@ -13,20 +13,11 @@ from clirbench.ranking import judged_pairs, rank_relevant
 from clirbench.sharded import (AUTO_SHARD_DOCS, rank_pool_sharded, rank_relevant_sharded, shard_plan,
                                shard_slices, topk_sharded, grouped_shards)
 
-from conftest import BagOfCharsEncoder
+from conftest import BagOfCharsEncoder, assert_same_table
 from xquad_files import XQUAD  # noqa: E402
 
-FIELDS = ("query_ids", "num_docs", "qidx", "rank", "grade", "same_lang", "doc_lang")
 
 
-def assert_same_table(a, b):
-    for f in FIELDS:
-        x, y = getattr(a, f), getattr(b, f)
-        if x is None or y is None:
-            assert x is None and y is None, f
-        else:
-            assert np.array_equal(np.asarray(x), np.asarray(y)), f
-            assert np.asarray(x).dtype == np.asarray(y).dtype, f
 
 
 def tie_pool(seed=0, nq=23, nd=41, values=(0.3, 0.30000000000000004, 0.1, -np.inf)):
