@@ -1,7 +1,7 @@
 """clirbench: a benchmark harness for cross-lingual information retrieval.
 
-The public API mirrors the CLI and works in memory: ``get_task``, ``list_tasks``, ``run``,
-``evaluate``, ``compare``, ``load_results``, the measure objects (``parse("nDCG@10")``, ``nDCG``,
+The public API mirrors the CLI and works in memory: ``get_task``, ``list_tasks``,
+``register_task``, ``run``, ``evaluate``, ``compare``, ``load_results``, the measure objects (``parse("nDCG@10")``, ``nDCG``,
 ``MaxR``, …), the data types ``Text`` and ``Pool``, the ``Retriever`` protocol and
 ``RunRetriever`` (a ``{qid: {docid: score}}`` run as a retriever). See docs/python-api.md.
 Nothing heavy is imported until a name is used.
@@ -19,6 +19,7 @@ _MEASURES = ("nDCG", "AP", "RR", "R", "P", "Success", "Complete", "MaxR", "MaxR_
 _LAZY = {
     "get_task": ("clirbench.tasks", "get_task"),
     "list_tasks": ("clirbench.tasks", "list_tasks"),
+    "register_task": ("clirbench.tasks", "register_task"),
     "run": ("clirbench.api", "run"),
     "evaluate": ("clirbench.api", "evaluate"),
     "compare": ("clirbench.paired", "compare"),

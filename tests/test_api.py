@@ -73,7 +73,7 @@ def test_import_is_light_and_dir_lists_the_api():
     assert proc.returncode == 0, proc.stderr
     heavy, names = proc.stdout.splitlines()
     assert heavy == "[]"
-    for name in ("run", "evaluate", "compare", "get_task", "list_tasks", "Retriever", "Text", "Pool",
+    for name in ("run", "evaluate", "compare", "get_task", "list_tasks", "register_task", "Retriever", "Text", "Pool",
                  "RunRetriever", "nDCG", "MaxR", "parse", "load_results"):
         assert repr(name) in names
     assert clirbench.Pool is Pool and clirbench.Text is Text and str(clirbench.nDCG @ 10) == "nDCG@10"
