@@ -375,7 +375,7 @@ def rank_pool_ray(retriever, seen_pool, pool, shards: int | None = None, *, addr
     from .retrievers.dense import DenseRetriever
     from .cache.embeddings import distinct_rows
     from .sharded import (grouped_shards, round32, dense_bounds, merge_topk, rank_pool_sharded, ranks_from_counts,
-                          shard_plan)
+                          shard_counts)
 
     if not isinstance(retriever, DenseRetriever):
         if topk:
@@ -395,11 +395,7 @@ def rank_pool_ray(retriever, seen_pool, pool, shards: int | None = None, *, addr
     doc_texts, query_texts = texts_of(seen_pool.docs), texts_of(seen_pool.queries)
     if len(doc_texts) != len(doc_ids) or len(query_texts) != len(query_ids):
         raise ValueError("seen_pool and pool differ in size")
-    auto, block = shard_plan(len(doc_ids), len(query_ids), budget_bytes)
-    n = int(shards) if shards else auto
-    if n < 1:
-        raise ValueError(f"shards must be >= 1, not {shards}")
-    block = max(1, min(block, int(budget_bytes) // (8 * max(1, -(-len(doc_ids) // n)))))
+    n, block = shard_counts(len(doc_ids), len(query_ids), shards, budget_bytes)
     pairs = judged_pairs(doc_ids, query_ids, pool.qrels, pool.exclusions, langs)  # checks ids first
     keys = tie_keys(doc_ids)
     _, text_rows = distinct_rows(doc_texts)

@@ -55,6 +55,16 @@ def shard_plan(n_docs: int, n_queries: int, budget_bytes: int = SHARD_BYTES,
     return max(1, -(-int(n_docs) // per_block)), rows
 
 
+def shard_counts(n_docs: int, n_queries: int, shards: int | None, budget_bytes: int = SHARD_BYTES) -> tuple[int, int]:
+    """``(shards, query_block_rows)`` for a run: ``shards`` as asked (``shard_plan``'s count when
+    None), query blocks shrunk so that one block x shard stays within ``budget_bytes``."""
+    auto, block = shard_plan(n_docs, n_queries, budget_bytes)
+    n = int(shards) if shards else auto
+    if n < 1:
+        raise ValueError(f"shards must be >= 1, not {shards}")
+    return n, max(1, min(block, int(budget_bytes) // (8 * max(1, -(-int(n_docs) // n)))))
+
+
 def shard_slices(n_docs: int, shards: int) -> list[slice]:
     """``shards`` contiguous, near-equal column ranges (fewer when there are fewer documents)."""
     if int(shards) < 1:
@@ -500,11 +510,7 @@ def rank_pool_sharded(retriever, seen_pool, pool, shards: int | None = None, dev
     doc_ids = [d.id for d in pool.docs]
     query_ids = [q.id for q in pool.queries]
     langs = [d.lang for d in pool.docs]
-    auto, block = shard_plan(len(doc_ids), len(query_ids), budget_bytes)
-    n = int(shards) if shards else auto
-    if n < 1:
-        raise ValueError(f"shards must be >= 1, not {shards}")
-    block = max(1, min(block, int(budget_bytes) // (8 * max(1, -(-len(doc_ids) // n)))))  # block x shard in budget
+    n, block = shard_counts(len(doc_ids), len(query_ids), shards, budget_bytes)
     if isinstance(retriever, DenseRetriever) and doc_ids:
         dense = dense_shard_scorer(retriever, seen_pool.queries, seen_pool.docs, block, device, precision)
         parts = grouped_shards(dense.rows, n)
