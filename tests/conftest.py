@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -122,3 +124,27 @@ def assert_same_table(a, b):
         else:
             assert np.array_equal(np.asarray(x), np.asarray(y)), f
             assert np.asarray(x).dtype == np.asarray(y).dtype, f
+
+
+# No test reads the folder beside the clone that only the developers' machines and CI have
+# (tests/test_self_contained.py scans the files; this catches a read at run time).
+SHARED_BESIDE = Path(__file__).resolve().parents[1].parent / "shared"
+OUTSIDE_READS: list[str] = []
+_SHARED = str(SHARED_BESIDE)
+
+
+def _refuse_outside_reads(event: str, args: tuple) -> None:
+    if event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
+        path = os.path.abspath(os.fsdecode(args[0]))
+        if path == _SHARED or path.startswith(_SHARED + os.sep):
+            OUTSIDE_READS.append(path)
+            raise PermissionError(f"a test opened {path}: outside the repository")
+
+
+sys.addaudithook(_refuse_outside_reads)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if OUTSIDE_READS:
+        print(f"\ntests read files outside the repository: {sorted(set(OUTSIDE_READS))}", file=sys.stderr)
+        session.exitstatus = 1

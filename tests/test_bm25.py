@@ -21,7 +21,7 @@ from clirbench.runner import run
 from clirbench.scenarios import build_pool
 from clirbench.tasks import get_task
 
-from xquad_files import XQUAD  # noqa: E402  (../shared/data/xquad, else the embedded copy)
+from xquad_files import XQUAD  # noqa: E402  (the copy the package ships)
 
 EN_DOCS = [
     "The quick brown fox jumps over the lazy dog.",

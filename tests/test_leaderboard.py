@@ -15,7 +15,7 @@ from clirbench.leaderboard import store
 from clirbench.leaderboard.submit import merge, validate_result
 
 REPO = Path(__file__).resolve().parents[1]
-from xquad_files import XQUAD  # noqa: E402  (../shared/data/xquad, else the embedded copy)
+from xquad_files import XQUAD  # noqa: E402  (the copy the package ships)
 
 
 @pytest.fixture(scope="module")

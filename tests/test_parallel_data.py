@@ -11,7 +11,7 @@ from clirbench.errors import DataNotFoundError, MalformedDataError, UnknownNameE
 from clirbench.runner import run
 from clirbench.tasks import get_task
 
-from xquad_files import XQUAD  # noqa: E402  (../shared/data/xquad, else the embedded copy)
+from xquad_files import XQUAD  # noqa: E402  (the copy the package ships)
 
 
 def xquad_to_jsonl(path: Path, langs=("en", "de")) -> Path:

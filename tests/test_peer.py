@@ -14,7 +14,7 @@ from clirbench.ranking import RankTable, rank_relevant
 from clirbench.results import read_per_query
 from clirbench.runner import run
 
-from xquad_files import XQUAD  # noqa: E402  (../shared/data/xquad, else the embedded copy)
+from xquad_files import XQUAD  # noqa: E402  (the copy the package ships)
 
 
 def table(rows, num_docs=100.0) -> RankTable:

@@ -19,7 +19,7 @@ from clirbench.retrievers.psq import (PSQRetriever, from_spec, load_table, meta_
                                       write_table)
 from clirbench.runner import run
 
-from xquad_files import XQUAD  # noqa: E402  (../shared/data/xquad, else the embedded copy)
+from xquad_files import XQUAD  # noqa: E402  (the copy the package ships)
 NO_PRUNING = dict(min_prob=0.0, max_cdf=1.0, max_alternatives=0)
 
 

@@ -16,7 +16,7 @@ from clirbench.errors import ClirbenchError
 from clirbench.retrievers import java
 from clirbench.retrievers import pyserini_bm25 as pb
 
-from xquad_files import XQUAD  # noqa: E402  (../shared/data/xquad, else the embedded copy)
+from xquad_files import XQUAD  # noqa: E402  (the copy the package ships)
 
 DOCS = [
     Text("en-1", "The river runs through the old city of Prague.", "en"),

@@ -14,7 +14,7 @@ from clirbench.scenarios import parse_langs
 from clirbench.scenarios import build_pools
 from clirbench.tasks import get_task
 
-from xquad_files import XQUAD  # noqa: E402  (../shared/data/xquad, else the embedded copy)
+from xquad_files import XQUAD  # noqa: E402  (the copy the package ships)
 LANGS = get_task("xquad").card.languages
 
 

@@ -8,7 +8,7 @@ from clirbench.errors import UnknownNameError
 from clirbench.scenarios import build_pool, build_pools
 from clirbench.tasks import get_task
 
-from xquad_files import XQUAD  # noqa: E402  (../shared/data/xquad, else the embedded copy)
+from xquad_files import XQUAD  # noqa: E402  (the copy the package ships)
 
 
 @pytest.fixture

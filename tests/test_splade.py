@@ -18,7 +18,7 @@ from clirbench.retrievers.splade import (
     from_spec,
 )
 
-from xquad_files import XQUAD  # noqa: E402  (../shared/data/xquad, else the embedded copy)
+from xquad_files import XQUAD  # noqa: E402  (the copy the package ships)
 
 
 def _xquad_sentences(lang: str, n: int) -> list[str]:

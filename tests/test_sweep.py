@@ -20,7 +20,7 @@ from clirbench.sweep.executors import translation_kwargs
 from clirbench.translate import TranslationOptions
 from clirbench.sweep.config import Translation
 
-from xquad_files import XQUAD  # noqa: E402  (../shared/data/xquad, else the embedded copy)
+from xquad_files import XQUAD  # noqa: E402  (the copy the package ships)
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "sweep-xquad.yaml"
 
 # two small task entries: 4 pools (en,de: multi and mono-same, both query languages) and 1 pool

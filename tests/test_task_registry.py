@@ -15,9 +15,7 @@ from clirbench.errors import ClirbenchError, UnknownNameError
 from clirbench.tasks import BaseLoader, ParallelLoader, RetrievalLoader, TaskLoader, get_task, list_tasks, register_task
 from clirbench.tasks.card import load_cards
 
-SHARED_DATA = Path(__file__).resolve().parents[1] / "shared" / "data"
-if not (SHARED_DATA / "xquad").is_dir():
-    SHARED_DATA = Path("/work/shared/data")
+from xquad_files import DATA  # noqa: E402  (a data folder holding xquad/, from the package's copy)
 
 PLUGIN = textwrap.dedent('''
     """A third-party task: three English documents, two queries, registered by entry point."""
@@ -102,7 +100,7 @@ def test_a_broken_plugin_is_one_warning_and_the_rest_still_lists(installed_plugi
 def test_register_task_in_process(fresh_registry):
     class Loader(BaseLoader):
         def load(self, card, languages, data_dir=None):
-            return get_task("xquad").load(languages, data_dir=SHARED_DATA)
+            return get_task("xquad").load(languages, data_dir=DATA)
 
     card = dict(id="my-xquad", name="Mine", description="XQuAD under another id", kind="parallel",
                 source={"hf": "none"}, languages=["en", "zh"], scenarios=["multi"], pivot="en",
@@ -135,19 +133,19 @@ def test_every_built_in_loader_conforms():
 def test_pool_ids_address_their_pools(address, names):
     task = get_task(address)
     assert task.address == address and task.id == "xquad"
-    assert [p.name for p in task.pools(data_dir=SHARED_DATA)] == names
+    assert [p.name for p in task.pools(data_dir=DATA)] == names
 
 
 def test_every_pool_name_is_an_id_of_that_pool():
     """``get_task(pool.name)`` gives back exactly that pool (the form results and leaderboards store)."""
-    pools = get_task("xquad").pools("en,zh", pool_mode="unique", data_dir=SHARED_DATA)
+    pools = get_task("xquad").pools("en,zh", pool_mode="unique", data_dir=DATA)
     pools += get_task("xquad").pools("de,zh", scenarios="mono-same,mono-cross", pool_mode="per-query",
-                                     data_dir=SHARED_DATA)
+                                     data_dir=DATA)
     assert len(pools) == 8 + 4
     for pool in pools:
         task = get_task(pool.name)
         assert task.address == pool.name
-        assert task.pools(data_dir=SHARED_DATA) == [pool], pool.name
+        assert task.pools(data_dir=DATA) == [pool], pool.name
 
 
 def test_mono_pool_ids_need_consistent_languages():
@@ -185,13 +183,13 @@ def test_bad_pool_ids_are_one_line_naming_the_valid_parts(address, message, caps
 
 def test_an_address_conflicts_with_other_arguments():
     with pytest.raises(UnknownNameError, match="fixes the scenario multi"):
-        get_task("xquad/multi").pools(scenarios="multi-1", data_dir=SHARED_DATA)
-    assert len(get_task("xquad/multi").pools(scenarios="multi", langs="en,zh", data_dir=SHARED_DATA)) == 2
+        get_task("xquad/multi").pools(scenarios="multi-1", data_dir=DATA)
+    assert len(get_task("xquad/multi").pools(scenarios="multi", langs="en,zh", data_dir=DATA)) == 2
 
 
 def test_run_with_a_pool_id_through_the_cli(tmp_path):
     out = tmp_path / "r"
-    assert main(["run", "--model", "bm25", "--task", "xquad/multi/en-zh/q-zh", "--data-dir", str(SHARED_DATA / "xquad"),
+    assert main(["run", "--model", "bm25", "--task", "xquad/multi/en-zh/q-zh", "--data-dir", str(DATA / "xquad"),
                  "--output", str(out), "--no-progress"]) == 0
     records = [json.loads(p.read_text(encoding="utf-8")) for p in out.rglob("*.json")]
     pools = {(r["task"]["id"], r["scenario"], tuple(r["doc_langs"]), r["query_lang"]) for r in records if "scenario" in r}

@@ -7,7 +7,7 @@ import shutil
 import numpy as np
 import pytest
 
-pytest.importorskip("sentence_transformers")
+import sentence_transformers  # noqa: E402,F401
 
 from clirbench.cli import main  # noqa: E402
 from conftest import TINY_SENTENCES  # noqa: E402

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-pytest.importorskip("sentence_transformers")
-pytest.importorskip("accelerate")
+import sentence_transformers  # noqa: E402,F401
+import accelerate  # noqa: E402,F401
 
 from clirbench.cli import main  # noqa: E402
 from clirbench.train import data as D  # noqa: E402

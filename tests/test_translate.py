@@ -15,7 +15,7 @@ from clirbench.translate import (TranslationCache, TranslationOptions, make_tran
                                  translation_quality)
 from clirbench.translate.base import join_sentences, nllb_code, split_sentences
 
-from xquad_files import XQUAD  # noqa: E402  (../shared/data/xquad, else the embedded copy)
+from xquad_files import XQUAD  # noqa: E402  (the copy the package ships)
 
 
 class Upper:

@@ -12,7 +12,7 @@ from clirbench.errors import ClirbenchError
 from clirbench.translate import TranslationCache, make_translator, translate_texts
 from clirbench.translate.llm import parse_answer
 
-from xquad_files import XQUAD  # noqa: E402  (../shared/data/xquad, else the embedded copy)
+from xquad_files import XQUAD  # noqa: E402  (the copy the package ships)
 LINES = ["the cat sits on the mat.", "le chat est sur le tapis.", "a dog runs in the park.",
          "un chien court dans le parc.", "workers of quebec study health and history.",
          "les ouvriers du québec étudient la santé et l'histoire."]

@@ -1,4 +1,4 @@
-"""XQuAD loader on the real files in ../shared/data/xquad: counts, alignment, spot checks."""
+"""XQuAD loader on the real files (the copy the package ships): counts, alignment, spot checks."""
 import json
 import shutil
 from pathlib import Path
@@ -8,7 +8,7 @@ import pytest
 from clirbench.errors import DataNotFoundError, MalformedDataError, UnknownNameError
 from clirbench.tasks import get_task, list_tasks
 
-from xquad_files import XQUAD  # noqa: E402  (../shared/data/xquad, else the embedded copy)
+from xquad_files import XQUAD  # noqa: E402  (the copy the package ships)
 
 
 @pytest.fixture(scope="module")

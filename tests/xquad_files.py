@@ -1,18 +1,15 @@
-"""The original XQuAD files for tests: ``../shared/data/xquad`` beside the clone when it is there (CI),
-else the copy shipped in the package decompressed once into a temporary folder.
+"""The original XQuAD files for tests: the copy shipped in the package, decompressed once into a
+temporary folder.
 
-Either way the files are byte-identical to the originals: the decompressed copy is checked against
-the SHA-256 pinned in ``clirbench/tasks/cards/xquad.yaml`` (by ``clirbench.tasks.hub.read_bytes``), so the test
-suite runs the same on a fresh clone with no ``../shared``.
+The files are byte-identical to the originals: the decompressed copy is checked against the SHA-256
+pinned in ``clirbench/tasks/cards/xquad.yaml`` (by ``clirbench.tasks.hub.read_bytes``). No test reads
+anything outside the repository (``tests/test_self_contained.py`` checks it).
 """
 from __future__ import annotations
 
 import os
 import tempfile
 from pathlib import Path
-
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "xquad"
-
 
 def _decompressed() -> Path:
     from clirbench.tasks import get_task, hub
@@ -33,5 +30,5 @@ def _decompressed() -> Path:
     return folder
 
 
-XQUAD = SHARED if SHARED.is_dir() else _decompressed()
+XQUAD = _decompressed()
 DATA = XQUAD.parent  # a $CLIRBENCH_DATA_DIR-style folder holding xquad/
