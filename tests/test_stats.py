@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 import warnings
 
 import numpy as np
@@ -313,3 +314,21 @@ def test_property_swapping_systems_negates_diff_and_interval(sample):
     assert ba["diff"] == pytest.approx(-ab["diff"], abs=1e-9)
     assert ba["ci_low"] == pytest.approx(-ab["ci_high"], abs=1e-9)
     assert ba["ci_high"] == pytest.approx(-ab["ci_low"], abs=1e-9)
+
+
+def test_bootstrap_is_bit_identical_whatever_the_blas_thread_count():
+    """A Ray worker runs BLAS on one thread, the driver on all cores: the same intervals, to the bit."""
+    import subprocess
+    import sys
+
+
+    code = ("import numpy as np, sys; from clirbench.stats import bootstrap_means, randomization_test; "
+            "v = np.random.default_rng(3).random((1190, 10)) * 100; v[::7, 2] = np.nan; "
+            "sys.stdout.buffer.write(bootstrap_means(v, 1000).tobytes() + randomization_test(v[:, :5], v[:, 5:], 2000).tobytes())")
+    values = np.random.default_rng(3).random((1190, 10)) * 100
+    values[::7, 2] = np.nan
+    here = bootstrap_means(values, 1000).tobytes() + randomization_test(values[:, :5], values[:, 5:], 2000).tobytes()
+    for threads in ("1", "2"):
+        env = {**os.environ, "OPENBLAS_NUM_THREADS": threads, "OMP_NUM_THREADS": threads}
+        assert subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                              check=True).stdout == here

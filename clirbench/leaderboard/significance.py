@@ -104,7 +104,7 @@ def _counts(n: int, resamples: int, seed: int) -> np.ndarray:
 
 
 def _boot(cols: np.ndarray, resamples: int, seed: int) -> np.ndarray:
-    from ..stats import quiet_float_warnings, bootstrap_means
+    from ..stats import bootstrap_means, quiet_float_warnings, resample_product
 
     n = cols.shape[0]
     if n * resamples > _MAX_CACHED:
@@ -112,7 +112,7 @@ def _boot(cols: np.ndarray, resamples: int, seed: int) -> np.ndarray:
     counts = _counts(n, resamples, seed)
     defined = ~np.isnan(cols)
     with quiet_float_warnings():
-        return (counts @ np.where(defined, cols, 0.0)) / (counts @ defined.astype(np.float64))
+        return resample_product(counts, np.where(defined, cols, 0.0)) / resample_product(counts, defined.astype(np.float64))
 
 
 def _macro(leaderboard: Mapping, systems: list[str], pids: list[str], measure: str, resamples: int, seed: int):
