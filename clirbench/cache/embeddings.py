@@ -6,7 +6,10 @@ the texts' sha256 digests) + ``<name>.shard.json`` (sizes and checksums, written
 shard complete; see ``clirbench.cache.shards``), so a killed run leaves only whole shards and the next
 run resumes from them (the shard store of ``clirbench.cache.store``, ``DenseCodec``). A shard that fails
 its check is quarantined and its texts encoded again.
-Each chunk is encoded holding the folder's writer lock, so concurrent runs share the work.
+Each chunk is encoded holding the folder's writer lock, so concurrent runs share the work; each model
+batch of it is sealed as a shard at once and the chunk's batches merged into one shard at its end,
+so Ctrl-C or a kill loses at most the batch in flight. Model calls run in a worker thread
+(``clirbench.interruptible``): Ctrl-C stops a run at once, not at the end of a batch.
 Shards are read through memory maps, only the rows asked for.
 Every vector served or encoded is also kept in memory, so one process encodes or reads each
 distinct text once, however many pools it appears in.
@@ -16,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -91,20 +94,19 @@ class _Space:
         return v
 
 
-def _encode_chunk(encoder, texts: list[str], role: str, bar) -> np.ndarray:
-    """``encoder.encode(texts, role)``; batch by batch (the bar advancing after each) for a BatchEncoder."""
+def _batches(encoder, texts: list[str], role: str) -> Iterator[np.ndarray]:
+    """The encoder's output for ``texts``, one model batch at a time for a BatchEncoder (else all at
+    once), each computed in the Ctrl-C-friendly worker thread (``clirbench.interruptible``)."""
+    from ..interruptible import call, each
+
     batches = getattr(encoder, "encode_batches", None)
     if batches is None:
-        vecs = np.asarray(encoder.encode(texts, role))
-        if bar is not None:
-            bar.update(len(texts))
-        return vecs
-    parts = []
-    for vecs in batches(texts, role):
-        parts.append(np.asarray(vecs))
-        if bar is not None:
-            bar.update(len(parts[-1]))
-    return np.concatenate(parts) if parts else np.asarray(encoder.encode(texts, role))
+        vecs = np.asarray(call(encoder.encode, texts, role))
+        if vecs.ndim != 2 or len(vecs) != len(texts):
+            raise ValueError(f"encoder returned shape {vecs.shape} for {len(texts)} texts")
+        yield vecs
+        return
+    yield from (np.asarray(vecs) for vecs in each(batches(texts, role)))
 
 
 class EmbeddingCache(SpaceCache):
@@ -148,15 +150,29 @@ class EmbeddingCache(SpaceCache):
         return space.view(), rows
 
     def _encode(self, encoder, space: _Space, role: str, texts: list[str], keys: list[bytes], bar=None) -> None:
-        vecs = _encode_chunk(encoder, texts, role, bar)
-        self.encoded += len(texts)
-        if vecs.ndim != 2 or len(vecs) != len(texts):
-            raise ValueError(f"encoder returned shape {vecs.shape} for {len(texts)} texts")
-        if not np.isfinite(vecs).all():
-            raise ValueError("encoder returned non-finite values")
-        vecs = np.ascontiguousarray(vecs, dtype=np.float32)
-        space.store.write(keys, vecs)
-        space.add(keys, vecs)
+        """Encode one chunk: each model batch sealed as a shard as soon as it is there (a kill loses at
+        most the batch in flight), then the chunk's batches merged into one shard."""
+        parts, names, done = [], [], 0
+        for vecs in _batches(encoder, texts, role):
+            if vecs.ndim != 2 or not 0 < len(vecs) <= len(texts) - done:
+                space.store.remove(names)
+                raise ValueError(f"encoder returned shape {vecs.shape} for {len(texts)} texts")
+            if not np.isfinite(vecs).all():
+                raise ValueError("encoder returned non-finite values")
+            vecs = np.ascontiguousarray(vecs, dtype=np.float32)
+            batch_keys = keys[done: done + len(vecs)]
+            space.add(batch_keys, vecs)  # checks the width first
+            names.append(space.store.write(batch_keys, vecs))
+            parts.append(vecs)
+            done += len(vecs)
+            self.encoded += len(vecs)
+            if bar is not None:
+                bar.update(len(vecs))
+        if done != len(texts):
+            space.store.remove(names)
+            raise ValueError(f"encoder returned shape ({done}, {parts[0].shape[1]}) for {len(texts)} texts")
+        if len(parts) > 1:
+            space.store.write(keys, np.concatenate(parts), replaces=[n for n in names if n])
 
     def embed(self, encoder, texts: Sequence[str], role: str, batch_size: int | None = None,
               progress: bool = False) -> np.ndarray:
