@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
+from collections import Counter
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -109,6 +111,18 @@ def _batches(encoder, texts: list[str], role: str) -> Iterator[np.ndarray]:
     yield from (np.asarray(vecs) for vecs in each(batches(texts, role)))
 
 
+def _stage_line(todo: list[int], what: str, space: _Space, rows_of_text: np.ndarray,
+                langs: Sequence[str] | None) -> str:
+    """``encoding 480 documents (de 240, en 240) with <model>; cache: <folder>``."""
+    counts = ""
+    if langs is not None and len(langs) == len(rows_of_text):
+        first = np.unique(rows_of_text, return_index=True)[1]  # each distinct text's first occurrence
+        tally = Counter(langs[first[i]] or "?" for i in todo)
+        counts = " (" + ", ".join(f"{lang} {n}" for lang, n in sorted(tally.items())) + ")"
+    where = space.store.folder if space.store.folder is not None else "memory only"
+    return f"encoding {len(todo)} {what}{counts} with {space.meta['model_id']}; cache: {where}"
+
+
 class EmbeddingCache(SpaceCache):
     """Embeddings by (model id, revision, prompt, role, text); ``root=None`` keeps them in memory only.
 
@@ -124,23 +138,26 @@ class EmbeddingCache(SpaceCache):
         return self.space_for(key, lambda folder: _Space(meta, folder))
 
     def embed_rows(self, encoder, texts: Sequence[str], role: str, batch_size: int | None = None,
-                   progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                   progress: bool = False, langs: Sequence[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(vectors, rows)``: text i's embedding is ``vectors[rows[i]]`` (a shared, read-only array).
 
         Equal texts get the same row, hence bit-identical vectors. Missing texts are encoded in
         chunks of ``batch_size`` (default 8 x the encoder's batch size), longest first, each
-        chunk written to disk before the next starts.
+        chunk written to disk before the next starts. With ``progress``, a line on stderr names
+        what is encoded (how many texts, of which languages: ``langs``, one per text) and where it
+        is cached, then a bar follows the encoding.
         """
         space = self._space(encoder, check_role(role))
         distinct, rows_of_text = distinct_rows(texts)
         keys = [text_digest(t) for t in distinct]
         chunk = int(batch_size or 8 * (getattr(encoder, "batch_size", None) or 32))
 
-        def bar(total: int):
+        def bar(todo: list[int]):
             from tqdm.auto import tqdm
 
             what = "queries" if role == "query" else "documents"
-            return tqdm(total=total, desc=f"encode {what} ({space.meta['model_id']})", unit="text")
+            tqdm.write(_stage_line(todo, what, space, rows_of_text, langs), file=sys.stderr)
+            return tqdm(total=len(todo), desc=f"encode {what}", unit="text")
 
         fill(self, space, keys, distinct, chunk,
              lambda part, b: self._encode(encoder, space, role, [distinct[i] for i in part], [keys[i] for i in part], b),

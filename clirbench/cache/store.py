@@ -121,15 +121,15 @@ def claim(counters, space, keys: Sequence[bytes], part: list[int]) -> list[int]:
 def fill(counters, space, keys: Sequence[bytes], texts: Sequence[str], chunk: int, encode, progress=None) -> None:
     """Encode the ``keys`` ``space`` lacks, longest text first, ``chunk`` at a time under the writer lock.
 
-    ``encode(part, bar)`` encodes, writes and adds the texts at indices ``part``; ``progress(n)``,
-    when given, makes a bar for the ``n`` missing texts (advanced here for texts another process
-    wrote meanwhile, closed at the end).
+    ``encode(part, bar)`` encodes, writes and adds the texts at indices ``part``; ``progress(todo)``,
+    when given, makes a bar for the missing texts (indices ``todo``; advanced here for texts another
+    process wrote meanwhile, closed at the end).
     """
     todo = find_missing(counters, space, keys)
     if not todo:
         return
     todo.sort(key=lambda i: -len(texts[i]))
-    bar = progress(len(todo)) if progress is not None else None
+    bar = progress(todo) if progress is not None else None
     try:
         for a in range(0, len(todo), chunk):
             with space.store.lock():
