@@ -115,13 +115,14 @@ def run(model, task="xquad", langs: str | Sequence[str] | None = None, scenarios
 
     if hasattr(retriever, "progress"):
         retriever.progress = progress
-    encoded = _encoded(retriever)
+    encoded, t_stage = _encoded(retriever), time.perf_counter()
     if todo:
         from .results import hardware_info
 
         settings.hardware = hardware_info()  # probed once per run, not per record
         if plan is None and executor == "local" and hasattr(retriever, "encode_ahead"):
             retriever.encode_ahead(*_all_texts([pool for pool, _ in todo]))  # the encoding stage
+    t_stage = time.perf_counter() - t_stage
     for pool, path in _progress(todo, progress, "pools"):
         groups = task_obj.breakdown_groups(pool) if task_obj is not None else {}
         result, evaluation = _evaluate_pool(pool, retriever, settings, groups)
@@ -136,7 +137,8 @@ def run(model, task="xquad", langs: str | Sequence[str] | None = None, scenarios
     encoded = None if encoded is None else _encoded(retriever) - encoded
     return RunReport(outcomes=tuple(outcomes), gaps=tuple(gaps), main_measures=dict(main),
                      seconds=time.perf_counter() - t_start,
-                     measures=tuple(str(m) for m in measure_objs) if measures else None, encoded=encoded)
+                     measures=tuple(str(m) for m in measure_objs) if measures else None, encoded=encoded,
+                     encode_seconds=t_stage)
 
 
 def _all_texts(pools: Sequence[Pool]) -> tuple[list, list]:
@@ -184,7 +186,8 @@ def _main_measures(pools) -> dict[str, tuple[str, ...]]:
 @dataclass(frozen=True)
 class RunReport:
     """What ``run`` did: one outcome per pool, the query-language gaps, total wall time, the measures
-    asked for (None: the default set) and the texts encoded (None: the retriever has no embedding cache)."""
+    asked for (None: the default set), the texts encoded (None: the retriever has no embedding cache)
+    and the encoding stage's seconds (every pool's texts at once; not in the records' ``timings_s``)."""
 
     outcomes: tuple[PoolOutcome, ...]
     gaps: tuple[tuple[Path | None, dict], ...]  # path None: computed in memory, not written
@@ -192,6 +195,7 @@ class RunReport:
     seconds: float
     measures: tuple[str, ...] | None = None
     encoded: int | None = None
+    encode_seconds: float = 0.0
 
 
 class _Settings:
