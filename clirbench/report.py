@@ -44,17 +44,51 @@ def _task_summaries(records: list[dict]) -> list[str]:
     return lines
 
 
+def legend(records: list[dict], names: list[str], gaps: bool = False) -> list[str]:
+    """What a newcomer needs to read the tables: the interval, the columns, each measure's direction."""
+    from .measures import parse
+
+    boot = records[0].get("bootstrap") or {} if records else {}
+    level = f"{100 * float(boot.get('confidence', 0.95)):g}%"
+    resamples = ", ".join(sorted({str((r.get("bootstrap") or {}).get("resamples", "?")) for r in records}))
+    lines = [f"[a,b]: {level} bootstrap interval ({resamples} resamples of the queries); "
+             f"|D|: documents in the pool; n: queries"]
+    groups: dict[tuple, list[str]] = {}
+    for name in dict.fromkeys(names):
+        try:
+            family = parse(name).record
+        except ValueError:
+            continue
+        label = family.direction_label if family.direction == "target" else f"{family.arrow} {family.direction_label}"
+        groups.setdefault((("up", "down", "target").index(family.direction), label), []).append(name)
+    if groups:
+        lines.append("; ".join(f"{label}: {', '.join(members)}" for (_, label), members in sorted(groups.items())))
+    if gaps:
+        lines.append("gap: paired difference by question, its bootstrap interval, p from a randomisation test")
+    return lines
+
+
+def _columns(report, scenario: str, rows: list) -> list[str]:
+    """The measures of a scenario's table: those asked for, else the scenario's main ones, less any no
+    row has (an index gives no rank-set measure)."""
+    names = list(getattr(report, "measures", None) or report.main_measures.get(scenario)
+                 or rows[0].record["measures"])
+    return [n for n in names if any(n in o.record["measures"] for o in rows)] or names
+
+
 def format_outcomes(report) -> str:
-    """One table per scenario with its main measures (value [95% CI]), then the gaps."""
+    """One table per scenario with its measures (value [95% CI]), the gaps, a legend, a summary line."""
     lines: list[str] = []
     outcomes = list(report.outcomes)
     translations = {(t["direction"], t["translator"]) for t in (o.record.get("translation") for o in outcomes) if t}
     lines += [f"translation: {direction} by {translator}" for direction, translator in sorted(translations)]
+    shown: list[str] = []
     for scenario in (*SCENARIOS, RETRIEVAL):
         rows = [o for o in outcomes if o.record["scenario"] == scenario]
         if not rows:
             continue
-        names = list(report.main_measures.get(scenario) or rows[0].record["measures"])
+        names = _columns(report, scenario, rows)
+        shown += names
         header = ["pool", "docs", "q", "|D|", "n"] + names
         body = []
         for o in rows:
@@ -72,7 +106,14 @@ def format_outcomes(report) -> str:
             f"{name} {g['diff']:+.2f} [{g['ci_low']:+.2f},{g['ci_high']:+.2f}] p={g['p_value']:.3g}"
             for name, g in gap["measures"].items())
         lines.append(f"gap {gap['scenario']} {l1}+{l2} (q {l2} minus q {l1}): {cells}")
+    gap_names = [name for _, gap in report.gaps for name in gap["measures"]]
+    if outcomes:
+        lines += [""] * bool(report.gaps) + legend([o.record for o in outcomes], shown + gap_names, bool(report.gaps))
     reused = sum(o.reused for o in outcomes)
-    out_dir = outcomes[0].path.parents[3] if outcomes else None
-    lines.append(f"{len(outcomes)} pools ({reused} reused) in {report.seconds:.1f} s; results under {out_dir}")
+    first = next((o.path for o in outcomes if o.path is not None), None)
+    where = f"results under {first.parents[3]}" if first is not None else "no result written"
+    encoded = getattr(report, "encoded", None)
+    texts = "" if encoded is None else f"; {encoded} text{'s' * (encoded != 1)} encoded"
+    pools = f"{len(outcomes)} pool{'s' * (len(outcomes) != 1)}"
+    lines.append(f"{pools} ({reused} reused) in {report.seconds:.1f} s{texts}; {where}")
     return "\n".join(lines)

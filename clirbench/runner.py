@@ -115,10 +115,14 @@ def run(model, task="xquad", langs: str | Sequence[str] | None = None, scenarios
 
     if hasattr(retriever, "progress"):
         retriever.progress = progress
+    encoded, t_stage = _encoded(retriever), time.perf_counter()
     if todo:
         from .results import hardware_info
 
         settings.hardware = hardware_info()  # probed once per run, not per record
+        if plan is None and executor == "local" and hasattr(retriever, "encode_ahead"):
+            retriever.encode_ahead(*_all_texts([pool for pool, _ in todo]))  # the encoding stage
+    t_stage = time.perf_counter() - t_stage
     for pool, path in _progress(todo, progress, "pools"):
         groups = task_obj.breakdown_groups(pool) if task_obj is not None else {}
         result, evaluation = _evaluate_pool(pool, retriever, settings, groups)
@@ -130,8 +134,29 @@ def run(model, task="xquad", langs: str | Sequence[str] | None = None, scenarios
     outcomes.sort(key=lambda o: order[o.pool_name])
     gaps = write_gaps(outcomes, resamples=resamples, seed=seed)
     main = task_obj.card.main_measures if task_obj is not None else _main_measures(pools)
-    return RunReport(outcomes=tuple(outcomes), gaps=tuple(gaps),
-                     main_measures=dict(main), seconds=time.perf_counter() - t_start)
+    encoded = None if encoded is None else _encoded(retriever) - encoded
+    return RunReport(outcomes=tuple(outcomes), gaps=tuple(gaps), main_measures=dict(main),
+                     seconds=time.perf_counter() - t_start,
+                     measures=tuple(str(m) for m in measure_objs) if measures else None, encoded=encoded,
+                     encode_seconds=t_stage)
+
+
+def _all_texts(pools: Sequence[Pool]) -> tuple[list, list]:
+    """The distinct queries and documents (by text, first seen) of ``pools``."""
+    queries: dict[str, object] = {}
+    docs: dict[str, object] = {}
+    for pool in pools:
+        for seen, texts in ((queries, pool.queries), (docs, pool.docs)):
+            for t in texts:
+                seen.setdefault(t.text, t)
+    return list(queries.values()), list(docs.values())
+
+
+def _encoded(retriever) -> int | None:
+    """Texts encoded so far by the embedding caches of ``retriever`` (or of its fused parts); None: none."""
+    caches = [r.cache for r in (getattr(retriever, "retrievers", None) or (retriever,))
+              if callable(getattr(getattr(r, "cache", None), "stats", None))]
+    return sum(c.stats()["encoded"] for c in caches) if caches else None
 
 
 def _given_pools(pools) -> list[Pool]:
@@ -160,12 +185,17 @@ def _main_measures(pools) -> dict[str, tuple[str, ...]]:
 
 @dataclass(frozen=True)
 class RunReport:
-    """What ``run`` did: one outcome per pool, the query-language gaps, total wall time."""
+    """What ``run`` did: one outcome per pool, the query-language gaps, total wall time, the measures
+    asked for (None: the default set), the texts encoded (None: the retriever has no embedding cache)
+    and the encoding stage's seconds (every pool's texts at once; not in the records' ``timings_s``)."""
 
     outcomes: tuple[PoolOutcome, ...]
     gaps: tuple[tuple[Path | None, dict], ...]  # path None: computed in memory, not written
     main_measures: Mapping[str, Sequence[str]]  # per scenario, from the task card
     seconds: float
+    measures: tuple[str, ...] | None = None
+    encoded: int | None = None
+    encode_seconds: float = 0.0
 
 
 class _Settings:

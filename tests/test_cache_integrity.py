@@ -292,3 +292,57 @@ def test_two_processes_on_one_cache_encode_each_text_once(tmp_path):
     assert outs[0]["start"] < outs[1]["end"] and outs[1]["start"] < outs[0]["end"]  # they did overlap
     assert sum(o["encoded"] for o in outs) == 30
     assert outs[0]["digest"] == outs[1]["digest"]
+
+
+def test_the_writer_lock_file_goes_with_its_holder_on_every_exit(tmp_path):
+    import threading
+
+    from clirbench.cache.shards import HASHES, LOCK, writer_lock
+
+    with writer_lock(tmp_path, HASHES) as held:
+        assert held and (tmp_path / LOCK).is_file()
+    assert not (tmp_path / LOCK).exists()
+    with pytest.raises(KeyboardInterrupt):
+        with writer_lock(tmp_path, HASHES):
+            raise KeyboardInterrupt
+    assert not (tmp_path / LOCK).exists()
+    got = []
+
+    def second():
+        with writer_lock(tmp_path, HASHES) as held:
+            got.append((held, (tmp_path / LOCK).is_file()))
+
+    with writer_lock(tmp_path, HASHES):
+        waiter = threading.Thread(target=second)
+        waiter.start()
+        time.sleep(0.3)
+        assert got == []  # it waits for the holder
+    waiter.join(10)
+    assert got == [(True, True)]  # then holds a lock file of its own (the removed one does not count)
+    assert not (tmp_path / LOCK).exists()
+
+
+def test_a_killed_writers_lock_neither_blocks_nor_stays(tmp_path):
+    from clirbench.cache.shards import LOCK, remove_free_lock
+
+    expected, _ = _dense(tmp_path, TEXTS)
+    folder = _space(tmp_path)
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f'''
+        import fcntl, os, time
+        fd = os.open({str(folder / LOCK)!r}, os.O_RDWR | os.O_CREAT)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        print("held", flush=True)
+        time.sleep(60)
+    ''')], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    assert not remove_free_lock(folder) and (folder / LOCK).is_file()  # a live writer's stays
+    holder.kill()
+    holder.wait()
+    assert (folder / LOCK).is_file()
+    got, enc = _dense(tmp_path, TEXTS)  # a reader (nothing to encode) removes it on its first look
+    assert enc.sent == [] and not (folder / LOCK).exists()
+    np.testing.assert_array_equal(got, expected)
+    (folder / LOCK).touch()
+    start = time.time()
+    _, enc = _dense(tmp_path, TEXTS + ["one more"])  # nor does a writer wait for it
+    assert time.time() - start < 10 and enc.sent == ["one more"] and not (folder / LOCK).exists()

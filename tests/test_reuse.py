@@ -106,5 +106,5 @@ def test_changed_retriever_settings_are_refused(tmp_path, capsys, tiny_bert_dir)
             "--device", "cpu", "--no-progress"]
     assert main(base + ["--query-prompt", "query: "]) == 0
     assert main(base + ["--query-prompt", "query: "]) == 0
-    assert "1 pools (1 reused)" in capsys.readouterr().out
+    assert "1 pool (1 reused)" in capsys.readouterr().out
     refused(capsys, base + ["--query-prompt", "question: "], "different prompts")

@@ -6,7 +6,10 @@ the texts' sha256 digests) + ``<name>.shard.json`` (sizes and checksums, written
 shard complete; see ``clirbench.cache.shards``), so a killed run leaves only whole shards and the next
 run resumes from them (the shard store of ``clirbench.cache.store``, ``DenseCodec``). A shard that fails
 its check is quarantined and its texts encoded again.
-Each chunk is encoded holding the folder's writer lock, so concurrent runs share the work.
+Each chunk is encoded holding the folder's writer lock, so concurrent runs share the work; each model
+batch of it is sealed as a shard at once and the chunk's batches merged into one shard at its end,
+so Ctrl-C or a kill loses at most the batch in flight. Model calls run in a worker thread
+(``clirbench.interruptible``): Ctrl-C stops a run at once, not at the end of a batch.
 Shards are read through memory maps, only the rows asked for.
 Every vector served or encoded is also kept in memory, so one process encodes or reads each
 distinct text once, however many pools it appears in.
@@ -15,8 +18,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
+from collections import Counter
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -91,20 +96,31 @@ class _Space:
         return v
 
 
-def _encode_chunk(encoder, texts: list[str], role: str, bar) -> np.ndarray:
-    """``encoder.encode(texts, role)``; batch by batch (the bar advancing after each) for a BatchEncoder."""
+def _batches(encoder, texts: list[str], role: str) -> Iterator[np.ndarray]:
+    """The encoder's output for ``texts``, one model batch at a time for a BatchEncoder (else all at
+    once), each computed in the Ctrl-C-friendly worker thread (``clirbench.interruptible``)."""
+    from ..interruptible import call, each
+
     batches = getattr(encoder, "encode_batches", None)
     if batches is None:
-        vecs = np.asarray(encoder.encode(texts, role))
-        if bar is not None:
-            bar.update(len(texts))
-        return vecs
-    parts = []
-    for vecs in batches(texts, role):
-        parts.append(np.asarray(vecs))
-        if bar is not None:
-            bar.update(len(parts[-1]))
-    return np.concatenate(parts) if parts else np.asarray(encoder.encode(texts, role))
+        vecs = np.asarray(call(encoder.encode, texts, role))
+        if vecs.ndim != 2 or len(vecs) != len(texts):
+            raise ValueError(f"encoder returned shape {vecs.shape} for {len(texts)} texts")
+        yield vecs
+        return
+    yield from (np.asarray(vecs) for vecs in each(batches(texts, role)))
+
+
+def _stage_line(todo: list[int], what: str, space: _Space, rows_of_text: np.ndarray,
+                langs: Sequence[str] | None) -> str:
+    """``encoding 480 documents (de 240, en 240) with <model>; cache: <folder>``."""
+    counts = ""
+    if langs is not None and len(langs) == len(rows_of_text):
+        first = np.unique(rows_of_text, return_index=True)[1]  # each distinct text's first occurrence
+        tally = Counter(langs[first[i]] or "?" for i in todo)
+        counts = " (" + ", ".join(f"{lang} {n}" for lang, n in sorted(tally.items())) + ")"
+    where = space.store.folder if space.store.folder is not None else "memory only"
+    return f"encoding {len(todo)} {what}{counts} with {space.meta['model_id']}; cache: {where}"
 
 
 class EmbeddingCache(SpaceCache):
@@ -122,23 +138,26 @@ class EmbeddingCache(SpaceCache):
         return self.space_for(key, lambda folder: _Space(meta, folder))
 
     def embed_rows(self, encoder, texts: Sequence[str], role: str, batch_size: int | None = None,
-                   progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                   progress: bool = False, langs: Sequence[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(vectors, rows)``: text i's embedding is ``vectors[rows[i]]`` (a shared, read-only array).
 
         Equal texts get the same row, hence bit-identical vectors. Missing texts are encoded in
         chunks of ``batch_size`` (default 8 x the encoder's batch size), longest first, each
-        chunk written to disk before the next starts.
+        chunk written to disk before the next starts. With ``progress``, a line on stderr names
+        what is encoded (how many texts, of which languages: ``langs``, one per text) and where it
+        is cached, then a bar follows the encoding.
         """
         space = self._space(encoder, check_role(role))
         distinct, rows_of_text = distinct_rows(texts)
         keys = [text_digest(t) for t in distinct]
         chunk = int(batch_size or 8 * (getattr(encoder, "batch_size", None) or 32))
 
-        def bar(total: int):
+        def bar(todo: list[int]):
             from tqdm.auto import tqdm
 
             what = "queries" if role == "query" else "documents"
-            return tqdm(total=total, desc=f"encode {what} ({space.meta['model_id']})", unit="text")
+            tqdm.write(_stage_line(todo, what, space, rows_of_text, langs), file=sys.stderr)
+            return tqdm(total=len(todo), desc=f"encode {what}", unit="text")
 
         fill(self, space, keys, distinct, chunk,
              lambda part, b: self._encode(encoder, space, role, [distinct[i] for i in part], [keys[i] for i in part], b),
@@ -148,15 +167,29 @@ class EmbeddingCache(SpaceCache):
         return space.view(), rows
 
     def _encode(self, encoder, space: _Space, role: str, texts: list[str], keys: list[bytes], bar=None) -> None:
-        vecs = _encode_chunk(encoder, texts, role, bar)
-        self.encoded += len(texts)
-        if vecs.ndim != 2 or len(vecs) != len(texts):
-            raise ValueError(f"encoder returned shape {vecs.shape} for {len(texts)} texts")
-        if not np.isfinite(vecs).all():
-            raise ValueError("encoder returned non-finite values")
-        vecs = np.ascontiguousarray(vecs, dtype=np.float32)
-        space.store.write(keys, vecs)
-        space.add(keys, vecs)
+        """Encode one chunk: each model batch sealed as a shard as soon as it is there (a kill loses at
+        most the batch in flight), then the chunk's batches merged into one shard."""
+        parts, names, done = [], [], 0
+        for vecs in _batches(encoder, texts, role):
+            if vecs.ndim != 2 or not 0 < len(vecs) <= len(texts) - done:
+                space.store.remove(names)
+                raise ValueError(f"encoder returned shape {vecs.shape} for {len(texts)} texts")
+            if not np.isfinite(vecs).all():
+                raise ValueError("encoder returned non-finite values")
+            vecs = np.ascontiguousarray(vecs, dtype=np.float32)
+            batch_keys = keys[done: done + len(vecs)]
+            space.add(batch_keys, vecs)  # checks the width first
+            names.append(space.store.write(batch_keys, vecs))
+            parts.append(vecs)
+            done += len(vecs)
+            self.encoded += len(vecs)
+            if bar is not None:
+                bar.update(len(vecs))
+        if done != len(texts):
+            space.store.remove(names)
+            raise ValueError(f"encoder returned shape ({done}, {parts[0].shape[1]}) for {len(texts)} texts")
+        if len(parts) > 1:
+            space.store.write(keys, np.concatenate(parts), replaces=[n for n in names if n])
 
     def embed(self, encoder, texts: Sequence[str], role: str, batch_size: int | None = None,
               progress: bool = False) -> np.ndarray:

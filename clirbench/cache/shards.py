@@ -3,8 +3,9 @@
 Every on-disk cache (dense, sparse and token embeddings, translations) stores its entries in
 shards. Shard ``<name>`` of a cache folder is the files ``<name><suffix>`` (``.vecs.npy``,
 ``.hashes.npy``, ...) and, written last, ``<name>.shard.json``:
-``{"format": 2, "files": {suffix: {"bytes": n, "blake2b": hex}}}``. A shard is complete once its
-manifest is there. On load, sizes are checked at once (a stat) and each file's digest on its first
+``{"format": 2, "files": {suffix: {"bytes": n, "blake2b": hex}}}`` (plus ``"replaces": [names]`` for a
+shard that merges smaller ones: those are then redundant). A shard is complete once its manifest is
+there. On load, sizes are checked at once (a stat) and each file's digest on its first
 use in the process (one sequential read, about what loading it costs); a shard that fails is moved
 to ``<cache root>/quarantine/`` with one warning line on stderr, and its entries are computed again.
 
@@ -15,6 +16,9 @@ them (shapes, lengths, numbers), not by checksum, i.e. valid but unverified.
 Writers hold an exclusive ``flock`` on ``<folder>/writer.lock`` while they encode and write a
 shard: a second process on the same cache waits, then finds the shard on disk instead of encoding
 its texts again; and whoever holds the lock may remove what a killed writer left in that folder.
+The holder removes the lock file when it lets go (a waiter that then holds the lock of a removed
+file tries again), so no ``writer.lock`` stays once no process holds it; one a killed writer left
+is removed by the next process that finds it free.
 """
 from __future__ import annotations
 
@@ -33,7 +37,7 @@ from typing import Iterator
 from ..atomic import STALE_AFTER, is_stale_temp, is_temp, unlink_all, write_bytes_atomic
 
 __all__ = ["HASHES", "Shard", "write_shard", "new_name", "find_shards", "set_aside", "quarantine", "writer_lock",
-           "leftovers", "remove_leftovers", "clean_purge", "MANIFEST", "LOCK", "QUARANTINE"]
+           "remove_free_lock", "leftovers", "remove_leftovers", "clean_purge", "MANIFEST", "LOCK", "QUARANTINE"]
 
 MANIFEST = ".shard.json"
 HASHES = ".hashes.npy"  # the text digests of an embedding shard; completes one written before manifests
@@ -57,12 +61,15 @@ def _file_digest(path: Path) -> str:
         return hashlib.file_digest(handle, lambda: hashlib.blake2b(digest_size=32)).hexdigest()
 
 
-def write_shard(folder: str | os.PathLike, name: str, files: dict[str, bytes]) -> None:
-    """Write each file atomically, then the manifest that marks the shard complete."""
+def write_shard(folder: str | os.PathLike, name: str, files: dict[str, bytes], replaces: list[str] = ()) -> None:
+    """Write each file atomically, then the manifest that marks the shard complete (naming the shards
+    this one ``replaces``, when it merges them)."""
     folder = Path(folder)
     for suffix, data in files.items():
         write_bytes_atomic(folder / f"{name}{suffix}", data)
     manifest = {"format": FORMAT, "files": {s: {"bytes": len(d), "blake2b": _digest(d)} for s, d in files.items()}}
+    if replaces:
+        manifest["replaces"] = list(replaces)
     write_bytes_atomic(folder / f"{name}{MANIFEST}", json.dumps(manifest, indent=1).encode())
 
 
@@ -77,6 +84,17 @@ class Shard:
     @property
     def legacy(self) -> bool:
         return self.manifest is None and self.problem is None
+
+    @property
+    def replaces(self) -> list[str]:
+        """The shards this one merges (redundant once it is complete)."""
+        names = (self.manifest or {}).get("replaces") or []
+        return [n for n in names if isinstance(n, str) and _NAME.fullmatch(n)]
+
+    def remove(self) -> None:
+        """Delete this shard: its manifest first (so that it is incomplete, never half there), then its files."""
+        manifest = self.path(MANIFEST)
+        unlink_all([manifest] + [p for p in self.files() if p != manifest])
 
     def path(self, suffix: str) -> Path:
         return self.folder / f"{self.name}{suffix}"
@@ -272,11 +290,69 @@ def clean_purge(root: str | os.PathLike) -> list[Path]:
     return out
 
 
+def _same_file(fd: int, path: Path) -> bool:
+    """Whether ``fd`` is still the file at ``path`` (not one removed meanwhile)."""
+    try:
+        a, b = os.fstat(fd), os.stat(path)
+    except FileNotFoundError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def _flock(folder: Path, create: bool, wait: bool) -> int | None:
+    """An fd holding the exclusive lock of ``folder/writer.lock`` (that file, not a removed one);
+    None when there is no lock file (``create=False``) or, with ``wait=False``, another process holds it.
+    OSError when the file system refuses locks."""
+    import fcntl
+
+    path = folder / LOCK
+    while True:
+        try:
+            fd = os.open(path, os.O_RDWR | (os.O_CREAT if create else 0), 0o666)
+        except FileNotFoundError:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        except BaseException:
+            os.close(fd)
+            raise
+        if _same_file(fd, path):
+            return fd
+        os.close(fd)  # its holder removed it while this process waited: take the new one
+        if not create:
+            return None
+
+
+def _release(folder: Path, fd: int) -> None:
+    """Remove the lock file (still holding its lock), then let go."""
+    try:
+        (folder / LOCK).unlink()
+    except FileNotFoundError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def remove_free_lock(folder: str | os.PathLike) -> bool:
+    """Remove a ``writer.lock`` no process holds (a killed writer's); True when one was removed."""
+    try:
+        fd = _flock(Path(folder), create=False, wait=False)
+    except (ImportError, OSError):
+        return False
+    if fd is None:
+        return False
+    _release(Path(folder), fd)
+    return True
+
+
 @contextmanager
 def try_lock(folder: str | os.PathLike) -> Iterator[bool]:
     """Take ``<folder>/writer.lock`` without waiting and without creating it; yields whether no writer holds it.
 
-    No lock file means no writer ever wrote there (writers create it): True.
+    No lock file means no writer is there (writers create it): True. The file is left as found.
     """
     try:
         import fcntl
@@ -300,8 +376,9 @@ def try_lock(folder: str | os.PathLike) -> Iterator[bool]:
 def writer_lock(folder: str | os.PathLike | None, marker: str) -> Iterator[bool]:
     """Hold ``<folder>/writer.lock`` (exclusive flock; waits for another writer); yields whether held.
 
-    Holding it, the files a killed writer left in ``folder`` are removed first. Without ``fcntl``
-    or where the file system refuses locks, runs unlocked (yields False).
+    Holding it, the files a killed writer left in ``folder`` are removed first; letting go (also on
+    Ctrl-C or an error), the lock file is removed. Without ``fcntl`` or where the file system refuses
+    locks, runs unlocked (yields False).
     """
     if folder is None:
         yield False
@@ -309,21 +386,18 @@ def writer_lock(folder: str | os.PathLike | None, marker: str) -> Iterator[bool]
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     try:
-        import fcntl
+        fd = _flock(folder, create=True, wait=True)
     except ImportError:  # pragma: no cover - not POSIX
-        yield False
-        return
-    fd = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT, 0o666)
+        fd = None
+    except OSError:  # e.g. ENOLCK on a file system without locks
+        fd = None
+    held = fd is not None
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            held = True
-        except OSError:  # e.g. ENOLCK on a file system without locks
-            held = False
         remove_leftovers(folder, marker, lock_held=held)
         yield held
     finally:
-        os.close(fd)  # releases the lock
+        if held:
+            _release(folder, fd)
 
 
 # -- whole-cache checks (``clirbench cache verify|clean``) -------------------------------------------

@@ -5,7 +5,9 @@ One store is one folder (one embedding space): ``meta.json`` and shards of ``<na
 vectors, sparse rows or token matrices of those n texts), and ``<name>.shard.json`` (sizes and
 checksums, written last: see ``clirbench.cache.shards``). The store indexes the shards by text
 digest, opens a shard through its codec on first use (digests checked then), sets a shard that
-fails aside (quarantine), and writes new shards holding the folder's writer lock.
+fails aside (quarantine), and writes new shards holding the folder's writer lock. A writer may seal
+each model batch as a small shard at once, then merge a chunk's batches into one shard that
+``replaces`` them (so a killed run loses at most the batch in flight, and a big cache keeps few shards).
 
 A codec has ``suffixes`` (its data files), ``dump(batch) -> {suffix: bytes}``,
 ``meta(batch) -> dict`` (added to ``meta.json``), ``load(shard, rows) -> payload`` (raises
@@ -24,7 +26,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..atomic import remove_stale_temps, write_bytes_atomic
-from .shards import HASHES, Shard, find_shards, new_name, quarantine, set_aside, write_shard, writer_lock
+from .shards import (HASHES, Shard, find_shards, new_name, quarantine, remove_free_lock, set_aside,
+                     write_shard, writer_lock)
 
 __all__ = ["ShardStore", "BadShard", "MARKER", "text_digest", "distinct_rows", "npy_bytes", "read_hashes",
            "find_missing", "claim", "fill", "SpaceCache"]
@@ -103,6 +106,10 @@ def claim(counters, space, keys: Sequence[bytes], part: list[int]) -> list[int]:
     read, not encoded again. Counters move from ``misses`` to ``hits`` / ``loaded`` accordingly.
     """
     space.refresh()
+    store = space.store
+    if store.redundant:
+        store.remove(store.redundant)
+        store.redundant = []
     found = set(space.read([keys[i] for i in part]))
     if found:
         counters.loaded += len(found)
@@ -114,15 +121,15 @@ def claim(counters, space, keys: Sequence[bytes], part: list[int]) -> list[int]:
 def fill(counters, space, keys: Sequence[bytes], texts: Sequence[str], chunk: int, encode, progress=None) -> None:
     """Encode the ``keys`` ``space`` lacks, longest text first, ``chunk`` at a time under the writer lock.
 
-    ``encode(part, bar)`` encodes, writes and adds the texts at indices ``part``; ``progress(n)``,
-    when given, makes a bar for the ``n`` missing texts (advanced here for texts another process
-    wrote meanwhile, closed at the end).
+    ``encode(part, bar)`` encodes, writes and adds the texts at indices ``part``; ``progress(todo)``,
+    when given, makes a bar for the missing texts (indices ``todo``; advanced here for texts another
+    process wrote meanwhile, closed at the end).
     """
     todo = find_missing(counters, space, keys)
     if not todo:
         return
     todo.sort(key=lambda i: -len(texts[i]))
-    bar = progress(len(todo)) if progress is not None else None
+    bar = progress(todo) if progress is not None else None
     try:
         for a in range(0, len(todo), chunk):
             with space.store.lock():
@@ -152,6 +159,8 @@ class ShardStore:
         self.shards: list[Shard] = []  # by shard number
         self.sizes: list[int] = []  # rows per shard
         self.seen: set[str] = set()  # shard names already indexed (or set aside)
+        self.numbers: dict[str, int] = {}  # shard name -> shard number
+        self.redundant: list[str] = []  # shards found merged into another: removed by the next writer
         self.opened: dict[int, Any] = {}  # shard number -> the codec's payload
         self._swept = self._meta_read = False
 
@@ -178,20 +187,31 @@ class ShardStore:
             return
         if not self._swept:
             remove_stale_temps(self.folder)
+            remove_free_lock(self.folder)  # a killed writer's
             self._swept = True
         if self.check_meta and not self._meta_read and self.dim is None:
             self._read_meta()
-        for shard in find_shards(self.folder, MARKER, self.seen):
+        found = find_shards(self.folder, MARKER, self.seen)
+        merged = {name for shard in found for name in shard.replaces}
+        for shard in found:
             self.seen.add(shard.name)
+            if shard.name in merged:  # its merged shard is there too (a writer killed before removing it)
+                self.redundant.append(shard.name)
+                continue
             hashes, reason = read_hashes(shard, *self.codec.suffixes)
             if reason:
                 set_aside(self.folder.parent, shard, reason)
                 continue
-            number = len(self.shards)
+            number = self.numbers[shard.name] = len(self.shards)
             self.shards.append(shard)
             self.sizes.append(len(hashes))
+            old = {self.numbers[n] for n in shard.replaces if n in self.numbers}  # parts indexed before
+            index = self.index
             for row, key in enumerate(np.ascontiguousarray(hashes).view(np.dtype("V32")).ravel().tolist()):
-                self.index.setdefault(key, (number, row))
+                if old and index.get(key, (None,))[0] in old:
+                    index[key] = (number, row)
+                else:
+                    index.setdefault(key, (number, row))
 
     def open(self, number: int) -> Any | None:
         """The payload of shard ``number`` (checked on first use), or None once a bad shard is set aside."""
@@ -235,18 +255,28 @@ class ShardStore:
         """The folder's writer lock (see ``clirbench.cache.shards.writer_lock``)."""
         return writer_lock(self.folder, MARKER)
 
-    def write(self, keys: Sequence[bytes], batch) -> None:
-        """Write one shard of ``batch`` for ``keys`` (call holding ``lock()``); nothing without a folder."""
+    def write(self, keys: Sequence[bytes], batch, replaces: Sequence[str] = ()) -> str | None:
+        """Write one shard of ``batch`` for ``keys`` (call holding ``lock()``); returns its name (None
+        without a folder). ``replaces``: shards of this process it merges, removed once it is sealed."""
         if self.folder is None:
-            return
+            return None
         self.folder.mkdir(parents=True, exist_ok=True)
         meta_path = self.folder / "meta.json"
         if not meta_path.is_file():
             write_bytes_atomic(meta_path, json.dumps({**self.meta, **self.codec.meta(batch)}, indent=1).encode())
         name = new_name()
         hashes = np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(len(keys), 32)
-        write_shard(self.folder, name, {**self.codec.dump(batch), MARKER: npy_bytes(hashes)})
+        write_shard(self.folder, name, {**self.codec.dump(batch), MARKER: npy_bytes(hashes)}, list(replaces))
         self.seen.add(name)
+        self.remove(replaces)
+        return name
+
+    def remove(self, names: Sequence[str]) -> None:
+        """Delete shards (call holding ``lock()``): merged into another, or not to be trusted."""
+        if self.folder is None:
+            return
+        for name in names:
+            Shard(self.folder, name, None).remove()
 
 
 class SpaceCache:

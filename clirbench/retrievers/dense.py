@@ -59,9 +59,15 @@ class DenseRetriever:
         return self.cache.embed(self.encoder, texts_of(texts), role, self.batch_size, self.progress)
 
     def prepare(self, queries: Sequence[Text], docs: Sequence[Text]) -> None:
-        """Encode every missing document and query now (e.g. all pools of a sweep in one pass)."""
-        self.cache.embed_rows(self.encoder, texts_of(docs), "document", self.batch_size, self.progress)
-        self.cache.embed_rows(self.encoder, texts_of(queries), "query", self.batch_size, self.progress)
+        """Encode every missing document and query now."""
+        self.encode_ahead(queries, docs)
+
+    def encode_ahead(self, queries: Sequence[Text], docs: Sequence[Text]) -> None:
+        """Encode every missing document and query now: the runner's encoding stage, over every pool's
+        texts at once (its bars name the texts' languages and the cache folder)."""
+        for role, texts in (("document", docs), ("query", queries)):
+            self.cache.embed_rows(self.encoder, texts_of(texts), role, self.batch_size, self.progress,
+                                  langs=[getattr(t, "lang", "") for t in texts])
 
     def rows_per_block(self, n_docs: int) -> int:
         if self.block_rows:

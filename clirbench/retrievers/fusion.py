@@ -218,6 +218,12 @@ class FusionRetriever:
             if hasattr(r, "prepare"):
                 r.prepare(queries, docs)
 
+    def encode_ahead(self, queries: Sequence[Text], docs: Sequence[Text]) -> None:
+        """The runner's encoding stage for the parts that have one (dense parts)."""
+        for r in self.retrievers:
+            if hasattr(r, "encode_ahead"):
+                r.encode_ahead(queries, docs)
+
     def fuse(self, rows: Sequence[np.ndarray]) -> np.ndarray:
         """Fused float64 scores from one aligned block of rows per component."""
         returned = np.zeros(rows[0].shape, dtype=bool)

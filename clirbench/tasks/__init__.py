@@ -100,6 +100,11 @@ class Task:
             raise UnknownNameError(f"task {self.id} has no pool mode {pool_mode!r}; available: "
                                    f"{', '.join(self.card.pool_modes)}")
         pairs = parse_langs(langs or f"{self.card.pivot}+all", self.card.languages)
+        run_langs = list(dict.fromkeys(l for pair in pairs for l in pair))
+        outside = [l for l in query_langs or () if l not in run_langs]
+        if outside:
+            raise UnknownNameError(f"query language(s) {', '.join(outside)} not among the languages run; "
+                                   f"valid query languages: {', '.join(run_langs)}")
         collection = self.load(sorted({l for pair in pairs for l in pair}), data_dir=data_dir, **options)
         pools = build_pools(collection, pairs, parse_scenarios(scenarios), query_langs, pool_mode)
         subset = str(collection.source.get("subset") or "")

@@ -156,7 +156,15 @@ def pools(card: TaskCard, langs=None, scenarios="all", query_langs=None, data_di
     keep = lambda q: not query_langs or q in query_langs
     out: list[Pool] = []
     if "belebele" in subsets:
-        out += [p for p in _belebele_pools(root) if keep(p.query_lang)]
+        try:
+            out += [p for p in _belebele_pools(root) if keep(p.query_lang)]
+        except DataNotFoundError as e:
+            if "strategyqa" not in subsets:
+                raise
+            sqa = root / "strategyqa" if root is not None else None
+            also = "" if _beir_present(sqa and sqa / "en") else f"; StrategyQA too: {_HELP}"
+            raise DataNotFoundError(f"task ko-en: {e}{also} (--task-option subsets=belebele or "
+                                    f"subsets=strategyqa runs one of them)") from None
     if "strategyqa" in subsets:
         sides, qrels, source = _strategyqa(card, root)
         for q, d in DIRECTIONS:

@@ -55,7 +55,7 @@ def _folder(data_dir, split: str) -> Path | None:
 
 def _missing(data_dir, split: str) -> DataNotFoundError:
     where = (f"{Path(data_dir) / 'lazretrieval' / split}/ (or {Path(data_dir) / split}/)" if data_dir is not None
-             else f"$CLIRBENCH_DATA_DIR/lazretrieval/{split}/")
+             else f"DIR/lazretrieval/{split}/ and pass --data-dir DIR (or set $CLIRBENCH_DATA_DIR=DIR)")
     return DataNotFoundError(f"lazretrieval is not public: put {', '.join(FILES)} (split {split}) in {where}")
 
 
