@@ -17,7 +17,7 @@ from ..collection import Pool, Text
 from ..errors import DataNotFoundError, MalformedDataError, UnknownNameError
 from .jsonl import json_objects, numbered_lines
 from ..scenarios import RETRIEVAL
-from ..strict import ascii_int
+from ..strict import MAX_GRADE, ascii_int, check_id, language_tag
 
 __all__ = [
     "UNDETERMINED", "read_corpus", "read_queries", "read_qrels", "qrels_path", "check_scenarios",
@@ -43,14 +43,13 @@ def _field(obj: dict, key: str, path: Path, lineno: int, required: bool = True, 
 def _records(path: Path, fixed: Sequence[str], default_lang: str | None, role: str) -> Iterator[Text]:
     seen: set[str] = set()
     for lineno, obj in json_objects(path):
-        rid = str(_field(obj, "_id", path, lineno, kinds=(str, int)))
-        if not rid:
-            raise MalformedDataError(f"{path}:{lineno}: empty _id")
+        rid = check_id(str(_field(obj, "_id", path, lineno, kinds=(str, int))), f"{path}:{lineno}", "_id")
         if rid in seen:
             raise MalformedDataError(f"{path}:{lineno}: duplicate _id {rid!r}")
         seen.add(rid)
         text = _field(obj, "text", path, lineno)
-        lang = _field(obj, "lang", path, lineno, required=False) or default_lang or UNDETERMINED
+        lang = _field(obj, "lang", path, lineno, required=False)
+        lang = language_tag(lang, f"{path}:{lineno}") if lang else default_lang or UNDETERMINED
         meta = {k: v for k, v in obj.items() if k not in fixed}
         if role == "document":
             title = _field(obj, "title", path, lineno, required=False) or ""
@@ -59,6 +58,8 @@ def _records(path: Path, fixed: Sequence[str], default_lang: str | None, role: s
             text = f"{title.strip()} {text.strip()}" if title.strip() else text.strip()
         else:
             text = text.strip()
+            if not text:
+                raise MalformedDataError(f"{path}:{lineno}: query {rid!r} has no text")
         yield Text(id=rid, text=text, lang=lang, meta=MappingProxyType(meta) if meta else MappingProxyType({}))
 
 
@@ -98,9 +99,13 @@ def read_qrels(path: str | os.PathLike) -> dict[str, dict[str, int]]:
         qid, did, score = (p.strip() for p in parts)
         if not qid or not did:
             raise MalformedDataError(f"{path}:{lineno}: empty query-id or corpus-id")
+        check_id(qid, f"{path}:{lineno}", "query-id")
+        check_id(did, f"{path}:{lineno}", "corpus-id")
         try:
-            grade = ascii_int(score)
-        except ValueError:
+            grade = ascii_int(score, -MAX_GRADE, MAX_GRADE)
+        except ValueError as exc:
+            if "not an ASCII integer" not in str(exc):
+                raise MalformedDataError(f"{path}:{lineno}: score {exc}") from None
             raise MalformedDataError(f"{path}:{lineno}: score {score!r} is not an integer "
                                      f"(ASCII digits only)") from None
         judged = qrels.setdefault(qid, {})
