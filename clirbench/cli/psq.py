@@ -43,6 +43,9 @@ def cmd_psq(args) -> int:
     from ..strict import language_tag
 
     args.src, args.tgt = language_tag(args.src, "--src"), language_tag(args.tgt, "--tgt")
+    from .args import check_outputs
+
+    check_outputs({"--out": args.out, "--out (its sidecar)": str(meta_path(args.out))}, {"--bitext": args.bitext})
     src, tgt = read_bitext(args.bitext)
     result = train_table(src, tgt, args.src, args.tgt, args.out, iterations=args.iterations,
                          min_prob=args.min_prob, corpus_name=", ".join(args.bitext))

@@ -69,8 +69,8 @@ def cmd_run(args) -> int:
 
     report = run(
         args.model, task=args.task, langs=args.langs, scenarios=args.scenario,
-        query_langs=split_list(args.query_lang), pool_mode=args.pool, data_dir=args.data_dir,
-        output_dir=args.output, cache_dir=args.cache_dir, measures=split_list(args.measures),
+        query_langs=split_list(args.query_lang, "--query-lang"), pool_mode=args.pool, data_dir=args.data_dir,
+        output_dir=args.output, cache_dir=args.cache_dir, measures=split_list(args.measures, "--measures"),
         resamples=args.resamples, seed=args.seed, overwrite=args.overwrite,
         query_prompt=args.query_prompt, doc_prompt=args.doc_prompt, batch_size=args.batch_size,
         device=args.device, progress=not args.no_progress, task_options=task_options(args.task_option),
