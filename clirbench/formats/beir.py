@@ -9,6 +9,7 @@ convention of BEIR's and MTEB's dense evaluation) when it has a title.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from types import MappingProxyType
 from typing import Iterable, Iterator, Mapping, Sequence
@@ -22,11 +23,12 @@ from ..strict import MAX_GRADE, ascii_int, check_id, language_tag
 __all__ = [
     "UNDETERMINED", "read_corpus", "read_queries", "read_qrels", "qrels_path", "check_scenarios",
     "parse_lang_list", "truncate_tokens", "local_dir", "check_qrels", "pools_by_query_lang",
-    "parse_int_option", "no_options",
+    "parse_int_option", "split_option", "no_options",
 ]
 
 UNDETERMINED = "und"  # BCP-47 tag for a record with no ``lang`` and no default
 _QRELS_HEADER = ("query-id", "corpus-id", "score")
+_SPLIT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
 def _field(obj: dict, key: str, path: Path, lineno: int, required: bool = True, kinds=(str,)) -> object:
@@ -180,16 +182,25 @@ def truncate_tokens(text: str, max_tokens: int | None) -> str:
 
 
 def parse_int_option(options: dict, key: str, task: str) -> int | None:
+    from ..checks import MAX_COUNT
+
     value = options.pop(key, None)
     if value is None or value == "":
         return None
     try:
-        number = int(value)
-    except (TypeError, ValueError):
-        number = 0
-    if number < 1:
-        raise UnknownNameError(f"task {task}: option {key} must be a positive integer, got {value!r}")
+        number = ascii_int(str(value).strip(), 1, MAX_COUNT)
+    except ValueError:
+        raise UnknownNameError(f"task {task}: option {key} must be an integer between 1 and {MAX_COUNT:,}, "
+                               f"got {str(value)[:40]!r}") from None
     return number
+
+
+def split_option(options: dict, task: str, default: str = "test") -> str:
+    """The ``split`` task option: a plain name (``test``, ``dev``), never a path out of the data folder."""
+    split = str(options.pop("split", default))
+    if not _SPLIT.fullmatch(split) or ".." in split:
+        raise UnknownNameError(f"task {task}: option split must be a name like test or dev, got {split[:60]!r}")
+    return split
 
 
 def no_options(options: Mapping[str, object], task: str, known: Sequence[str]) -> None:

@@ -16,7 +16,7 @@ from ..formats.jsonl import numbered_lines
 from . import Task
 from .hub import sha256_file
 from ..formats.beir import (UNDETERMINED, check_qrels, check_scenarios, no_options, pools_by_query_lang,
-                          qrels_path, read_corpus, read_qrels, read_queries)
+                          qrels_path, read_corpus, read_qrels, read_queries, split_option)
 from .card import TaskCard, parse_card
 from .loader import BaseLoader
 
@@ -67,7 +67,7 @@ def make_task(argument: str) -> Task:
 def pools(card: TaskCard, langs=None, scenarios="all", query_langs=None, data_dir=None, **options):
     """One pool per query language; ``query_langs`` picks some (``langs`` is not used: the corpus is fixed)."""
     check_scenarios(scenarios, card.id)
-    split = str(options.pop("split", "test"))
+    split = split_option(options, card.id)
     default_lang = options.pop("lang", None) or None
     if default_lang is not None:
         default_lang = language_tag(default_lang, f"{card.id}: task option lang")

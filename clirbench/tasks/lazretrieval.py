@@ -27,7 +27,7 @@ from ..errors import DataNotFoundError, MalformedDataError, UnknownNameError
 from ..formats.jsonl import json_objects
 from ..strict import MAX_GRADE, check_id, loads_json
 from .hub import sha256_file
-from ..formats.beir import check_scenarios, no_options, parse_lang_list
+from ..formats.beir import check_scenarios, no_options, parse_lang_list, split_option
 from .card import TaskCard
 from .loader import BaseLoader
 
@@ -123,7 +123,7 @@ def pools(card: TaskCard, langs=None, scenarios="all", query_langs=None, data_di
     """One pool per locale (subset = locale code): its items, its judged queries, graded qrels."""
     check_scenarios(scenarios, card.id)
     options = dict(options)
-    split = str(options.pop("split", "test"))
+    split = split_option(options, card.id)
     no_options(options, card.id, ("split",))
     locales = [l for l in _select(langs) if not query_langs or LOCALES[l] in query_langs]
     folder = _folder(data_dir, split)
