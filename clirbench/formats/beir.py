@@ -190,7 +190,7 @@ def parse_int_option(options: dict, key: str, task: str) -> int | None:
     try:
         number = ascii_int(str(value).strip(), 1, MAX_COUNT)
     except ValueError:
-        raise UnknownNameError(f"task {task}: option {key} must be an integer between 1 and {MAX_COUNT:,}, "
+        raise UnknownNameError(f"task {task}: option {key} must be a positive integer (at most {MAX_COUNT:,}), "
                                f"got {str(value)[:40]!r}") from None
     return number
 
