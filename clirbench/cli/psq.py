@@ -50,6 +50,9 @@ def cmd_psq(args) -> int:
     result = train_table(src, tgt, args.src, args.tgt, args.out, iterations=args.iterations,
                          min_prob=args.min_prob, corpus_name=", ".join(args.bitext))
     entries = sum(len(v) for v in result.table.values())
+    if result.pairs < len(src):  # said, not dropped without a word
+        print(f"note: {len(src) - result.pairs} of {len(src)} segment pairs have no index terms on one side "
+              f"after analysis (only stopwords or punctuation) and were left out")
     print(f"{args.out}: {len(result.table)} {args.src} terms, {entries} translations into {args.tgt} "
           f"from {result.pairs} segment pairs, {result.iterations} IBM Model 1 iterations "
           f"(log-likelihood {result.log_likelihood[0]:.1f} -> {result.log_likelihood[-1]:.1f}), "

@@ -146,7 +146,7 @@ def _gpu_number(device: str | None, faiss) -> int | None:
         return 0 if gpus > 0 else None
     if device == "cpu":
         return None
-    m = re.fullmatch(r"(?:cuda|gpu)(?::(\d+))?", device)
+    m = re.fullmatch(r"(?:cuda|gpu)(?::([0-9]{1,4}))?", device)
     if not m:
         raise ValueError(f"index device must be cpu, cuda or cuda:N, got {device!r}")
     n = int(m.group(1) or 0)
