@@ -9,14 +9,21 @@ import argparse
 import math
 import numbers
 
-__all__ = ["MAX_RESAMPLES", "MAX_SEED", "check_int", "check_float", "check_resamples", "check_seed",
+__all__ = ["MAX_RESAMPLES", "MAX_SEED", "MAX_COUNT", "MAX_BATCH_SIZE", "MAX_WORKERS", "MAX_SHARDS", "MAX_ITERATIONS",
+           "check_int", "check_float", "check_resamples", "check_seed", "int_in", "float_in",
            "positive_int", "nonnegative_int", "resample_count", "seed", "probability", "finite_float",
-           "positive_float", "nonnegative_float"]
+           "positive_float", "nonnegative_float", "batch_size", "worker_count", "shard_count", "iteration_count"]
 
 #: upper limit on bootstrap resamples and randomisation-test permutations (documented in the README)
 MAX_RESAMPLES = 1_000_000
 #: seeds are stored in result and leaderboard files as JSON integers of at most 63 bits
 MAX_SEED = 2**63 - 1
+#: every count has an upper bound (a typo of a few digits must not run for days):
+MAX_COUNT = 1_000_000_000  # any count without a bound of its own (steps, examples)
+MAX_BATCH_SIZE = 65_536  # texts per encoder or translator batch
+MAX_WORKERS = 4_096  # Ray workers, requests in flight
+MAX_SHARDS = 1_000_000  # document shards of exact ranking
+MAX_ITERATIONS = 1_000  # EM iterations (psq train)
 
 
 def _span(low, high) -> str:
@@ -67,7 +74,8 @@ def _argtype(convert, check, label: str):
         try:
             value = convert(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"must be {label}, got {text!r}") from None
+            shown = repr(text) if len(text) <= 40 else repr(text[:40]) + f"... ({len(text):,} characters)"
+            raise argparse.ArgumentTypeError(f"must be {label}, got {shown}") from None
         try:
             return check(value, "value")
         except ValueError as exc:
@@ -77,10 +85,31 @@ def _argtype(convert, check, label: str):
     return parse
 
 
-positive_int = _argtype(int, lambda v, n: check_int(v, n, 1), "a positive integer")
-nonnegative_int = _argtype(int, lambda v, n: check_int(v, n, 0), "a non-negative integer")
-resample_count = _argtype(int, check_resamples, f"an integer between 1 and {MAX_RESAMPLES:,}")
-seed = _argtype(int, check_seed, "a non-negative integer")
+def _int(text: str) -> int:
+    from .strict import ascii_int
+
+    return ascii_int(text.strip())
+
+
+def int_in(low: int, high: int):
+    """argparse type: an integer in [low, high] (ASCII digits, at most ``strict.MAX_INT_DIGITS``)."""
+    return _argtype(_int, lambda v, n: check_int(v, n, low, high), f"an integer between {low:,} and {high:,}")
+
+
+def float_in(low: float, high: float, low_open: bool = False):
+    """argparse type: a finite number in [low, high] (``(low, high]`` if ``low_open``)."""
+    span = f"{'(' if low_open else '['}{low:g}, {high:g}]"
+    return _argtype(float, lambda v, n: check_float(v, n, low, high, low_open), f"a number in {span}")
+
+
+positive_int = int_in(1, MAX_COUNT)
+nonnegative_int = int_in(0, MAX_COUNT)
+batch_size = int_in(1, MAX_BATCH_SIZE)
+worker_count = int_in(1, MAX_WORKERS)
+shard_count = int_in(1, MAX_SHARDS)
+iteration_count = int_in(1, MAX_ITERATIONS)
+resample_count = _argtype(_int, check_resamples, f"an integer between 1 and {MAX_RESAMPLES:,}")
+seed = _argtype(_int, check_seed, "a non-negative integer")
 probability = _argtype(float, lambda v, n: check_float(v, n, 0.0, 1.0), "a probability in [0, 1]")
 finite_float = _argtype(float, check_float, "a finite number")
 positive_float = _argtype(float, lambda v, n: check_float(v, n, 0.0, low_open=True), "a positive number")

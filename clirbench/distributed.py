@@ -55,8 +55,8 @@ def _host_port(address: str) -> tuple[str, int] | None:
     if not sep:
         host, port = rest, str(default)
     host = host.strip("[]")
-    if not host or not port.isdigit():
-        raise ClirbenchError(f"Ray address {address!r} is not HOST:PORT, ray://HOST:PORT or auto")
+    if not host or not (port.isascii() and port.isdigit() and len(port) <= 5 and 0 < int(port) < 65536):
+        raise ClirbenchError(f"Ray address {address[:80]!r} is not HOST:PORT, ray://HOST:PORT or auto")
     return host, int(port)
 
 

@@ -54,13 +54,13 @@ def run(model, task="xquad", langs: str | Sequence[str] | None = None, scenarios
     with the index's measured recall; rank-set measures refused). ``executor="ray"`` (``address``
     of a cluster, else a local Ray with ``workers`` CPUs) encodes and counts the shards on Ray.
     """
-    from .checks import check_int, check_resamples, check_seed
+    from .checks import MAX_BATCH_SIZE, MAX_SHARDS, MAX_WORKERS, check_int, check_resamples, check_seed
     from .tasks import get_task
     from .retrievers import make_retriever
 
     resamples, seed = check_resamples(resamples), check_seed(seed)  # before any work
     if batch_size is not None:
-        batch_size = check_int(batch_size, "batch_size", 1)
+        batch_size = check_int(batch_size, "batch_size", 1, MAX_BATCH_SIZE)
     t_start = time.perf_counter()
     if isinstance(task, str):
         task = get_task(task)
@@ -86,9 +86,9 @@ def run(model, task="xquad", langs: str | Sequence[str] | None = None, scenarios
         if not measures:  # the default set without the rank-set measures an index cannot give
             measure_objs = tuple(split_ann_measures(measure_objs)[0])
     if shards is not None:
-        shards = check_int(shards, "shards", 1)
+        shards = check_int(shards, "shards", 1, MAX_SHARDS)
     if workers is not None:
-        workers = check_int(workers, "workers", 1)
+        workers = check_int(workers, "workers", 1, MAX_WORKERS)
     plan = None
     if translation:
         from .translate import TranslationPlan

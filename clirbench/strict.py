@@ -4,7 +4,11 @@
   :data:`MAX_JSON_DEPTH` refused before parsing (no ``RecursionError``).
 * YAML (config files: sweep configs, task cards): duplicate keys refused, anchors and aliases
   refused (a 600-byte "billion laughs" file expands to gigabytes), a byte-order mark ignored.
-* Integers in judgement files: ASCII digits only (``int("١")`` is 1 in Python, 0 in trec_eval).
+* Integers in judgement files: ASCII digits only (``int("١")`` is 1 in Python, 0 in trec_eval),
+  at most :data:`MAX_INT_DIGITS` digits (Python refuses over 4,300 with a message naming no file).
+* Text that names things (ids, language tags): no control characters, line or paragraph
+  separators, lone surrogates or byte-order marks (:func:`bad_character`, :func:`check_id`); language
+  tags in BCP-47 case (:func:`language_tag`: ``EN`` is ``en``, ``kor_HANG`` is ``kor_Hang``).
 """
 from __future__ import annotations
 
@@ -14,11 +18,24 @@ from typing import Any
 
 from .errors import MalformedDataError
 
-__all__ = ["MAX_JSON_DEPTH", "loads_json", "load_yaml", "ascii_int", "BOM"]
+__all__ = ["MAX_JSON_DEPTH", "MAX_INT_DIGITS", "MAX_GRADE", "loads_json", "load_yaml", "ascii_int", "BOM",
+           "bad_character", "check_id", "language_tag"]
 
 MAX_JSON_DEPTH = 64
+#: longest integer read from a file (JSON, YAML, TREC, TSV): far above any count, seed or grade
+MAX_INT_DIGITS = 100
+#: relevance grades are 32-bit integers (trec_eval reads them with atol; float64 keeps them exact)
+MAX_GRADE = 2**31 - 1
 BOM = "\ufeff"
 _ASCII_INT = re.compile(r"[+-]?[0-9]+")
+# C0/C1 controls (NUL, ESC, ...; tab and line feed are never inside a field), line and paragraph
+# separators (str.splitlines breaks on them), lone surrogates (not encodable), BOMs, non-characters
+_BAD_CHAR = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]")
+# a JSON \\u escape of a surrogate that is not half of a pair (preceded by an even run of backslashes)
+_LONE_SURROGATE_ESCAPE = re.compile(
+    r"(?<!\\)(?:\\\\)*(\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2})")
+_LANGUAGE = re.compile(r"[A-Za-z]{2,3}(?:[_-][A-Za-z0-9]{1,8})*")
 _JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 
@@ -60,8 +77,20 @@ def loads_json(text: str | bytes, where: str, max_depth: int = MAX_JSON_DEPTH, c
     def no_constant(name: str):
         raise MalformedDataError(f"{where}: {name} is not valid JSON")
 
+    def bounded_int(digits: str) -> int:
+        if len(digits.lstrip("-")) > MAX_INT_DIGITS:
+            raise MalformedDataError(f"{where}: an integer of {len(digits.lstrip('-')):,} digits "
+                                     f"(at most {MAX_INT_DIGITS})")
+        return int(digits)
+
+    if "\\u" in text:
+        lone = _LONE_SURROGATE_ESCAPE.search(text)
+        if lone:
+            raise MalformedDataError(f"{where}: a lone surrogate {lone.group(1)} is not text "
+                                     f"(not encodable as UTF-8)")
     try:
-        return json.loads(text, object_pairs_hook=no_duplicates, parse_constant=None if constants else no_constant)
+        return json.loads(text, object_pairs_hook=no_duplicates, parse_int=bounded_int,
+                          parse_constant=None if constants else no_constant)
     except json.JSONDecodeError as exc:
         raise MalformedDataError(f"{where}: not valid JSON ({exc.msg})") from None
     except RecursionError:  # the depth scan should have caught it; never a traceback
@@ -96,7 +125,30 @@ def _strict_loader(origin: str):
                 seen.add(key)
             return super().construct_mapping(node, deep=deep)
 
+        def construct_bounded_int(self, node):
+            digits = sum(c.isdigit() for c in str(node.value))
+            if digits > MAX_INT_DIGITS:
+                raise MalformedDataError(f"{origin}:{node.start_mark.line + 1}: an integer of {digits:,} digits "
+                                         f"(at most {MAX_INT_DIGITS})")
+            return self.construct_yaml_int(node)
+
+    StrictLoader.add_constructor("tag:yaml.org,2002:int", StrictLoader.construct_bounded_int)
     return StrictLoader
+
+
+def _no_lone_surrogates(data: Any, origin: str) -> Any:
+    """``data`` (parsed YAML) if none of its strings holds a lone surrogate (a ``"\\ud800"`` escape)."""
+    stack = [data]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            stack.extend(node.keys())
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, str) and re.search("[\ud800-\udfff]", node):
+            raise MalformedDataError(f"{origin}: {_show(node)} holds a lone surrogate (not encodable as UTF-8)")
+    return data
 
 
 def load_yaml(text: str, origin: str) -> Any:
@@ -107,7 +159,7 @@ def load_yaml(text: str, origin: str) -> Any:
         text = text[1:]
     loader = _strict_loader(origin)(text)
     try:
-        return loader.get_single_data()
+        return _no_lone_surrogates(loader.get_single_data(), origin)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{origin}:{mark.line + 1}" if mark is not None else origin
@@ -119,11 +171,57 @@ def load_yaml(text: str, origin: str) -> Any:
         loader.dispose()
 
 
-def ascii_int(text: str) -> int:
-    """``int(text)`` for ASCII decimal digits with an optional sign only; else ValueError.
+def ascii_int(text: str, low: int | None = None, high: int | None = None) -> int:
+    """``int(text)`` for ASCII decimal digits with an optional sign only, within [low, high]; else
+    ValueError (a one-line reason, the text shortened).
 
     Python's ``int`` also takes ``"١"``, ``"1_0"`` and surrounding whitespace; trec_eval does not.
     """
     if not _ASCII_INT.fullmatch(text):
-        raise ValueError(f"{text!r} is not an ASCII integer")
-    return int(text)
+        raise ValueError(f"{_show(text)} is not an ASCII integer")
+    digits = len(text.lstrip("+-"))
+    if digits > MAX_INT_DIGITS:
+        raise ValueError(f"{_show(text, 20)} has {digits:,} digits (at most {MAX_INT_DIGITS})")
+    value = int(text)
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise ValueError(f"{_show(text, 20)} is out of range [{low:,}, {high:,}]")
+    return value
+
+
+def bad_character(text: str) -> str | None:
+    """The first character that may not be part of an id or tag (see :data:`_BAD_CHAR`), as
+    ``U+XXXX``; None when there is none. Linear, in C."""
+    m = _BAD_CHAR.search(text)
+    return None if m is None else f"U+{ord(m.group()):04X}"
+
+
+def check_id(value: str, where: str, what: str) -> str:
+    """``value`` if it is a non-empty id without a :func:`bad_character`; MalformedDataError naming
+    ``where`` and ``what`` (e.g. ``query id``) otherwise."""
+    if not value:
+        raise MalformedDataError(f"{where}: empty {what}")
+    bad = bad_character(value)
+    if bad:
+        raise MalformedDataError(f"{where}: {what} {_show(value)} holds the forbidden character {bad} "
+                                 f"(a control character, line separator or lone surrogate)")
+    return value
+
+
+def language_tag(code: object, where: str) -> str:
+    """``code`` as a language tag in BCP-47 case (``EN`` -> ``en``, ``zh-cn`` -> ``zh-CN``,
+    ``KOR_HANG`` -> ``kor_Hang``), so that one language is never two; a MalformedDataError naming
+    ``where`` for anything that is not a tag (a path, a word, a number)."""
+    if not isinstance(code, str) or len(code) > 35 or not _LANGUAGE.fullmatch(code):
+        raise MalformedDataError(f"{where}: {_show(code)} is not a language code (like en, zh, kor_Hang)")
+    first, *rest = re.split(r"([_-])", code)
+    out = [first.lower()]
+    for part in rest:
+        if part in "_-":
+            out.append(part)
+        elif len(part) == 4 and part.isalpha():
+            out.append(part.title())
+        elif len(part) == 2 and part.isalpha() or len(part) == 3 and part.isdigit():
+            out.append(part.upper())
+        else:
+            out.append(part.lower())
+    return "".join(out)

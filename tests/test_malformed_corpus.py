@@ -46,6 +46,9 @@ def _content(spec) -> bytes:
         return arg["template"].replace("DEEP", "[" * depth + "]" * depth).encode("utf-8")
     if kind == "repeat":  # a line repeated n times (large inputs)
         return (arg["line"] * int(arg["n"])).encode("utf-8")
+    if kind in ("fill", "gzip_fill"):  # a template whose FILL is `text` repeated n times (huge numbers, long lines)
+        data = arg["template"].replace("FILL", arg["text"] * int(arg["n"])).encode("utf-8")
+        return gzip.compress(data, mtime=0) if kind == "gzip_fill" else data
     if kind == "latin1":
         return arg.encode("latin-1")
     if kind == "repo":
@@ -69,6 +72,16 @@ def _set_json(path: Path, changes: dict) -> None:
     path.write_text(json.dumps(data), encoding="utf-8")
 
 
+def _place(path: Path, spec) -> None:
+    """Write a manifest file; ``{symlink: /dev/zero}`` links to a device (an endless file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(spec, dict) and "symlink" in spec:
+        path.unlink(missing_ok=True)
+        path.symlink_to(spec["symlink"])
+    else:
+        path.write_bytes(_content(spec))
+
+
 def _build(case: dict, folder: Path, generated: dict[str, Path]) -> None:
     base = case.get("base")
     if base in generated:
@@ -78,8 +91,7 @@ def _build(case: dict, folder: Path, generated: dict[str, Path]) -> None:
             (folder / name).parent.mkdir(parents=True, exist_ok=True)
             (folder / name).write_bytes(_content(spec))
     for name, spec in (case.get("files") or {}).items():
-        (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        (folder / name).write_bytes(_content(spec))
+        _place(folder / name, spec)
     for name, pairs in (case.get("replace") or {}).items():
         text = (folder / name).read_text(encoding="utf-8")
         for old, new in pairs:
@@ -158,7 +170,7 @@ CASES = MANIFEST["cases"]
 def test_the_corpus_is_large_and_ids_are_unique():
     ids = [c["id"] for c in CASES]
     assert len(ids) == len(set(ids))
-    assert len(ids) >= 150
+    assert len(ids) >= 400
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
@@ -173,7 +185,7 @@ def test_malformed_input_is_refused_on_one_line(case, tmp_path, capsys, monkeypa
         monkeypatch.setattr(cards, "cards_dir", lambda: folder / "cards")
     monkeypatch.delenv("CLIRBENCH_DEBUG", raising=False)
     monkeypatch.chdir(tmp_path)
-    argv = _argv(case, folder, _Keep(bert=tiny_bert_dir))
+    argv = _argv(case, folder, _Keep(bert=tiny_bert_dir, many9="9" * 5000))
     with warnings.catch_warnings(record=True) as caught:  # what the console would print as warnings
         warnings.simplefilter("always")
         code = cli.main(argv)  # an exception escaping here is a traceback: the test fails

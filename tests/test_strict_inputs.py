@@ -251,3 +251,72 @@ def test_leaderboard_submit_with_and_without_command_runs_the_subcommand(tmp_pat
     assert "merged" in capsys.readouterr().out
     assert (tmp_path / "lb" / "xquad.json").is_file() and (tmp_path / "lb2" / "xquad.json").is_file()
     assert "clirbench run --model bm25" in (tmp_path / "lb2" / "xquad.json").read_text()
+
+
+# ------------------------------------------------------------------ issue 18 part 4: hostile inputs
+# (the refusals are cases of tests/malformed/cases.yaml; here, what must still be accepted)
+
+
+@pytest.mark.parametrize("code, tag", [("en", "en"), ("EN", "en"), ("zh-cn", "zh-CN"), ("KOR_HANG", "kor_Hang"),
+                                       ("sr-latn-rs", "sr-Latn-RS"), ("es-419", "es-419"), ("eng_Latn", "eng_Latn")])
+def test_language_tags_are_put_in_bcp47_case(code, tag):
+    from clirbench.strict import language_tag
+
+    assert language_tag(code, "x") == tag
+
+
+def test_en_and_EN_in_a_beir_folder_are_one_language(tmp_path):
+    folder = _beir(tmp_path / "b", "")
+    lines = (folder / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
+    tagged = [line.replace("{", '{"lang": "%s", ' % lang, 1) for line, lang in zip(lines, ("en", "EN"))]
+    (folder / "corpus.jsonl").write_text("\n".join(tagged) + "\n", encoding="utf-8")
+    results = _run(f"beir:{folder}", tmp_path / "out")
+    assert len(results) == 1 and "/en.q-und.json" in next(iter(results)).replace("\\", "/")
+
+
+def test_upper_case_language_keys_of_a_parallel_file_mean_the_same(tmp_path):
+    upper = [json.loads(json.dumps(r).replace('"en"', '"EN"').replace('"de"', '"De"')) for r in PARALLEL]
+    for name, records in (("lower", PARALLEL), ("upper", upper)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "p.jsonl").write_text(_jsonl(records), encoding="utf-8")
+    lower = _run(f"parallel:{tmp_path / 'lower' / 'p.jsonl'}", tmp_path / "out-lower", "--scenario", "mono-cross")
+    upper = _run(f"parallel:{tmp_path / 'upper' / 'p.jsonl'}", tmp_path / "out-upper", "--scenario", "mono-cross")
+    assert len(lower) == 2 and lower == upper
+
+
+def test_surrogate_pairs_and_escaped_backslashes_are_text_and_long_integers_within_the_bound():
+    assert loads_json('"\\ud83d\\ude00 \\\\ud800"', "f") == "\U0001F600 \\ud800"
+    assert loads_json("1" * 100, "f") == int("1" * 100)
+    assert ascii_int("2147483647", -2**31 + 1, 2**31 - 1) == 2**31 - 1
+    with pytest.raises(ValueError, match="out of range"):
+        ascii_int("2147483648", -2**31 + 1, 2**31 - 1)
+
+
+def test_a_line_separator_inside_a_json_string_is_text(tmp_path):
+    """JSON Lines are split at \\n only: U+2028 in a passage is text (a TSV cell refuses it)."""
+    records = json.loads(json.dumps(PARALLEL).replace("Rain falls", "Rain\u2028falls"))
+    (tmp_path / "p.jsonl").write_text(_jsonl(records), encoding="utf-8")
+    from clirbench.tasks.parallel_data import read_items
+
+    assert read_items(tmp_path / "p.jsonl").passages["p2"]["en"] == "Rain\u2028falls in spring."
+
+
+def test_specs_within_the_bounds_are_read():
+    from clirbench.retrievers.fusion import MAX_DEPTH, parse_fusion
+    from clirbench.retrievers.psq.retriever import parse_spec
+    from clirbench.retrievers.spec import spec_params
+
+    spec = "bm25"
+    for _ in range(MAX_DEPTH - 1):
+        spec = f"fusion:rrf({spec},bm25)"
+    assert len(parse_fusion(spec[len("fusion:"):]).parts) == 2
+    assert parse_spec("a.json.gz+b.json.gz?alpha=0.2&max-alternatives=8") == (
+        ["a.json.gz", "b.json.gz"], {"alpha": 0.2, "max_alternatives": 8})
+    assert spec_params("nprobe=8, efSearch=16", ",", "x") == {"nprobe": "8", "efSearch": "16"}
+
+
+@pytest.mark.parametrize("option, value", [("--resamples", "\u0661\u0660"), ("--seed", "\uff11")])
+def test_count_options_take_ascii_digits_only(option, value, capsys):
+    """``int("١٠")`` is 10 in Python: such an argument was accepted as a count."""
+    assert cli.main(["evaluate", "--qrels", "q", "--run", "r", option, value]) == 2
+    assert f"argument {option}" in capsys.readouterr().err

@@ -7,6 +7,7 @@ Each module (``run``, ``evaluate``, ``compare``, ``tasks``, ``validate``, ``lead
 from __future__ import annotations
 
 import os
+import re
 import sys
 from typing import Sequence
 
@@ -42,6 +43,10 @@ def _build_parser() -> Parser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser()
+    for arg in (sys.argv[1:] if argv is None else argv):
+        if re.search("[\ud800-\udfff]", arg):  # bytes that are not UTF-8 (surrogate-escaped by Python)
+            print(f"clirbench: error: argument {ascii(arg)[:80]} is not valid UTF-8 text", file=sys.stderr)
+            return EXIT_USAGE
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, or a usage error already printed on one line

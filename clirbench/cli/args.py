@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["EXIT_USAGE", "Parser", "split_list", "task_options"]
+__all__ = ["EXIT_USAGE", "Parser", "split_list", "task_options", "check_outputs"]
 
 EXIT_USAGE = 2
 
@@ -20,8 +20,45 @@ class Parser(argparse.ArgumentParser):
         return super().format_help()
 
 
-def split_list(value: str | None) -> list[str] | None:
-    return [v.strip() for v in value.split(",") if v.strip()] if value else None
+def split_list(value: str | None, option: str) -> list[str] | None:
+    """The items of a comma list given to ``option``; None when it is not given. An empty item (``,``,
+    ``a,,b``, a trailing comma) is an error, not a fall back to the default."""
+    if value is None:
+        return None
+    items = [v.strip() for v in value.split(",")]
+    if not all(items):
+        from ..errors import ClirbenchError
+
+        raise ClirbenchError(f"{option} {value[:60]!r}: an empty item in the comma list")
+    return items
+
+
+def check_outputs(outputs: dict[str, str | None], inputs: dict[str, object]) -> None:
+    """Refuse an output path (option -> path) that is one of the inputs (option -> path or paths),
+    or another output: it would be overwritten (``evaluate --output run.txt``)."""
+    import os
+    from pathlib import Path
+
+    from ..errors import ClirbenchError
+
+    def same(a, b) -> bool:
+        try:
+            return os.path.samefile(a, b)
+        except OSError:
+            return Path(a).expanduser().resolve() == Path(b).expanduser().resolve()
+
+    seen: list[tuple[str, object]] = []
+    for option, value in inputs.items():
+        for path in (value if isinstance(value, (list, tuple)) else [value]):
+            if path is not None:
+                seen.append((option, path))
+    for option, path in outputs.items():
+        if path is None:
+            continue
+        for other, known in seen:
+            if same(path, known):
+                raise ClirbenchError(f"{option} {path}: the same file as {other}; it would be overwritten")
+        seen.append((option, path))
 
 
 def task_options(pairs: list[str]) -> dict[str, str]:

@@ -27,7 +27,7 @@ def add_compare_parser(subparsers) -> argparse.ArgumentParser:
 def cmd_compare(args) -> int:
     from ..paired import compare, format_comparison
 
-    report = compare(args.a, args.b, measures=split_list(args.measures), resamples=args.resamples,
+    report = compare(args.a, args.b, measures=split_list(args.measures, "--measures"), resamples=args.resamples,
                      seed=args.seed, permutations=args.permutations)
     print(json.dumps(report, indent=2) if args.json else format_comparison(report))
     return 0

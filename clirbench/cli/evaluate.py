@@ -29,8 +29,11 @@ def add_evaluate_parser(subparsers) -> argparse.ArgumentParser:
 def cmd_evaluate(args) -> int:
     from ..evaluate import evaluate_files
     from ..atomic import write_text_atomic
+    from .args import check_outputs
 
-    report = evaluate_files(args.qrels, args.run, measures=split_list(args.measures),
+    check_outputs({"--output": args.output, "--per-query": args.per_query}, {"--qrels": args.qrels, "--run": args.run})
+
+    report = evaluate_files(args.qrels, args.run, measures=split_list(args.measures, "--measures"),
                             resamples=args.resamples, seed=args.seed, per_query_path=args.per_query)
     text = json.dumps(report, indent=2)
     if args.output:

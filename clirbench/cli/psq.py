@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from ..checks import positive_int, probability
+from ..checks import iteration_count, probability
 
 __all__ = ["add_psq_parser", "cmd_psq"]
 
@@ -19,7 +19,7 @@ def add_psq_parser(subparsers) -> argparse.ArgumentParser:
     t.add_argument("--src", required=True, help="document language of the table (source side), e.g. fr")
     t.add_argument("--tgt", required=True, help="query language of the table (target side), e.g. en")
     t.add_argument("--out", required=True, help="table to write, e.g. fr-en.table.json.gz (+ .meta.json beside it)")
-    t.add_argument("--iterations", type=positive_int, default=10, help="EM iterations (default 10)")
+    t.add_argument("--iterations", type=iteration_count, default=10, help="EM iterations (default 10, at most 1,000)")
     t.add_argument("--min-prob", type=probability, default=1e-4, help="drop translations below this (default 1e-4)")
     p.set_defaults(handler=cmd_psq)
     return p
@@ -40,10 +40,19 @@ def cmd_psq(args) -> int:
     require_backends("psq train")
     require("scipy.sparse", purpose="psq train")
     t0 = time.perf_counter()
+    from ..strict import language_tag
+
+    args.src, args.tgt = language_tag(args.src, "--src"), language_tag(args.tgt, "--tgt")
+    from .args import check_outputs
+
+    check_outputs({"--out": args.out, "--out (its sidecar)": str(meta_path(args.out))}, {"--bitext": args.bitext})
     src, tgt = read_bitext(args.bitext)
     result = train_table(src, tgt, args.src, args.tgt, args.out, iterations=args.iterations,
                          min_prob=args.min_prob, corpus_name=", ".join(args.bitext))
     entries = sum(len(v) for v in result.table.values())
+    if result.pairs < len(src):  # said, not dropped without a word
+        print(f"note: {len(src) - result.pairs} of {len(src)} segment pairs have no index terms on one side "
+              f"after analysis (only stopwords or punctuation) and were left out")
     print(f"{args.out}: {len(result.table)} {args.src} terms, {entries} translations into {args.tgt} "
           f"from {result.pairs} segment pairs, {result.iterations} IBM Model 1 iterations "
           f"(log-likelihood {result.log_likelihood[0]:.1f} -> {result.log_likelihood[-1]:.1f}), "

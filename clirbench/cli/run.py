@@ -28,7 +28,7 @@ def add_run_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--measures", default=None, help="comma list of measures (default: the full set)")
     p.add_argument("--query-prompt", default=None, help="override the query prompt")
     p.add_argument("--doc-prompt", default=None, help="override the document prompt")
-    p.add_argument("--batch-size", type=checks.positive_int, default=None)
+    p.add_argument("--batch-size", type=checks.batch_size, default=None)
     p.add_argument("--device", default=None, help="cpu, cuda, ... (default: cuda when present)")
     p.add_argument("--resamples", type=checks.resample_count, default=1000, help="bootstrap resamples")
     p.add_argument("--seed", type=checks.seed, default=42)
@@ -36,7 +36,7 @@ def add_run_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true")
     add_translation_arguments(p)
     scale = p.add_argument_group("large pools (exact ranks by sharded counting, approximate top-k, Ray)")
-    scale.add_argument("--shards", type=checks.positive_int, default=None, metavar="N",
+    scale.add_argument("--shards", type=checks.shard_count, default=None, metavar="N",
                        help="rank exactly by counting over N document shards (chosen by itself above "
                             "1,000,000 documents); same values as full score rows")
     scale.add_argument("--index", default=None, metavar="faiss:FACTORY",
@@ -46,7 +46,7 @@ def add_run_parser(subparsers) -> argparse.ArgumentParser:
                        help="ray: encode and count shards on a Ray cluster (default: local)")
     scale.add_argument("--address", default=None, metavar="HOST:6379",
                        help="the Ray cluster to join (default: start a local Ray)")
-    scale.add_argument("--workers", type=checks.positive_int, default=None,
+    scale.add_argument("--workers", type=checks.worker_count, default=None,
                        help="Ray workers (CPUs of a local Ray, shard tasks in flight)")
 
     p.set_defaults(handler=cmd_run)
@@ -69,8 +69,8 @@ def cmd_run(args) -> int:
 
     report = run(
         args.model, task=args.task, langs=args.langs, scenarios=args.scenario,
-        query_langs=split_list(args.query_lang), pool_mode=args.pool, data_dir=args.data_dir,
-        output_dir=args.output, cache_dir=args.cache_dir, measures=split_list(args.measures),
+        query_langs=split_list(args.query_lang, "--query-lang"), pool_mode=args.pool, data_dir=args.data_dir,
+        output_dir=args.output, cache_dir=args.cache_dir, measures=split_list(args.measures, "--measures"),
         resamples=args.resamples, seed=args.seed, overwrite=args.overwrite,
         query_prompt=args.query_prompt, doc_prompt=args.doc_prompt, batch_size=args.batch_size,
         device=args.device, progress=not args.no_progress, task_options=task_options(args.task_option),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..checks import nonnegative_float, positive_float, resample_count
+from ..checks import float_in, resample_count
 
 __all__ = ["add_sweep_parser", "cmd_sweep"]
 
@@ -36,8 +36,8 @@ def add_sweep_parser(subparsers) -> argparse.ArgumentParser:
                    help="local: cells in this process; ray: one Ray task per cell (default: local)")
     p.add_argument("--address", default=None,
                    help="Ray cluster to join (auto, HOST:6379, ray://HOST:10001); default: a local Ray")
-    p.add_argument("--cpus-per-cell", type=positive_float, default=1.0, help="Ray: CPUs reserved per cell (default 1)")
-    p.add_argument("--gpus-per-cell", type=nonnegative_float, default=0.0, help="Ray: GPUs reserved per cell (default 0)")
+    p.add_argument("--cpus-per-cell", type=float_in(0.0, 4096.0, low_open=True), default=1.0, help="Ray: CPUs reserved per cell (default 1)")
+    p.add_argument("--gpus-per-cell", type=float_in(0.0, 1024.0), default=0.0, help="Ray: GPUs reserved per cell (default 0)")
     p.add_argument("--output", default=None, help="override the config's output folder")
     p.add_argument("--cache-dir", default=None, help="override the config's cache_dir")
     p.add_argument("--overwrite", action="store_true", help="recompute finished cells and pools")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..checks import check_float, nonnegative_int, positive_float, positive_int, probability, seed
+from ..checks import batch_size, check_float, float_in, int_in, positive_float, positive_int, probability, seed
 
 __all__ = ["add_train_parser", "add_merge_parser", "cmd_train", "cmd_merge"]
 
@@ -60,14 +60,14 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--data-dir", default=None, help="folder with the task's files")
     p.add_argument("--loss", choices=LOSSES, default=None, help="align recipe's loss (default jsd+nce)")
     p.add_argument("--compositions", default="all", help="compose recipe: all or l1-l2-l3,... e.g. en-de-de")
-    p.add_argument("--hard-negatives", type=nonnegative_int, default=6,
+    p.add_argument("--hard-negatives", type=int_in(0, 1_000), default=6,
                    help="compose: hard negatives mined per query from parallel data (default 6; a triplet file brings its own)")
     p.add_argument("--miner", default="bm25", help="compose: clirbench retriever that mines hard negatives (default bm25)")
     p.add_argument("--lr", type=positive_float, default=2e-5, help="learning rate (default 2e-5)")
-    p.add_argument("--epochs", type=positive_float, default=1.0)
-    p.add_argument("--batch-size", type=positive_int, default=32)
+    p.add_argument("--epochs", type=float_in(0.0, 10_000.0, low_open=True), default=1.0)
+    p.add_argument("--batch-size", type=batch_size, default=32)
     p.add_argument("--warmup-ratio", type=probability, default=None, help="default 0.15 (align) / 0.1 (compose)")
-    p.add_argument("--scale", type=positive_float, default=20.0, help="cosine similarity scale (1/temperature), default 20")
+    p.add_argument("--scale", type=float_in(0.0, 1e6, low_open=True), default=20.0, help="cosine similarity scale (1/temperature), default 20")
     p.add_argument("--max-steps", type=positive_int, default=None, help="stop after this many steps")
     p.add_argument("--max-examples", type=positive_int, default=None, help="train on this many examples (seeded sample)")
     p.add_argument("--eval-every", type=positive_int, default=None, metavar="N",
@@ -86,7 +86,7 @@ def cmd_train(args) -> int:
     from .args import split_list, task_options
     from ..train.recipes import TRAIN_RECORD, train
 
-    out = train(args.model, args.out, task=args.task, langs=split_list(args.langs) or [],
+    out = train(args.model, args.out, task=args.task, langs=split_list(args.langs, "--langs") or [],
                 task_options=task_options(args.task_option), data_dir=args.data_dir, triplets=args.triplets,
                 recipe=args.recipe, loss=args.loss, compositions=args.compositions,
                 hard_negatives=args.hard_negatives, miner=args.miner, lr=args.lr, epochs=args.epochs,

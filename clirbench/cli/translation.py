@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..checks import positive_int
+from ..checks import MAX_WORKERS, int_in
 
 __all__ = ["add_translation_arguments", "translation_options"]
 
@@ -22,7 +22,7 @@ def add_translation_arguments(parser: argparse.ArgumentParser) -> argparse.Argum
                    help="translation cache (default: $CLIRBENCH_CACHE_DIR/translations or ~/.cache/clirbench/translations)")
     g.add_argument("--translation-quality", action="store_true",
                    help="with --translate docs: document-level BLEU and chrF against the data set's gold translation")
-    g.add_argument("--translation-batch-size", type=positive_int, default=None, metavar="N",
+    g.add_argument("--translation-batch-size", type=int_in(1, MAX_WORKERS), default=None, metavar="N",
                    help="texts per batch (hf:, ct2:) or requests in flight (openai:)")
     return parser
 

@@ -9,6 +9,7 @@ convention of BEIR's and MTEB's dense evaluation) when it has a title.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from types import MappingProxyType
 from typing import Iterable, Iterator, Mapping, Sequence
@@ -17,16 +18,17 @@ from ..collection import Pool, Text
 from ..errors import DataNotFoundError, MalformedDataError, UnknownNameError
 from .jsonl import json_objects, numbered_lines
 from ..scenarios import RETRIEVAL
-from ..strict import ascii_int
+from ..strict import MAX_GRADE, ascii_int, check_id, language_tag
 
 __all__ = [
     "UNDETERMINED", "read_corpus", "read_queries", "read_qrels", "qrels_path", "check_scenarios",
     "parse_lang_list", "truncate_tokens", "local_dir", "check_qrels", "pools_by_query_lang",
-    "parse_int_option", "no_options",
+    "parse_int_option", "split_option", "no_options",
 ]
 
 UNDETERMINED = "und"  # BCP-47 tag for a record with no ``lang`` and no default
 _QRELS_HEADER = ("query-id", "corpus-id", "score")
+_SPLIT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
 def _field(obj: dict, key: str, path: Path, lineno: int, required: bool = True, kinds=(str,)) -> object:
@@ -43,14 +45,13 @@ def _field(obj: dict, key: str, path: Path, lineno: int, required: bool = True, 
 def _records(path: Path, fixed: Sequence[str], default_lang: str | None, role: str) -> Iterator[Text]:
     seen: set[str] = set()
     for lineno, obj in json_objects(path):
-        rid = str(_field(obj, "_id", path, lineno, kinds=(str, int)))
-        if not rid:
-            raise MalformedDataError(f"{path}:{lineno}: empty _id")
+        rid = check_id(str(_field(obj, "_id", path, lineno, kinds=(str, int))), f"{path}:{lineno}", "_id")
         if rid in seen:
             raise MalformedDataError(f"{path}:{lineno}: duplicate _id {rid!r}")
         seen.add(rid)
         text = _field(obj, "text", path, lineno)
-        lang = _field(obj, "lang", path, lineno, required=False) or default_lang or UNDETERMINED
+        lang = _field(obj, "lang", path, lineno, required=False)
+        lang = language_tag(lang, f"{path}:{lineno}") if lang else default_lang or UNDETERMINED
         meta = {k: v for k, v in obj.items() if k not in fixed}
         if role == "document":
             title = _field(obj, "title", path, lineno, required=False) or ""
@@ -59,6 +60,8 @@ def _records(path: Path, fixed: Sequence[str], default_lang: str | None, role: s
             text = f"{title.strip()} {text.strip()}" if title.strip() else text.strip()
         else:
             text = text.strip()
+            if not text:
+                raise MalformedDataError(f"{path}:{lineno}: query {rid!r} has no text")
         yield Text(id=rid, text=text, lang=lang, meta=MappingProxyType(meta) if meta else MappingProxyType({}))
 
 
@@ -98,9 +101,13 @@ def read_qrels(path: str | os.PathLike) -> dict[str, dict[str, int]]:
         qid, did, score = (p.strip() for p in parts)
         if not qid or not did:
             raise MalformedDataError(f"{path}:{lineno}: empty query-id or corpus-id")
+        check_id(qid, f"{path}:{lineno}", "query-id")
+        check_id(did, f"{path}:{lineno}", "corpus-id")
         try:
-            grade = ascii_int(score)
-        except ValueError:
+            grade = ascii_int(score, -MAX_GRADE, MAX_GRADE)
+        except ValueError as exc:
+            if "not an ASCII integer" not in str(exc):
+                raise MalformedDataError(f"{path}:{lineno}: score {exc}") from None
             raise MalformedDataError(f"{path}:{lineno}: score {score!r} is not an integer "
                                      f"(ASCII digits only)") from None
         judged = qrels.setdefault(qid, {})
@@ -175,16 +182,25 @@ def truncate_tokens(text: str, max_tokens: int | None) -> str:
 
 
 def parse_int_option(options: dict, key: str, task: str) -> int | None:
+    from ..checks import MAX_COUNT
+
     value = options.pop(key, None)
     if value is None or value == "":
         return None
     try:
-        number = int(value)
-    except (TypeError, ValueError):
-        number = 0
-    if number < 1:
-        raise UnknownNameError(f"task {task}: option {key} must be a positive integer, got {value!r}")
+        number = ascii_int(str(value).strip(), 1, MAX_COUNT)
+    except ValueError:
+        raise UnknownNameError(f"task {task}: option {key} must be a positive integer (at most {MAX_COUNT:,}), "
+                               f"got {str(value)[:40]!r}") from None
     return number
+
+
+def split_option(options: dict, task: str, default: str = "test") -> str:
+    """The ``split`` task option: a plain name (``test``, ``dev``), never a path out of the data folder."""
+    split = str(options.pop("split", default))
+    if not _SPLIT.fullmatch(split) or ".." in split:
+        raise UnknownNameError(f"task {task}: option split must be a name like test or dev, got {split[:60]!r}")
+    return split
 
 
 def no_options(options: Mapping[str, object], task: str, known: Sequence[str]) -> None:

@@ -1,14 +1,19 @@
-"""Line-oriented data files (JSON Lines, TSV) read with one-line ``file:line`` errors, for every loader."""
+"""Line-oriented data files (JSON Lines, TSV, TREC, bitext) read with one-line ``file:line`` errors,
+for every loader. Lines end at ``\n`` only (``str.splitlines`` would also break at U+2028, U+0085,
+form feeds...), and no line is longer than :data:`MAX_LINE_BYTES` (an endless file such as
+``/dev/zero`` stops there instead of filling memory)."""
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import IO, Iterator
 
 from ..errors import DataNotFoundError, MalformedDataError
 from ..strict import loads_json
 
 _BOM = b"\xef\xbb\xbf"
+#: longest line of any line-oriented input file (a BEIR document, a bitext segment pair, ...)
+MAX_LINE_BYTES = 16 << 20
 
 
 def numbered_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
@@ -24,10 +29,25 @@ def numbered_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
         yield from decode_lines(handle, path)
 
 
-def decode_lines(handle: Iterable[bytes], path: str | os.PathLike) -> Iterator[tuple[int, str]]:
+def raw_lines(handle: IO[bytes], path: str | os.PathLike) -> Iterator[tuple[int, bytes]]:
+    """(line number, bytes) of an open binary file (plain or gzip), lines ending at ``\n``; a line
+    longer than :data:`MAX_LINE_BYTES` is a one-line error naming it."""
+    lineno = 0
+    while True:
+        raw = handle.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        lineno += 1
+        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+            raise MalformedDataError(f"{path}:{lineno}: a line longer than {MAX_LINE_BYTES >> 20} MiB "
+                                     f"(not a text file of lines?)")
+        yield lineno, raw
+
+
+def decode_lines(handle: IO[bytes], path: str | os.PathLike) -> Iterator[tuple[int, str]]:
     """Number and decode the byte lines of an open binary file (plain or gzip) as UTF-8; a BOM at
     the start is dropped and ``\r\n`` ends a line like ``\n``."""
-    for lineno, raw in enumerate(handle, start=1):
+    for lineno, raw in raw_lines(handle, path):
         if lineno == 1 and raw.startswith(_BOM):
             raw = raw[len(_BOM):]
         try:

@@ -11,40 +11,44 @@ repeated pair with the same grade is accepted and one with a different grade is 
 from __future__ import annotations
 
 import gzip
-import io
 import math
 import os
-import re
 import zlib
 from pathlib import Path
 from typing import IO, Iterator, Mapping
 
 from ..atomic import write_bytes_atomic
+from ..strict import MAX_GRADE, ascii_int, bad_character
+from .jsonl import raw_lines
 
 __all__ = ["read_qrels", "read_run", "write_run", "write_qrels"]
 
 
-def _open_text(path: str | os.PathLike) -> IO[str]:
+def _open_binary(path: str | os.PathLike) -> IO[bytes]:
     with open(path, "rb") as f:
         gz = f.read(2) == b"\x1f\x8b"
-    raw = gzip.open(path, "rb") if gz else open(path, "rb")
-    return io.TextIOWrapper(raw, encoding="utf-8-sig")  # -sig: a leading BOM is not part of the first id
-
-
-_GRADE = re.compile(r"[+-]?[0-9]+\Z")
+    return gzip.open(path, "rb") if gz else open(path, "rb")
 
 
 def _lines(path: str | os.PathLike) -> Iterator[tuple[int, list[str]]]:
-    with _open_text(path) as f:
+    with _open_binary(path) as f:
         try:
-            for no, line in enumerate(f, 1):
+            for no, raw in raw_lines(f, path):
+                if no == 1 and raw.startswith(b"\xef\xbb\xbf"):  # a leading BOM is not part of the first id
+                    raw = raw[3:]
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    raise ValueError(f"{path}:{no}: not UTF-8 text ({e.reason})") from None
                 if "\ufeff" in line:  # a second BOM, or one mid-file: it would become part of an id
                     raise ValueError(f"{path}:{no}: a byte-order mark (U+FEFF) inside the line")
                 fields = line.split()
+                bad = bad_character("".join(fields))
+                if bad:
+                    raise ValueError(f"{path}:{no}: the forbidden character {bad} (a control character) "
+                                     f"inside a field")
                 if fields:
                     yield no, fields
-        except UnicodeDecodeError as e:
-            raise ValueError(f"{path}: not UTF-8 text ({e.reason})") from None
         except (OSError, EOFError, zlib.error) as e:
             raise ValueError(f"{path}: cannot read ({e})") from None
 
@@ -55,14 +59,19 @@ def read_qrels(path: str | os.PathLike) -> dict[str, dict[str, int]]:
     for no, f in _lines(path):
         if len(f) != 4:
             raise ValueError(f"{path}:{no}: expected 4 fields 'qid iter docid rel', got {len(f)}")
-        if not _GRADE.match(f[3]):
-            raise ValueError(f"{path}:{no}: relevance {f[3]!r} is not an integer")
-        grade = int(f[3])
+        try:
+            grade = ascii_int(f[3], -MAX_GRADE, MAX_GRADE)
+        except ValueError as exc:
+            raise ValueError(f"{path}:{no}: relevance {_grade_problem(f[3], exc)}") from None
         q = qrels.setdefault(f[0], {})
         if q.get(f[2], grade) != grade:
             raise ValueError(f"{path}:{no}: doc {f[2]!r} of query {f[0]!r} judged twice ({q[f[2]]} and {grade})")
         q[f[2]] = grade
     return qrels
+
+
+def _grade_problem(text: str, exc: ValueError) -> str:
+    return f"{text!r} is not an integer" if "not an ASCII integer" in str(exc) else str(exc)
 
 
 def read_run(path: str | os.PathLike) -> dict[str, dict[str, float]]:
@@ -87,8 +96,9 @@ def read_run(path: str | os.PathLike) -> dict[str, dict[str, float]]:
 
 
 def _check_token(kind: str, s: str) -> str:
-    if not s or any(c.isspace() for c in s):
-        raise ValueError(f"{kind} {s!r} is empty or contains whitespace; TREC files cannot hold it")
+    if not s or any(c.isspace() for c in s) or bad_character(s):
+        raise ValueError(f"{kind} {s!r} is empty or contains whitespace or control characters; "
+                         f"TREC files cannot hold it")
     return s
 
 

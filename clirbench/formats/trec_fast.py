@@ -42,9 +42,11 @@ class _CheckedBytes:
         self.raw = gzip.open(path, "rb") if gz else open(path, "rb")
         self.first, self.closed = True, False
         other = b"\t" if delim == b" " else b" "
-        self.bad_ascii = [bytes([c]) for c in b"\x0b\x0c\x1c\x1d\x1e\x1f" + other]
-        # and U+FEFF (a BOM past the first, which the strict reader refuses)
-        self.bad_text = re.compile("[" + _PY_SPACE.replace(delim.decode(), "").replace(other.decode(), "") + other.decode() + "\ufeff]")
+        # whitespace but the delimiter and line breaks, and the control characters the strict reader refuses
+        self.bad_ascii = re.compile(b"[\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f" + other + b"]")
+        # and U+FEFF (a BOM past the first, which the strict reader refuses), C1 controls
+        self.bad_text = re.compile("[" + _PY_SPACE.replace(delim.decode(), "").replace(other.decode(), "") + other.decode()
+                                   + "\x80-\x9f\ufeff]")
         self.decoder = codecs.getincrementaldecoder("utf-8")()
 
     def read(self, n: int = -1) -> bytes:
@@ -56,7 +58,7 @@ class _CheckedBytes:
             self.first = False
             if block.startswith(b"\xef\xbb\xbf"):
                 block = block[3:]
-        if any(b in block for b in self.bad_ascii):
+        if self.bad_ascii.search(block):
             raise _NotCanonical("whitespace")
         try:
             if not block.isascii() and self.bad_text.search(self.decoder.decode(block)):

@@ -40,8 +40,15 @@ def format_boards(items: list[Board]) -> str:
 def show(task: str, leaderboard_dir: str | os.PathLike = "leaderboards", scenario: str | None = None,
          measure: str | None = None) -> str:
     """The ranked tables of ``<leaderboard_dir>/<task>.json`` as text."""
-    data = load(path_for(task, leaderboard_dir))
-    items = [b for b in boards(data) if (scenario is None or b.scenario == scenario)
+    from ..errors import UnknownNameError
+
+    path = path_for(task, leaderboard_dir)
+    every = list(boards(load(path)))
+    for option, asked, have in (("--scenario", scenario, sorted({b.scenario for b in every})),
+                                ("--measure", measure, sorted({b.measure for b in every if scenario in (None, b.scenario)}))):
+        if asked is not None and asked not in have:
+            raise UnknownNameError(f"{option} {asked[:60]!r}: not in {path}; available: {', '.join(have) or 'none'}")
+    items = [b for b in every if (scenario is None or b.scenario == scenario)
              and (measure is None or b.measure == measure)]
     if not items:
         return f"{task}: no ranked results" + (" for that scenario/measure" if scenario or measure else "")

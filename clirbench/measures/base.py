@@ -13,6 +13,7 @@ from .families import ALIASES, FAMILIES, Family
 
 __all__ = ["Measure", "parse", "valid_names", "compute", "per_query"]
 
+MAX_CUTOFF = 1_000_000  # deepest cutoff of a measure (nDCG@k, R@k, ...): far below any run's depth limit
 _GRAMMAR = re.compile(r"(?P<name>[A-Za-z][A-Za-z_]*)(?:@(?P<k>[1-9][0-9]*))?")
 
 
@@ -113,6 +114,7 @@ def parse(name: str | Measure) -> Measure:
     if isinstance(name, Measure):
         return name
     s = str(name).strip()
+    shown = repr(s[:40]) + ("..." if len(s) > 40 else "")
     for alias in ("Max@R_norm_of_mean", "Max@R_norm", "Max@R"):
         if s.startswith(alias) and (len(s) == len(alias) or s[len(alias)] == "@"):
             s = ALIASES[alias] + s[len(alias):]
@@ -120,13 +122,15 @@ def parse(name: str | Measure) -> Measure:
     m = _GRAMMAR.fullmatch(s)
     family = ALIASES.get(m.group("name"), m.group("name")) if m else None
     if family not in FAMILIES:
-        raise ValueError(f"unknown measure {name!r}; valid: {valid_names()}")
+        raise ValueError(f"unknown measure {shown}; valid: {valid_names()}")
     k = m.group("k")
     policy = FAMILIES[family].cutoff
     if k is None and policy == "required":
-        raise ValueError(f"measure {name!r} needs a cutoff, e.g. {family}@10; valid: {valid_names()}")
+        raise ValueError(f"measure {shown} needs a cutoff, e.g. {family}@10; valid: {valid_names()}")
     if k is not None and policy == "none":
-        raise ValueError(f"measure {family} takes no cutoff (got {name!r}); valid: {valid_names()}")
+        raise ValueError(f"measure {family} takes no cutoff (got {shown}); valid: {valid_names()}")
+    if k is not None and (len(k) > 7 or int(k) > MAX_CUTOFF):
+        raise ValueError(f"measure {s[:40]!r}: the cutoff is over {MAX_CUTOFF:,}")
     return Measure(family, None if k is None else int(k))
 
 

@@ -104,17 +104,25 @@ def read_result(path: str | os.PathLike) -> Result:
 
 def read_per_query(path: str | os.PathLike) -> PerQuery:
     """Read a per-query table (or the one named by a result JSON at ``path``)."""
+    from ..formats.jsonl import numbered_lines
+    from ..strict import check_id
+
     path = Path(path)
     if path.suffix == ".json":
         result = read_result(path)
-        if not result.per_query_file:
+        name = result.per_query_file
+        if not name:
             raise MalformedDataError(f"{path}: result names no per-query table")
-        path = path.parent / result.per_query_file
+        if Path(name).name != name or name.startswith(".") or "\\" in name:  # never a file elsewhere
+            raise MalformedDataError(f"{path}: per_query_file {name[:60]!r} must be a file name beside the result")
+        path = path.parent / name
+    if not path.exists():
+        raise DataNotFoundError(f"{path}: no such per-query table")
+    if not path.is_file():
+        raise MalformedDataError(f"{path}: cannot read per-query table: not a file")
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise DataNotFoundError(f"{path}: no such per-query table") from None
-    except (OSError, UnicodeDecodeError) as exc:
+        lines = [line.rstrip("\r\n") for _, line in numbered_lines(path)]
+    except OSError as exc:
         raise MalformedDataError(f"{path}: cannot read per-query table: {_one_line(exc)}") from None
 
     def bad(why: str) -> MalformedDataError:
@@ -130,7 +138,7 @@ def read_per_query(path: str | os.PathLike) -> PerQuery:
         parts = line.split("\t")
         if len(parts) != len(names) + 1:
             raise bad(f"line {lineno} has {len(parts)} fields, the header {len(names) + 1}")
-        ids.append(parts[0])
+        ids.append(check_id(parts[0], f"{path}:{lineno}", "query id"))
         cells.append(parts[1:])
     if len(set(ids)) != len(ids):
         raise bad("duplicate query ids")

@@ -39,6 +39,9 @@ _PROBE_DIMS = (64, 384, 768, 1024, 1536)  # dims at which a factory string is ch
 _TRAIN_MAX = 1_000_000  # training vectors at most (a seeded sample of the pool)
 _BLOCK_BYTES = 256 << 20  # one exact score block at most
 _FAISS_PREFIX = re.compile(r"^Error in .*? at \S+:\d+: (?:Error: '.*?' failed: )?")
+# search parameters that count something (lists probed, candidates kept): positive integers at most this
+_COUNT_PARAMS = ("nprobe", "efSearch", "quantizer_efSearch", "efConstruction", "max_codes", "k_factor", "k_factor_rf")
+_MAX_PARAM = 1_000_000
 
 
 def _faiss(purpose: str = "--index faiss"):
@@ -72,6 +75,23 @@ def _apply_params(faiss, index, params: str, gpu: bool = False) -> None:
         space.set_index_parameters(index, params)
 
 
+def _check_params(params: str, text: str) -> None:
+    """Every search parameter once, a finite number >= 0 (faiss casts ``efSearch=-1`` to a huge
+    unsigned count without a word); the counts positive integers at most ``_MAX_PARAM``."""
+    from ..strict import ascii_int
+    from .spec import spec_params
+
+    for name, value in spec_params(params, ",", f"index {text!r}", UnknownNameError).items():
+        name = name.split(".")[-1]  # faiss allows e.g. "quantizer_efSearch"; prefixes stay faiss's
+        try:
+            number = ascii_int(value, 1, _MAX_PARAM) if name in _COUNT_PARAMS else float(value)
+        except ValueError:
+            number = None
+        if number is None or not (0 <= number < float("inf")):
+            kind = f"an integer between 1 and {_MAX_PARAM:,}" if name in _COUNT_PARAMS else "a number >= 0"
+            raise UnknownNameError(f"index {text!r}: search parameter {name} must be {kind}, got {value[:40]!r}")
+
+
 def parse_index_spec(text: str | IndexSpec, dim: int | None = None) -> IndexSpec:
     """``"faiss:IVF1024,Flat?nprobe=32"`` -> IndexSpec, checked by faiss (at ``dim``, else at common dims).
 
@@ -80,7 +100,9 @@ def parse_index_spec(text: str | IndexSpec, dim: int | None = None) -> IndexSpec
     """
     if isinstance(text, IndexSpec):
         text = str(text)
-    text = str(text).strip()
+    from .spec import check_spec_text
+
+    text = check_spec_text(str(text).strip(), "index")
     if not text.startswith(PREFIX):
         raise UnknownNameError(f"unknown index {text!r}; valid: faiss:<factory>[?<param>=<value>,...], "
                                f"e.g. faiss:Flat, faiss:HNSW32?efSearch=128, faiss:IVF1024,Flat?nprobe=32")
@@ -88,6 +110,8 @@ def parse_index_spec(text: str | IndexSpec, dim: int | None = None) -> IndexSpec
     factory, params = factory.strip(), params.strip()
     if not factory:
         raise UnknownNameError(f"index {text!r} names no faiss factory string, e.g. faiss:Flat or faiss:HNSW32")
+    if "?" in text:
+        _check_params(params, text)
     faiss = _faiss()
     first = None
     for d in ((dim,) if dim else _PROBE_DIMS):
@@ -122,7 +146,7 @@ def _gpu_number(device: str | None, faiss) -> int | None:
         return 0 if gpus > 0 else None
     if device == "cpu":
         return None
-    m = re.fullmatch(r"(?:cuda|gpu)(?::(\d+))?", device)
+    m = re.fullmatch(r"(?:cuda|gpu)(?::([0-9]{1,4}))?", device)
     if not m:
         raise ValueError(f"index device must be cpu, cuda or cuda:N, got {device!r}")
     n = int(m.group(1) or 0)

@@ -38,6 +38,8 @@ __all__ = ["FusionSpec", "parse_fusion", "FusionRetriever", "from_spec", "compet
            "normalise_rows", "METHODS", "NORMS"]
 
 METHODS = {"rrf": {"k": 60.0}, "wsum": {"norm": "min-max"}}
+MAX_DEPTH = 8  # fusions nested in fusions (parentheses); deeper specs are refused before parsing
+MAX_PARTS = 32  # retrievers fused by one fusion
 NORMS = ("min-max", "zscore")
 _HEAD = re.compile(r"^\s*([A-Za-z][\w-]*)\s*\((.*)\)\s*$", re.S)
 _WEIGHT = re.compile(r"^(.*?)\s*@\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)$", re.S)
@@ -76,6 +78,12 @@ def _split_top(text: str, sep: str) -> list[str]:
 def parse_fusion(arg: str) -> FusionSpec:
     """Parse what follows ``fusion:`` (see the module docstring)."""
     usage = "expected fusion:rrf(A,B[,...][;k=60]) or fusion:wsum(A@w,B@w[,...][;norm=min-max|zscore])"
+    depth = deepest = 0
+    for ch in arg:  # linear, before any recursive parse (a spec nested 300 deep is refused here)
+        depth += (ch == "(") - (ch == ")")
+        deepest = max(deepest, depth)
+    if deepest > MAX_DEPTH:
+        raise ClirbenchError(f"fusion spec nested {deepest} deep (at most {MAX_DEPTH} levels of parentheses)")
     m = _HEAD.match(arg)
     if not m:
         raise ClirbenchError(f"malformed fusion spec {arg!r}: {usage}")
@@ -99,12 +107,15 @@ def parse_fusion(arg: str) -> FusionSpec:
         parts.append((raw, weight))
     if len(parts) < 2:
         raise ClirbenchError(f"fusion needs at least two retrievers, got {len(parts)} in {arg!r}")
+    if len(parts) > MAX_PARTS:
+        raise ClirbenchError(f"fusion of {len(parts)} retrievers (at most {MAX_PARTS})")
     params = dict(METHODS[method])
-    if len(sections) == 2 and sections[1].strip():
-        for item in sections[1].split(","):
-            name, eq, value = (s.strip() for s in item.partition("="))
-            if not eq or name not in params:
-                raise ClirbenchError(f"unknown fusion parameter {item.strip()!r} for {method}: "
+    if len(sections) == 2:
+        from .spec import spec_params
+
+        for name, value in spec_params(sections[1], ",", f"fusion:{method}").items():
+            if name not in params:
+                raise ClirbenchError(f"unknown fusion parameter {name!r} for {method}: "
                                      f"expected {', '.join(f'{k}=' for k in params)}")
             params[name] = _param(method, name, value)
     return FusionSpec(method, tuple(parts), tuple(params.items()))
@@ -259,6 +270,14 @@ class FusionRetriever:
             stop = min(s + len(b) for s, b in current)
             yield start, self.fuse([b[start - s:stop - s] for s, b in current])
             start = stop
+
+
+def check_spec(arg: str) -> None:
+    """Check ``fusion:<arg>`` and every part's family and syntax, building nothing (``sweep --dry-run``)."""
+    from .spec import canonical_family
+
+    for spec, _ in parse_fusion(arg).parts:
+        canonical_family(spec)
 
 
 def from_spec(arg: str, options: dict) -> FusionRetriever:

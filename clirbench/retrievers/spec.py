@@ -9,10 +9,42 @@ from typing import Callable
 from ..errors import ClirbenchError, UnknownNameError
 from .base import Retriever
 
-__all__ = ["make_retriever", "register_family", "canonical_family", "family_usages", "FAMILIES"]
+__all__ = ["make_retriever", "register_family", "canonical_family", "family_usages", "spec_params", "FAMILIES",
+           "MAX_SPEC_CHARS"]
 
 # ``org/name`` on the Hugging Face hub: a bare one means a dense sentence-transformers model
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+#: longest retriever or index spec (a fusion of a few paths fits many times over)
+MAX_SPEC_CHARS = 8192
+
+
+def spec_params(text: str, sep: str, where: str, error: type = ClirbenchError) -> dict[str, str]:
+    """The ``name=value`` pairs of a spec's parameter part (``alpha=0.1&oov=drop``), split at
+    ``sep``: a ClirbenchError naming ``where`` for an empty part (a doubled or trailing ``sep``, or
+    nothing after ``?``), a part without ``name=`` or a name given twice (the last would win silently)."""
+    out: dict[str, str] = {}
+    for part in text.split(sep):
+        name, eq, value = (s.strip() for s in part.partition("="))
+        if not part.strip():
+            raise error(f"{where}: empty parameter in {text!r} (a doubled or trailing {sep!r}?)")
+        if not eq or not name:
+            raise error(f"{where}: expected <name>=<value>, got {part.strip()!r}")
+        if name in out:
+            raise error(f"{where}: parameter {name!r} given twice in {text!r}")
+        out[name] = value
+    return out
+
+
+def check_spec_text(spec: str, what: str = "retriever") -> str:
+    """``spec`` if it is at most MAX_SPEC_CHARS long and holds no control character; else UnknownNameError."""
+    from ..strict import bad_character
+
+    if len(spec) > MAX_SPEC_CHARS:
+        raise UnknownNameError(f"{what} spec of {len(spec):,} characters (at most {MAX_SPEC_CHARS:,})")
+    bad = bad_character(spec)
+    if bad:
+        raise UnknownNameError(f"{what} spec {spec[:60]!r} holds the forbidden character {bad}")
+    return spec
 
 
 @dataclass(frozen=True)
@@ -25,20 +57,28 @@ class Family:
 
     usage: str  # shown in errors, e.g. "dense:<model>"
     factory: Callable[[str, dict], Retriever] | str
+    #: checks the argument's syntax without building anything (``sweep --dry-run``): raises ClirbenchError
+    check: Callable[[str], None] | str | None = None
 
-    def build(self, arg: str, options: dict) -> Retriever:
-        factory = self.factory
-        if isinstance(factory, str):
+    def _resolve(self, function):
+        if isinstance(function, str):
             import importlib
 
-            module, _, name = factory.partition(":")
+            module, _, name = function.partition(":")
             try:
-                factory = getattr(importlib.import_module(module), name)
+                function = getattr(importlib.import_module(module), name)
             except ImportError as exc:
                 missing = exc.name or str(exc)
                 raise ClirbenchError(f"retriever {self.usage} is not available here: it needs "
                                      f"{missing!r} (see the README for its install extra)") from None
-        return factory(arg, options)
+        return function
+
+    def check_arg(self, arg: str) -> None:
+        if self.check is not None:
+            self._resolve(self.check)(arg)
+
+    def build(self, arg: str, options: dict) -> Retriever:
+        return self._resolve(self.factory)(arg, options)
 
 
 def _cache(options: dict):
@@ -82,16 +122,18 @@ FAMILIES: dict[str, Family] = {
     "dense": Family("dense:<model>", _dense),
     "bm25": Family("bm25[:pyserini]", "clirbench.retrievers.bm25:from_spec"),
     "splade": Family("splade:<model>", "clirbench.retrievers.splade:from_spec"),
-    "psq": Family("psq:<table>", "clirbench.retrievers.psq.retriever:from_spec"),
+    "psq": Family("psq:<table>", "clirbench.retrievers.psq.retriever:from_spec",
+                  "clirbench.retrievers.psq.retriever:parse_spec"),
     "colbert": Family("colbert:<model>", "clirbench.retrievers.colbert:from_spec"),
-    "fusion": Family("fusion:rrf(A,B)", "clirbench.retrievers.fusion:from_spec"),
+    "fusion": Family("fusion:rrf(A,B)", "clirbench.retrievers.fusion:from_spec", "clirbench.retrievers.fusion:check_spec"),
     "mteb": Family("mteb:<model>", "clirbench.retrievers.mteb_model:from_spec"),
 }
 
 
-def register_family(prefix: str, usage: str, factory: Callable[[str, dict], Retriever] | str) -> None:
+def register_family(prefix: str, usage: str, factory: Callable[[str, dict], Retriever] | str,
+                    check: Callable[[str], None] | str | None = None) -> None:
     """Add a retriever family (bm25, splade, colbert, fusion, ...)."""
-    FAMILIES[prefix] = Family(usage, factory)
+    FAMILIES[prefix] = Family(usage, factory, check)
 
 
 BARE_DENSE = "<org>/<model> or a local model folder (short for dense:)"
@@ -107,9 +149,10 @@ def canonical_family(spec: str) -> tuple[str, str]:
     folder or a bare hub id (``intfloat/multilingual-e5-large`` means
     ``dense:intfloat/multilingual-e5-large``, and results record the latter); else an
     UnknownNameError listing the families."""
-    spec = spec.strip()
+    spec = check_spec_text(spec.strip())
     family, _, arg = spec.partition(":")
     if family in FAMILIES:
+        FAMILIES[family].check_arg(arg)
         return family, arg
     if spec and (os.path.isdir(os.path.expanduser(spec)) or _HUB_ID.match(spec)):
         return "dense", spec

@@ -232,14 +232,14 @@ def _string_list(value: Any, key: str, fail, nonempty: bool = False) -> tuple[st
 
 
 def _check_models(models: Sequence[str], fail) -> None:
-    """The family of each spec must be known (no model is loaded here)."""
-    from ..errors import UnknownNameError
+    """The family of each spec must be known and its syntax valid (no model is loaded here)."""
+    from ..errors import ClirbenchError
     from ..retrievers.spec import canonical_family
 
     for i, spec in enumerate(models):
         try:
-            canonical_family(spec)
-        except UnknownNameError as exc:
+            canonical_family(spec)  # and its syntax (fusion parentheses, psq options)
+        except ClirbenchError as exc:
             fail(f"models[{i}]", str(exc))
 
 

@@ -11,11 +11,12 @@ from pathlib import Path
 
 from ..errors import DataNotFoundError, MalformedDataError
 from ..scenarios import RETRIEVAL
-from ..strict import loads_json
+from ..strict import language_tag, loads_json
+from ..formats.jsonl import numbered_lines
 from . import Task
 from .hub import sha256_file
 from ..formats.beir import (UNDETERMINED, check_qrels, check_scenarios, no_options, pools_by_query_lang,
-                          qrels_path, read_corpus, read_qrels, read_queries)
+                          qrels_path, read_corpus, read_qrels, read_queries, split_option)
 from .card import TaskCard, parse_card
 from .loader import BaseLoader
 
@@ -23,20 +24,19 @@ _FILES = "corpus.jsonl, queries.jsonl and qrels/<split>.tsv"
 
 
 def _langs_in(path: Path) -> set[str]:
-    """Language tags a JSON Lines file declares (``und`` for records without one); a cheap scan."""
+    """Language tags a JSON Lines file declares (``und`` for records without one), in BCP-47 case;
+    a cheap scan (a malformed line is reported with its line number when the pools are read)."""
     langs: set[str] = set()
-    with open(path, encoding="utf-8-sig", errors="replace") as handle:
-        for line in handle:
-            if not line.strip():
-                continue
-            if '"lang"' in line:
-                try:
-                    lang = loads_json(line, str(path)).get("lang")
-                except (MalformedDataError, AttributeError):
-                    lang = None  # reported with its line number when the pools are read
-                langs.add(lang if isinstance(lang, str) and lang else UNDETERMINED)
-            else:
-                langs.add(UNDETERMINED)
+    for lineno, line in numbered_lines(path):
+        if not line.strip():
+            continue
+        lang = None
+        if '"lang"' in line:
+            try:
+                lang = loads_json(line, str(path)).get("lang")
+            except (MalformedDataError, AttributeError):
+                pass
+        langs.add(language_tag(lang, f"{path}:{lineno}") if isinstance(lang, str) and lang else UNDETERMINED)
     return langs
 
 
@@ -67,8 +67,10 @@ def make_task(argument: str) -> Task:
 def pools(card: TaskCard, langs=None, scenarios="all", query_langs=None, data_dir=None, **options):
     """One pool per query language; ``query_langs`` picks some (``langs`` is not used: the corpus is fixed)."""
     check_scenarios(scenarios, card.id)
-    split = str(options.pop("split", "test"))
+    split = split_option(options, card.id)
     default_lang = options.pop("lang", None) or None
+    if default_lang is not None:
+        default_lang = language_tag(default_lang, f"{card.id}: task option lang")
     no_options(options, card.id, ("split", "lang"))
     folder = Path(data_dir) if data_dir is not None else Path(card.source["local_dir"])
     qpath = qrels_path(folder, split)

@@ -15,6 +15,7 @@ from ..errors import MalformedDataError, UnknownNameError
 from .card import TaskCard
 from .loader import BaseLoader
 from ..formats.jsonl import json_objects
+from ..strict import check_id
 from .hub import check_counts, find_local_dir, hub_rows, plain_value, require_file, sha256_file, source_record
 
 FIELDS = ("link", "question_number", "flores_passage", "question", "mc_answer1", "mc_answer2",
@@ -86,6 +87,7 @@ def _parse_row(row: Mapping[str, Any], where: str) -> dict[str, Any]:
     for field in ("link", "flores_passage", "question"):
         if not row[field].strip():
             raise MalformedDataError(f"{where}: empty {field}")
+    check_id(row["link"], where, "link")  # the items' and questions' ids are made from it
     return {**{f: row[f] for f in FIELDS}, "question_number": int(number)}
 
 

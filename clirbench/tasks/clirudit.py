@@ -27,6 +27,8 @@ from typing import Mapping
 from ..collection import Pool, Text
 from ..errors import DataNotFoundError, MalformedDataError, UnknownNameError
 from .hub import load_hub_split, sha256_file
+from ..formats.jsonl import numbered_lines
+from ..strict import check_id
 from ..formats.beir import (check_scenarios, local_dir, no_options, parse_int_option, parse_lang_list,
                           pools_by_query_lang, truncate_tokens)
 from .card import TaskCard
@@ -106,7 +108,7 @@ def _strings(table, column: str, where: str) -> list[str]:
     values = table.column(column).to_pylist()
     if any(v is None for v in values):
         raise MalformedDataError(f"{where}: null {column}")
-    return [str(v) for v in values]
+    return [check_id(str(v), where, column) for v in values]
 
 
 def _disciplines(path: str) -> dict[str, tuple[str, ...]]:
@@ -125,7 +127,7 @@ def _disciplines(path: str) -> dict[str, tuple[str, ...]]:
             raise MalformedDataError(f"{p}: needs columns docid and discipline")
         pairs = zip(t.column("docid").to_pylist(), t.column("discipline").to_pylist())
     else:
-        lines = p.read_text(encoding="utf-8-sig").splitlines()
+        lines = [line.rstrip("\r\n") for _, line in numbered_lines(p)]
         if not lines or lines[0].split("\t")[:2] != ["docid", "discipline"]:
             raise MalformedDataError(f"{p}:1: expected the header docid<TAB>discipline")
         pairs = []
@@ -133,7 +135,7 @@ def _disciplines(path: str) -> dict[str, tuple[str, ...]]:
             parts = line.split("\t")
             if len(parts) < 2:
                 raise MalformedDataError(f"{p}:{n}: expected docid<TAB>discipline")
-            pairs.append((parts[0], parts[1]))
+            pairs.append((check_id(parts[0], f"{p}:{n}", "docid"), parts[1]))
     for docid, disc in pairs:
         if disc:
             out.setdefault(str(docid), []).extend(disc if isinstance(disc, list) else [disc])

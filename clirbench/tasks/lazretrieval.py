@@ -25,9 +25,9 @@ from typing import Iterable, Iterator, Mapping
 from ..collection import Pool, Text
 from ..errors import DataNotFoundError, MalformedDataError, UnknownNameError
 from ..formats.jsonl import json_objects
-from ..strict import loads_json
+from ..strict import MAX_GRADE, check_id, loads_json
 from .hub import sha256_file
-from ..formats.beir import check_scenarios, no_options, parse_lang_list
+from ..formats.beir import check_scenarios, no_options, parse_lang_list, split_option
 from .card import TaskCard
 from .loader import BaseLoader
 
@@ -98,6 +98,9 @@ def _grade(value, where: str) -> int:
     number = float(value)
     if not math.isfinite(number) or number != int(number):
         raise MalformedDataError(f"{where}: rscore must be an integer grade, got {value!r}")
+    if abs(number) > MAX_GRADE:
+        raise MalformedDataError(f"{where}: rscore {str(value)[:20]!r} is out of range "
+                                 f"[{-MAX_GRADE:,}, {MAX_GRADE:,}]")
     return int(number)
 
 
@@ -120,7 +123,7 @@ def pools(card: TaskCard, langs=None, scenarios="all", query_langs=None, data_di
     """One pool per locale (subset = locale code): its items, its judged queries, graded qrels."""
     check_scenarios(scenarios, card.id)
     options = dict(options)
-    split = str(options.pop("split", "test"))
+    split = split_option(options, card.id)
     no_options(options, card.id, ("split",))
     locales = [l for l in _select(langs) if not query_langs or LOCALES[l] in query_langs]
     folder = _folder(data_dir, split)
@@ -129,12 +132,14 @@ def pools(card: TaskCard, langs=None, scenarios="all", query_langs=None, data_di
     queries: dict[str, dict[str, Text]] = {l: {} for l in LOCALES}
     items: dict[str, dict[str, Text]] = {l: {} for l in LOCALES}
     for where, r in _rows(folder / "query.json"):
-        qid = str(r["ID"])
+        qid = check_id(str(r["ID"]), where, "query ID")
+        if not str(r["text"]).strip():
+            raise MalformedDataError(f"{where}: query {qid!r} has no text")
         if qid in queries[r["nation"]]:
             raise MalformedDataError(f"{where}: duplicate query ID {qid!r} in {r['nation']}")
         queries[r["nation"]][qid] = Text(qid, str(r["text"]).strip(), LOCALES[r["nation"]])
     for where, r in _rows(folder / "item.json"):
-        iid = str(r["item_id"])
+        iid = check_id(str(r["item_id"]), where, "item_id")
         if iid in items[r["nation"]]:
             raise MalformedDataError(f"{where}: duplicate item_id {iid!r} in {r['nation']}")
         items[r["nation"]][iid] = Text(iid, str(r["text"]).strip(), LOCALES[r["nation"]])

@@ -32,10 +32,10 @@ from ..errors import DataNotFoundError, MalformedDataError
 from ..scenarios import MAIN_MEASURES, POOL_MODES, SCENARIOS
 from .card import TaskCard
 from .loader import BaseLoader
-from ..formats.jsonl import json_objects
+from ..formats.jsonl import json_objects, numbered_lines
+from ..strict import bad_character, check_id, language_tag
 from .hub import sha256_file
 
-_LANG = re.compile(r"^[A-Za-z]{2,3}([_-][A-Za-z0-9]+)*$")
 _ID = re.compile(r"^[^\s/]+$")
 
 
@@ -49,9 +49,7 @@ class _Items:
         self._qids: set[str] = set()
 
     def set_languages(self, langs: Sequence[str], where: str) -> None:
-        bad = [l for l in langs if not isinstance(l, str) or not _LANG.match(l)]
-        if bad:
-            raise MalformedDataError(f"{where}: {bad[0]!r} is not a language code (like en, zh, kor_Hang)")
+        langs = [language_tag(l, where) for l in langs]  # EN and en are one language
         if len(set(langs)) != len(langs):
             raise MalformedDataError(f"{where}: a language appears twice")
         if len(langs) < 2:
@@ -64,6 +62,10 @@ class _Items:
             raise MalformedDataError(f"{where}: {what} must be an object of texts by language")
         if self.languages is None:
             self.set_languages(list(value), where)
+        tagged = {language_tag(lang, where): text for lang, text in value.items()}
+        if len(tagged) != len(value):
+            raise MalformedDataError(f"{where}: a language appears twice in {what}")
+        value = tagged
         if set(value) != set(self.languages):
             missing = sorted(set(self.languages) - set(value))
             extra = sorted(set(value) - set(self.languages))
@@ -80,7 +82,7 @@ class _Items:
     def check_id(self, value: Any, where: str, what: str) -> str:
         if not isinstance(value, str) or not _ID.match(value):
             raise MalformedDataError(f"{where}: {what} must be a non-empty string without spaces or '/', got {value!r}")
-        return value
+        return check_id(value, where, what)
 
     def add_passage(self, item: Any, texts: Any, where: str) -> str:
         item = self.check_id(item, where, "item")
@@ -111,7 +113,7 @@ def _question_texts(items: _Items, question: dict, k: int, where: str) -> Any:
     return {key: value for key, value in question.items() if key != "id"}
 
 
-def _read_jsonl(path: Path, lines: list[str]) -> _Items:
+def _read_jsonl(path: Path) -> _Items:
     items = _Items()
     for n, record in json_objects(path):
         where = f"{path}:{n}"
@@ -132,9 +134,9 @@ def _read_jsonl(path: Path, lines: list[str]) -> _Items:
     return items
 
 
-def _read_tsv(path: Path, lines: list[str]) -> _Items:
+def _read_tsv(path: Path) -> _Items:
     items = _Items()
-    rows = [(n, line.rstrip("\r\n")) for n, line in enumerate(lines, 1) if line.strip()]
+    rows = [(n, line.rstrip("\r\n")) for n, line in numbered_lines(path) if line.strip()]
     if not rows:
         return items
     n, header = rows[0]
@@ -145,6 +147,10 @@ def _read_tsv(path: Path, lines: list[str]) -> _Items:
     pending = []
     for n, line in rows[1:]:
         where = f"{path}:{n}"
+        bad = bad_character(line.replace("\t", ""))
+        if bad:
+            raise MalformedDataError(f"{where}: the character {bad} inside a cell (TSV cells hold no control "
+                                     f"characters or line breaks)")
         cells = line.split("\t")
         if len(cells) != len(columns):
             raise MalformedDataError(f"{where}: {len(cells)} columns, expected {len(columns)}")
@@ -168,11 +174,7 @@ def read_items(path: str | Path) -> _Items:
     suffix = path.suffix.lower()
     if suffix not in (".jsonl", ".tsv"):
         raise MalformedDataError(f"parallel:{path}: expected a .jsonl or .tsv file")
-    try:
-        lines = path.read_text(encoding="utf-8-sig").splitlines()
-    except UnicodeDecodeError:
-        raise MalformedDataError(f"{path}: not UTF-8 text") from None
-    items = (_read_jsonl if suffix == ".jsonl" else _read_tsv)(path, lines)
+    items = (_read_jsonl if suffix == ".jsonl" else _read_tsv)(path)
     if not items.passages:
         raise MalformedDataError(f"{path}: no items")
     if not items.questions:

@@ -17,7 +17,11 @@ def validate(data_dir=None, load_data: bool = True, folder=None) -> tuple[list[s
     files' SHA-256 match the card. Problems fail ``clirbench validate``; notes (no local data, a
     file the card has no hash for) do not.
     """
+    from ..errors import DataNotFoundError
     from .card import cards_dir  # looked up at call time (tests point it elsewhere)
+
+    if data_dir is not None and not Path(data_dir).is_dir():  # else every task would be "not found locally"
+        raise DataNotFoundError(f"--data-dir {data_dir}: not a folder (of <task id>/ subfolders)")
 
     problems: list[str] = []
     notes: list[str] = []

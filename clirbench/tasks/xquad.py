@@ -16,7 +16,7 @@ from typing import Sequence
 
 from ..collection import ParallelCollection, Text
 from ..errors import MalformedDataError, UnknownNameError
-from ..strict import loads_json
+from ..strict import check_id, loads_json
 from .card import TaskCard
 from .loader import BaseLoader
 from .hub import check_counts, find_local_dir, hub_rows, read_bytes, require_file, source_record
@@ -37,7 +37,8 @@ def _read_squad_file(path: Path, content: bytes, articles: list[int] | None = No
         paragraphs = []
         for a, article in enumerate(data["data"]):
             for paragraph in article["paragraphs"]:
-                qas = [(str(qa["id"]), qa["question"].strip()) for qa in paragraph["qas"]]
+                qas = [(check_id(str(qa["id"]), str(path), "question id"), qa["question"].strip())
+                       for qa in paragraph["qas"]]
                 paragraphs.append((paragraph["context"].strip(), qas))
                 if articles is not None:
                     articles.append(a)

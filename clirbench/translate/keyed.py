@@ -17,6 +17,7 @@ class FileTranslator:
 
     def __init__(self, path: str) -> None:
         from ..formats.jsonl import json_objects
+        from ..strict import check_id, language_tag
         from ..tasks.hub import sha256_file
 
         self.path, self.spec = path, f"file:{path}"
@@ -25,6 +26,10 @@ class FileTranslator:
             fields = [obj.get(k) for k in ("id", "language", "text")]
             if not all(isinstance(v, str) for v in fields):
                 raise MalformedDataError(f"{path}:{line}: expected string fields id, language, text")
+            check_id(fields[0], f"{path}:{line}", "id")
+            fields[1] = language_tag(fields[1], f"{path}:{line}")
+            if not fields[2].strip():
+                raise MalformedDataError(f"{path}:{line}: empty {fields[1]} translation of id {fields[0]!r}")
             if (fields[0], fields[1]) in self.table:
                 raise MalformedDataError(f"{path}:{line}: a second {fields[1]} translation of id {fields[0]!r}")
             self.table[(fields[0], fields[1])] = fields[2]

@@ -65,6 +65,9 @@ def _translate_role(texts: Sequence[Text], translator, tgt: str, role: str,
             stats["cache_hits"] += hits
         for i, text in zip(idx, new):
             t = texts[i]
+            if role == "queries" and not (isinstance(text, str) and text.strip()):
+                raise ClirbenchError(f"translator {translator.spec}: an empty {tgt} translation of query {t.id!r} "
+                                     f"(an empty query would be scored)")
             out[i] = Text(t.id, text, tgt, t.item, MappingProxyType({**t.meta, "source_lang": t.lang}))
         stats["translated"] += len(idx)
     return tuple(out), stats

@@ -5,6 +5,7 @@ See ``clirbench.retrievers.psq`` for the model.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections import Counter
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
@@ -13,6 +14,7 @@ import numpy as np
 
 from ...collection import Text
 from ...errors import ClirbenchError, DataNotFoundError
+from ...strict import ascii_int
 from .table import DEFAULTS, PSQTable, analyze_fn, load_table
 
 __all__ = ["PSQRetriever", "from_spec", "MAX_BLOCK_BYTES"]
@@ -217,32 +219,54 @@ class PSQRetriever:
 
 
 # --------------------------------------------------------------------------------------------- spec
+#: option -> (low, high, low_open, high_open) of its value
+_RANGES = {"alpha": (0.0, 1.0, True, True), "min_prob": (0.0, 1.0, False, False), "max_cdf": (0.0, 1.0, True, False),
+           "max_alternatives": (0, 100_000, False, False)}
+
+
 def _parse_options(text: str) -> dict[str, float]:
+    from ..spec import spec_params
+
     out: dict[str, float] = {}
-    for part in filter(None, text.split("&")):
-        key, eq, value = part.partition("=")
-        key = key.strip().replace("-", "_")
-        if not eq or key not in DEFAULTS:
-            raise ClirbenchError(f"psq: unknown option {part!r}; options: {', '.join(DEFAULTS)} (psq:<table>?alpha=0.1)")
-        if key == "oov":
+    for key, value in spec_params(text, "&", "psq").items():
+        name = key.replace("-", "_")
+        if name in out:
+            raise ClirbenchError(f"psq: option {name} given twice (as {key!r} too)")
+        if name not in DEFAULTS:
+            raise ClirbenchError(f"psq: unknown option {key!r}; options: {', '.join(DEFAULTS)} (psq:<table>?alpha=0.1)")
+        if name == "oov":
             if value not in ("keep", "drop"):
                 raise ClirbenchError(f"psq: oov must be keep or drop, not {value!r}")
-            out[key] = value
+            out[name] = value
             continue
+        low, high, low_open, high_open = _RANGES[name]
         try:
-            out[key] = int(value) if key == "max_alternatives" else float(value)
+            number = ascii_int(value) if name == "max_alternatives" else float(value)
         except ValueError:
-            raise ClirbenchError(f"psq: option {key} needs a number, not {value!r}") from None
+            number = math.nan
+        if not (low < number if low_open else low <= number) or not (number < high if high_open else number <= high):
+            raise ClirbenchError(f"psq: option {name} must be {'an integer' if name == 'max_alternatives' else 'a number'} "
+                                 f"in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}, "
+                                 f"not {value[:40]!r}")
+        out[name] = number
     return out
+
+
+def parse_spec(arg: str) -> tuple[list[str], dict[str, float]]:
+    """The table paths and the options of ``psq:<arg>``; a ClirbenchError for an empty path (a
+    doubled or trailing ``+``) or a bad option (see :func:`from_spec`)."""
+    paths_part, question, opts_part = arg.partition("?")
+    paths = [p.strip() for p in paths_part.split("+")]
+    if paths == [""]:
+        raise ClirbenchError("retriever 'psq:' needs a translation table: psq:<table.json.gz>")
+    if "" in paths:
+        raise ClirbenchError(f"psq: empty table path in {paths_part!r} (a doubled or trailing '+'?)")
+    return paths, (_parse_options(opts_part) if question else {})
 
 
 def from_spec(arg: str, options: dict) -> PSQRetriever:
     """``psq:<table>[+<table>...][?alpha=..&min_prob=..&max_cdf=..&max_alternatives=..&oov=keep|drop]``."""
-    paths_part, _, opts_part = arg.partition("?")
-    paths = [p.strip() for p in paths_part.split("+") if p.strip()]
-    if not paths:
-        raise ClirbenchError("retriever 'psq:' needs a translation table: psq:<table.json.gz>")
-    given = _parse_options(opts_part)
+    paths, given = parse_spec(arg)
     settings = {**DEFAULTS, **given}
     pruning = {k: settings[k] for k in ("min_prob", "max_cdf", "max_alternatives")}
     for p in paths:  # a wrong path is the likelier mistake: say so before any missing package

@@ -165,7 +165,7 @@ def load_table(path: str | os.PathLike, *, min_prob: float = DEFAULTS["min_prob"
             f"psq table {path} has no sidecar {side.name}: it must record the languages and the analyzer "
             f"the table was built with (tables from clirbench psq train have one; for another table, build "
             f"one with the same analysis, or write the sidecar yourself if you know they agree)")
-    from ...strict import loads_json
+    from ...strict import language_tag, loads_json
 
     try:
         meta = loads_json(side.read_bytes(), str(side))
@@ -176,7 +176,7 @@ def load_table(path: str | os.PathLike, *, min_prob: float = DEFAULTS["min_prob"
         raise MalformedDataError(f"psq table {path}: expected {{document term: {{query term: p}}}}")
     if not isinstance(meta, dict) or not meta.get("doc_lang") or not meta.get("query_lang"):
         raise MalformedDataError(f"{side}: needs doc_lang and query_lang")
-    doc_lang, query_lang = str(meta["doc_lang"]), str(meta["query_lang"])
+    doc_lang, query_lang = (language_tag(meta[k], f"{side}: {k}") for k in ("doc_lang", "query_lang"))
     record = meta.get("analyzer") or {}
     _check_analyzer(record, sorted({doc_lang, query_lang}), f"psq table {path}")
 

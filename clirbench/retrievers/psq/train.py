@@ -24,10 +24,14 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 
 from ...errors import ClirbenchError, DataNotFoundError, MalformedDataError
+from ...strict import language_tag
 
 __all__ = ["IBM1Result", "train_ibm1", "train_table", "read_bitext"]
 
 NULL = "\x00NULL"
+#: longest side of a segment pair, in whitespace-separated words (IBM Model 1 holds every source x
+#: target word pair of a segment: 30,000 words a side would take 6.7 GiB; GIZA++ stops at 101)
+MAX_SEGMENT_WORDS = 1_000
 
 
 @dataclass(frozen=True)
@@ -75,9 +79,9 @@ def _triples(A, B):
 def train_ibm1(source: Sequence[Sequence[str]], target: Sequence[Sequence[str]], iterations: int = 10,
                min_prob: float = 1e-4) -> IBM1Result:
     """IBM Model 1 t(e|f) from token lists (source = document language, target = query language)."""
-    from ...checks import check_float, check_int
+    from ...checks import MAX_ITERATIONS, check_float, check_int
 
-    iterations = check_int(iterations, "iterations", 1)
+    iterations = check_int(iterations, "iterations", 1, MAX_ITERATIONS)
     min_prob = check_float(min_prob, "min_prob", 0.0, 1.0)
     if len(source) != len(target):
         raise ClirbenchError(f"bitext sides differ in length: {len(source)} vs {len(target)} segments")
@@ -153,6 +157,14 @@ def read_bitext(paths: Sequence[str | os.PathLike]) -> tuple[list[str], list[str
             parts = line.split("\t") if "\t" in line else line.split(" ||| ")
             if len(parts) != 2:
                 raise MalformedDataError(f"{path}:{n}: expected 'source<TAB>target' (or 'source ||| target')")
+            for side, text in zip(("source", "target"), parts):
+                words = len(text.split())
+                if not words:
+                    raise MalformedDataError(f"{path}:{n}: the {side} side is empty (a segment pair needs both)")
+                if words > MAX_SEGMENT_WORDS or len(text) > 32 * MAX_SEGMENT_WORDS:
+                    raise MalformedDataError(f"{path}:{n}: the {side} side has {words:,} words, {len(text):,} "
+                                             f"characters (at most {MAX_SEGMENT_WORDS:,} words a side: "
+                                             f"split documents into sentences)")
             src.append(parts[0])
             tgt.append(parts[1])
     if not src:
@@ -167,6 +179,7 @@ def train_table(source_texts: Iterable[str], target_texts: Iterable[str], src_la
     from ..analyzers import analyze
     from .table import ANALYZER, write_table
 
+    src_lang, tgt_lang = language_tag(src_lang, "psq train --src"), language_tag(tgt_lang, "psq train --tgt")
     if src_lang == tgt_lang:
         raise ClirbenchError("psq train: source and target languages are the same")
     src = [analyze(t, src_lang) for t in source_texts]
