@@ -1,4 +1,4 @@
-"""Encoding and exact ranking on a Ray cluster (issue 14 section 4).
+"""Encoding and exact ranking on a Ray cluster (docs/large-pools.md).
 
 - ``encode_on_ray``: the distinct texts of each role, split into disjoint chunks, encoded by Ray
   actors (one per GPU when the cluster has GPUs, else one per worker CPU), each building the

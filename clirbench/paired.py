@@ -1,4 +1,4 @@
-"""Paired tests on per-query values (DESIGN §4 last paragraph, §6): two systems on one pool
+"""Paired tests on per-query values (docs/measures.md, docs/results.md): two systems on one pool
 (``compare``) and one system with queries in the two languages of a bilingual pool (the
 query-language gap). Both align queries by id and go through ``paired_rows``.
 

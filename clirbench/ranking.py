@@ -1,4 +1,4 @@
-"""Ranks of relevant documents under trec_eval's tie rule (DESIGN.md section 4).
+"""Ranks of relevant documents under trec_eval's tie rule (docs/measures.md).
 
 Documents sort by score descending; equal scores sort by doc id descending, compared byte-wise
 (trec_eval's ``strcmp(p2->docno, p1->docno)``). For valid UTF-8, byte order equals Python's

@@ -1,4 +1,4 @@
-"""Run a retriever over a task's pools: score, rank, measure, write results (DESIGN §1)."""
+"""Run a retriever over a task's pools: score, rank, measure, write results (docs/architecture.md)."""
 from __future__ import annotations
 
 import time

@@ -1,4 +1,4 @@
-"""Bilingual-pool scenarios (DESIGN §3): pure functions from a parallel collection to pools."""
+"""Bilingual-pool scenarios (docs/scenarios.md): pure functions from a parallel collection to pools."""
 from __future__ import annotations
 
 import dataclasses

@@ -1,4 +1,4 @@
-"""Exact ranks at any pool size by counting per document shard (issue 14 section 2).
+"""Exact ranks at any pool size by counting per document shard (docs/large-pools.md).
 
 The rank of a relevant document is 1 + the number of non-excluded pool documents that sort
 before it under the tie rule of ``ranking.py`` (float32 score descending, then doc id descending

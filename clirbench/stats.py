@@ -1,4 +1,4 @@
-"""Bootstrap intervals and paired tests over per-query values (DESIGN §4, last paragraph).
+"""Bootstrap intervals and paired tests over per-query values (docs/measures.md).
 
 Conventions shared by every function here:
 

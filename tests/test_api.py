@@ -1,4 +1,4 @@
-"""The Python API as a researcher uses it (issue 12 item 2): docs/python-api.md runs as written;
+"""The Python API as a researcher uses it: docs/python-api.md runs as written;
 run/evaluate/compare work in memory, agree with the file-based paths and return typed results with
 DataFrames; RunRetriever; importing clirbench stays light."""
 from __future__ import annotations

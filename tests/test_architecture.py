@@ -1,6 +1,6 @@
-"""The package's shape (issue 12): docs/architecture.md names every module and only modules that
-exist; no import circle (imports inside functions included); no private name imported across
-modules."""
+"""The package's shape: docs/architecture.md names every module and only modules that exist; no
+import circle (imports inside functions included, a package's own modules included); no private
+name imported across modules; no comment or docstring citing a document that is not in the repository."""
 from __future__ import annotations
 
 import ast
@@ -49,8 +49,10 @@ def _graph() -> dict[str, set[str]]:
             for imported in [f"{target}.{n}" for n in names if f"{target}.{n}" in modules] or [target]:
                 while imported not in modules and "." in imported:
                     imported = imported.rsplit(".", 1)[0]
-                # importing a submodule runs its package's __init__ first: not an edge of the circle
-                if imported in modules and imported != name and not name.startswith(imported + "."):
+                # ``import pkg.sub`` runs pkg/__init__ first, which is no edge; but a name taken from
+                # the package's own __init__ (``from . import X``, X not a module) is one
+                own_package = name.startswith(imported + ".") and not names
+                if imported in modules and imported != name and not own_package:
                     deps.add(imported)
         graph[name] = deps
     return graph
@@ -130,3 +132,46 @@ def test_the_architecture_page_names_every_module_and_only_real_ones():
         if not named_file or (folder and f"`{folder}`" not in text):
             missing.append(f)
     assert missing == []
+
+
+def test_a_package_and_its_own_module_importing_each_other_is_a_circle(tmp_path, monkeypatch):
+    pkg = tmp_path / "clirbench" / "p"
+    pkg.mkdir(parents=True)
+    (tmp_path / "clirbench" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("def f():\n    from .m import g\nNAMES = 1\n")
+    (pkg / "m.py").write_text("from . import NAMES\ndef g():\n    return NAMES\n")
+    monkeypatch.setattr(__import__(__name__), "ROOT", tmp_path)
+    monkeypatch.setattr(__import__(__name__), "PACKAGE", tmp_path / "clirbench")
+    assert _cycles(_graph()) == [["clirbench.p", "clirbench.p.m"]]
+
+
+# A document cited by name that a reader of the repository cannot open: the steering files beside the
+# clone (DESIGN.md, STYLE.md, ENV-NOTES.md), an issue of the project's tracker, a "§" of no page here.
+OUTSIDE_DOCUMENT = re.compile(r"\bDESIGN(?:\.md)?\b|\bSTYLE\.md\b|\bENV-NOTES\b|\bissue \d+\b|(?<!docs/)(?<![\w.])§")
+DOCS_PAGE = re.compile(r"\bdocs/([\w-]+\.md)")
+
+
+def _comments_and_docstrings(path: Path) -> list[tuple[int, str]]:
+    import io
+    import tokenize
+
+    out = []
+    for tok in tokenize.generate_tokens(io.StringIO(path.read_text(encoding="utf-8")).readline):
+        if tok.type == tokenize.COMMENT or (tok.type == tokenize.STRING and tok.string.lstrip("rbuRBU").startswith(('"""', "'''"))):
+            out.append((tok.start[0], tok.string))
+    return out
+
+
+def _cited() -> list[tuple[str, int, str]]:
+    return [(str(path.relative_to(ROOT)), line, text)
+            for folder in (PACKAGE, ROOT / "tests", ROOT / "benchmarks")
+            for path in sorted(folder.rglob("*.py")) if path.name != "test_architecture.py"
+            for line, text in _comments_and_docstrings(path)]
+
+
+def test_no_comment_cites_a_document_outside_the_repository():
+    outside = [f"{path}:{line}: {m.group()}" for path, line, text in _cited()
+               for m in [OUTSIDE_DOCUMENT.search(text)] if m]
+    missing = [f"{path}:{line}: docs/{page}" for path, line, text in _cited()
+               for page in DOCS_PAGE.findall(text) if not (ROOT / "docs" / page).is_file()]
+    assert outside == [] and missing == []

@@ -1,5 +1,5 @@
 """Every field of a submitted result is checked against the schema, every measure family has its
-range (issue 10, item 4), and leaderboard pages stay inside --out (item 13)."""
+range, and leaderboard pages stay inside --out (item 13)."""
 from __future__ import annotations
 
 import json

@@ -1,5 +1,5 @@
 """Numeric options outside their domain are refused by name, in one line, before any work;
-resample counts and bootstrap memory are bounded (issue 10, items 3 and 8)."""
+resample counts and bootstrap memory are bounded."""
 import json
 import time
 import tracemalloc

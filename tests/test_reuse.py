@@ -1,5 +1,5 @@
 """A finished result is reused only when the data, the retriever and the measure settings all match
-(issue 10, item 1); otherwise it is refused in one line naming what differs, unless --overwrite."""
+; otherwise it is refused in one line naming what differs, unless --overwrite."""
 import json
 from pathlib import Path
 

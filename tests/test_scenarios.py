@@ -1,4 +1,4 @@
-"""Scenarios (DESIGN §3) on a hand-written parallel fixture and on real XQuAD."""
+"""Scenarios (docs/scenarios.md) on a hand-written parallel fixture and on real XQuAD."""
 from pathlib import Path
 
 import pytest

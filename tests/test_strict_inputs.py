@@ -1,4 +1,4 @@
-"""Inputs that must be read exactly (issue 10 items 2, 5–8): byte-order marks, ASCII-only grades,
+"""Inputs that must be read exactly: byte-order marks, ASCII-only grades,
 duplicate keys, Indonesian in parallel files, bounded JSON depth and YAML aliases.
 
 The refusals themselves are cases of the malformed-input corpus (tests/malformed/cases.yaml);
@@ -253,7 +253,7 @@ def test_leaderboard_submit_with_and_without_command_runs_the_subcommand(tmp_pat
     assert "clirbench run --model bm25" in (tmp_path / "lb2" / "xquad.json").read_text()
 
 
-# ------------------------------------------------------------------ issue 18 part 4: hostile inputs
+# ------------------------------------------------------------------ hostile inputs that must still be accepted
 # (the refusals are cases of tests/malformed/cases.yaml; here, what must still be accepted)
 
 

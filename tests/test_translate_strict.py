@@ -1,5 +1,5 @@
 """Translator endpoints: credentials never shown, unreachable endpoints fail fast, --no-progress
-silences the translators' bars (issue 10, item 14)."""
+silences the translators' bars."""
 from __future__ import annotations
 
 import json

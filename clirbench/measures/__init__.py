@@ -1,4 +1,4 @@
-"""Exact rank-based measures (DESIGN.md section 4): ``parse("nDCG@10") == nDCG@10``."""
+"""Exact rank-based measures (docs/measures.md): ``parse("nDCG@10") == nDCG@10``."""
 from __future__ import annotations
 
 from ..scenarios import MAIN_MEASURES as _MAIN_NAMES, SCENARIOS

@@ -1,4 +1,4 @@
-"""One record per measure family (DESIGN §4): every property a consumer needs, registered once.
+"""One record per measure family (docs/measures.md): every property a consumer needs, registered once.
 
 ``Measure`` (base.py), the leaderboard's range checks, its ranking direction and MTEB's score keys
 all read ``FAMILIES``. The per-query functions live in compute.py / peer.py, which import nothing

@@ -1,4 +1,4 @@
-"""PEER@k (Yang, Jänich, Mayfield, Lawrie, SIGIR 2024): language fairness of a ranking (DESIGN §4).
+"""PEER@k (Yang, Jänich, Mayfield, Lawrie, SIGIR 2024): language fairness of a ranking (docs/measures.md).
 
 Per query and relevance level r, a Kruskal–Wallis test of whether the ranks of the level's relevant
 documents differ by document language; PEER_q = Σ_r w_r p_r / Σ_r w_r over the levels the query has

@@ -1,4 +1,4 @@
-"""MTEB results (``mteb.evaluate``'s ModelResult) -> clirbench result records (DESIGN §6).
+"""MTEB results (``mteb.evaluate``'s ModelResult) -> clirbench result records (docs/results.md).
 
 With the task objects that MTEB evaluated (``tasks=``), each record gets clirbench's per-query
 values and bootstrap CIs, computed from MTEB's run. Without them the pools are rebuilt from

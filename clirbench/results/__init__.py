@@ -1,4 +1,4 @@
-"""Result records and files (DESIGN §6): one JSON per evaluated pool, per-query values beside it.
+"""Result records and files (docs/results.md): one JSON per evaluated pool, per-query values beside it.
 
 ``records`` (the typed, validated record), ``files`` (read/write, paths, per-query tables),
 ``summary`` (bootstrap summaries), ``breakdown`` (per-group means), ``hardware`` (the probe).

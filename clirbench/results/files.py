@@ -1,4 +1,4 @@
-"""Result files (DESIGN §6): one JSON per evaluated pool, per-query values in a TSV beside it.
+"""Result files (docs/results.md): one JSON per evaluated pool, per-query values in a TSV beside it.
 
 A result ``<stem>.json`` names its per-query table ``<stem>.perquery.tsv`` (header
 ``query_id<TAB><measure>…``, one row per query, floats as Python ``repr``, NaN as ``nan``).

@@ -1,4 +1,4 @@
-"""Result records (DESIGN §6): the typed, validated record of one evaluated pool.
+"""Result records (docs/results.md): the typed, validated record of one evaluated pool.
 
 ``Result.from_dict`` validates strictly and names the first bad key; records are frozen (nested
 mappings read-only). Files live in ``results.files``; hardware is probed by ``results.hardware``.
@@ -289,7 +289,7 @@ _COERCE = {"task": TaskRef, "retriever": RetrieverRef, "bootstrap": BootstrapSet
 
 @dataclass(frozen=True)
 class Result:
-    """One evaluated pool (DESIGN §6). Nested parts may be given as dicts; they are validated."""
+    """One evaluated pool (docs/results.md). Nested parts may be given as dicts; they are validated."""
 
     task: TaskRef
     qrels_sha256: str

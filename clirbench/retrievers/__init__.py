@@ -1,4 +1,4 @@
-"""Retrievers: score queries against a pool (DESIGN.md section 5)."""
+"""Retrievers: score queries against a pool (docs/retrievers.md)."""
 from .base import Encoder, Retriever
 from ..cache.embeddings import EmbeddingCache
 from .dense import DenseRetriever

@@ -1,4 +1,4 @@
-"""MTEB's models as clirbench retrievers: ``mteb:<model name>`` (DESIGN §5).
+"""MTEB's models as clirbench retrievers: ``mteb:<model name>`` (docs/retrievers.md).
 
 ``mteb:<registry name>`` loads the model with MTEB's own loader and settings (``mteb.get_model``),
 so it gets the prompts MTEB gives it on a retrieval task; ``mteb:<registry name>=<local dir>`` uses

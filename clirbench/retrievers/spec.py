@@ -1,4 +1,4 @@
-"""Retrievers by spec string (DESIGN.md section 5): a small table of family prefix -> factory."""
+"""Retrievers by spec string (docs/retrievers.md): a small table of family prefix -> factory."""
 from __future__ import annotations
 
 import os

@@ -19,7 +19,7 @@ it expects them are read as they are, which is its way of working offline).
 - ``irds:<prefix>{A,B}<suffix>`` (e.g. ``irds:mmarco/v2/{zh,fr}/dev``, or with whole ids
   ``irds:{msmarco-passage/dev,mmarco/v2/zh/dev}``): a *parallel* task over collections that share
   document and query ids (mMARCO, neuMARCO), each giving the documents of one language (its
-  ``docs_lang``), with the four bilingual-pool scenarios of DESIGN §3. The queries (and qrels) of
+  ``docs_lang``), with the four bilingual-pool scenarios of docs/scenarios.md. The queries (and qrels) of
   language L come from the dataset of L's documents when its queries are in L too, else from any
   dataset with queries in L: ``irds:{msmarco-passage/dev,neumarco/zh/dev}`` (neuMARCO: Chinese
   passages, English queries) gives the pools with English queries only. Document ids in a pool
@@ -373,7 +373,7 @@ class Side:
 
 def bilingual_pools(task: str, sides: Mapping[str, Side], pairs, scenarios: Sequence[str] = SCENARIOS,
                     query_langs: Sequence[str] | None = None, source: Mapping | None = None) -> list[Pool]:
-    """DESIGN §3's pools over collections with shared ids; several relevant passages per query allowed.
+    """The pools of docs/scenarios.md over collections with shared ids; several relevant passages per query allowed.
 
     Query q in Lq (judged by Lq's qrels: passages P, grades g) against pair (L1, L2), Lo the other:
     multi — docs of L1 and L2, relevant Lq/p and Lo/p for p in P; multi-1 — the same docs, relevant

@@ -6,13 +6,13 @@
   D(l1 l2 l3) of the Korean–English paper; hard-negative mining with any clirbench retriever.
 - ``recipes``: ``train(...)`` — the two recipes with the papers' defaults.
 - ``merge``: weight-averaged model merging.
+- ``choices``: the recipe and loss names (what the CLI offers), without torch.
 
 Everything here imports torch / sentence-transformers lazily (``clirbench[train]``).
 """
 from __future__ import annotations
 
-LOSSES = ("jsd+nce", "nce", "jsd", "nce-psg")
-RECIPES = ("align", "compose")
+from .choices import LOSSES, RECIPES
 
 __all__ = ["LOSSES", "RECIPES", "train", "merge_models", "build_composition", "from_task", "read_triplets"]
 

@@ -20,7 +20,7 @@ import torch
 from torch import Tensor, nn
 
 from ..errors import UnknownNameError
-from . import LOSSES
+from .choices import LOSSES
 
 DEFAULT_SCALE = 20.0
 DEFAULT_EPS = 1e-8

@@ -24,7 +24,7 @@ from typing import Mapping, Sequence
 
 from ..checks import check_float, check_int, check_seed
 from ..errors import ClirbenchError, UnknownNameError
-from . import LOSSES, RECIPES
+from .choices import LOSSES, RECIPES
 
 TRAIN_RECORD = "clirbench_train.json"
 WARMUP = {"align": 0.15, "compose": 0.1}

@@ -1,4 +1,4 @@
-"""Query and document translation (DESIGN §1): translators by spec string, a disk cache, pools.
+"""Query and document translation (docs/architecture.md): translators by spec string, a disk cache, pools.
 
 The names below are imported on first use, so that ``clirbench`` commands which never translate
 (``evaluate``, ``tasks``…) do not pay for the cache, pool and collection modules at start-up.
