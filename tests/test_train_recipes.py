@@ -201,3 +201,24 @@ def _tiny_parallel(tmp_path):
             for i, s in enumerate(TINY_SENTENCES)]
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     return path
+
+
+def test_train_config_checks_every_option_and_the_python_api_takes_them(tiny_bert_dir, tmp_path):
+    """``train(model, out, **options)``: the options are TrainConfig's fields, checked before any work."""
+    from clirbench.errors import ClirbenchError, UnknownNameError
+    from clirbench.train import TrainConfig, train
+
+    config = TrainConfig(task="xquad", task_options={"articles": "train"}, max_examples=16, batch_size=8,
+                         max_steps=1, progress=False)
+    assert config.loss == "jsd+nce" and config.warmup == 0.15 and config.langs == ("en", "de")
+    assert config.with_options(recipe="compose", loss=None).warmup == 0.1
+    with pytest.raises(TypeError, match=r"unknown training option\(s\) lerning_rate; options: task, "):
+        train(tiny_bert_dir, tmp_path / "x", task="xquad", lerning_rate=1e-3)
+    for bad, error in [({"recipe": "nope"}, UnknownNameError), ({"loss": "nope"}, UnknownNameError),
+                       ({"langs": ("en", "en")}, ClirbenchError), ({"triplets": "t.jsonl"}, ClirbenchError),
+                       ({"lr": 0.0}, ValueError), ({"batch_size": 1}, ValueError), ({"max_steps": 0}, ValueError)]:
+        with pytest.raises(error):
+            config.with_options(**bad)
+    out = train(tiny_bert_dir, tmp_path / "api", config, seed=7)
+    record = json.loads((out / "clirbench_train.json").read_text())
+    assert record["steps"] == 1 and record["seed"] == 7 and record["data"]["task"] == "xquad"

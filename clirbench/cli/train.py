@@ -86,7 +86,7 @@ def cmd_train(args) -> int:
     from .args import split_list, task_options
     from ..train.recipes import TRAIN_RECORD, train
 
-    out = train(args.model, args.out, task=args.task, langs=split_list(args.langs, "--langs") or [],
+    out = train(args.model, args.out, task=args.task, langs=split_list(args.langs, "--langs") or (),
                 task_options=task_options(args.task_option), data_dir=args.data_dir, triplets=args.triplets,
                 recipe=args.recipe, loss=args.loss, compositions=args.compositions,
                 hard_negatives=args.hard_negatives, miner=args.miner, lr=args.lr, epochs=args.epochs,

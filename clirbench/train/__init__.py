@@ -4,7 +4,8 @@
   as ``nn.Module``s for ``SentenceTransformerTrainer``.
 - ``data``: training examples from parallel data or a triplet JSONL; the data composition
   D(l1 l2 l3) of the Korean–English paper; hard-negative mining with any clirbench retriever.
-- ``recipes``: ``train(...)`` — the two recipes with the papers' defaults.
+- ``recipes``: ``train(model, out, **options)`` — the two recipes with the papers' defaults.
+- ``config``: ``TrainConfig``, every setting of a run as one checked value (the options of ``train``).
 - ``merge``: weight-averaged model merging.
 - ``choices``: the recipe and loss names (what the CLI offers), without torch.
 
@@ -14,10 +15,13 @@ from __future__ import annotations
 
 from .choices import LOSSES, RECIPES
 
-__all__ = ["LOSSES", "RECIPES", "train", "merge_models", "build_composition", "from_task", "read_triplets"]
+__all__ = ["LOSSES", "RECIPES", "TrainConfig", "train", "merge_models", "build_composition", "from_task", "read_triplets"]
 
 
 def __getattr__(name: str):
+    if name == "TrainConfig":
+        from .config import TrainConfig
+        return TrainConfig
     if name == "train":
         from .recipes import train
         return train
