@@ -316,9 +316,14 @@ def _changes(old: Mapping, new: Mapping) -> list[tuple[str, Any, Any]]:
     out = []
     om, nm = old.get("measures", {}), new.get("measures", {})
     for name in sorted(set(om) | set(nm)):
-        a, b = om.get(name), nm.get(name)
-        if a != b:
-            out.append((name, None if a is None else a.get("value"), None if b is None else b.get("value")))
+        a, b = om.get(name) or {}, nm.get(name) or {}
+        if a.get("value") != b.get("value") or not a or not b:
+            out.append((name, a.get("value"), b.get("value")))
+        elif (a.get("ci_low"), a.get("ci_high")) != (b.get("ci_low"), b.get("ci_high")):
+            out.append((f"{name} CI", f"[{_fmt(a.get('ci_low'))}, {_fmt(a.get('ci_high'))}]",
+                        f"[{_fmt(b.get('ci_low'))}, {_fmt(b.get('ci_high'))}]"))
+        elif a != b:
+            out.append((f"{name} n", a.get("n"), b.get("n")))
     for part in _VALUES[1:]:
         if old.get(part) != new.get(part) and not (part == "per_query" and out):
             out.append((part, "…", "…"))
