@@ -275,3 +275,23 @@ def test_hand_edited_values_out_of_range_are_refused_on_load(tmp_path, capsys, f
         line = one_line_error(capsys, argv)
         assert "RR" in line and "out of the measure's range" in line
     assert not (tmp_path / "site" / "xquad.html").exists()
+
+
+def test_a_sweep_over_translations_keeps_every_setting_on_its_board(tmp_path, capsys):
+    """A YAML sweep with none, query:gold and docs:gold ends with three rows, not only the last setting."""
+    config = tmp_path / "sweep.yaml"
+    config.write_text(f"""models: [bm25]
+tasks:
+  - {{task: xquad, langs: "en,zh", scenarios: mono-cross, query_langs: [en], data_dir: "{XQUAD}"}}
+translations: [none, "query:gold", "docs:gold"]
+output: "{tmp_path / 'results'}"
+cache_dir: "{tmp_path / 'cache'}"
+translation_cache_dir: "{tmp_path / 'tcache'}"
+leaderboard_dir: "{tmp_path / 'lb'}"
+resamples: 20
+""")
+    out = _run(["sweep", str(config), "--no-progress"], capsys)
+    assert "bm25+qt:gold × " in out and "bm25+dt:gold × " in out and "leaderboard built" in out
+    board = json.loads((tmp_path / "lb" / "xquad.json").read_text())
+    assert set(board["systems"]) == {"bm25", "bm25+qt:gold", "bm25+dt:gold"}
+    assert all(set(s["results"]) == {"mono-cross/zh/q-en"} for s in board["systems"].values())
