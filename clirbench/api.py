@@ -122,7 +122,6 @@ def run(model, task="xquad", langs=None, scenarios="all", query_langs=None, pool
 def load_results(paths) -> RunResult:
     """Result files (paths, or folders searched recursively; ``*.gap.json`` skipped) as a
     ``RunResult``, for ``.to_pandas()`` and ``compare``."""
-    from .collection import pool_name
     from .results import read_result
 
     if isinstance(paths, (str, os.PathLike)):
@@ -134,8 +133,7 @@ def load_results(paths) -> RunResult:
     pools = []
     for f in files:
         r = read_result(f)
-        name = pool_name(r.task.id, r.subset, r.scenario, r.pool_mode, r.doc_langs, r.query_lang)
-        pools.append(_pool_result(name, f, r, None))
+        pools.append(_pool_result(r.pool_key.name, f, r, None))
     return RunResult(tuple(pools), (), {}, 0.0)
 
 

@@ -50,9 +50,9 @@ class ParallelCollection:
 
 def pool_name(task: str, subset: str, scenario: str, pool_mode: str, doc_langs, query_lang: str) -> str:
     """A pool's hierarchical id (``Pool.name``) from its fields, e.g. of a result record."""
-    mode = "" if pool_mode == "unique" else f"+{pool_mode}"
-    task = f"{task}/{subset}" if subset else task
-    return f"{task}/{scenario}{mode}/{'-'.join(doc_langs)}/q-{query_lang}"
+    from .identity import PoolKey
+
+    return PoolKey(task, subset, scenario, pool_mode, tuple(doc_langs), query_lang).name
 
 
 @dataclass(frozen=True)
@@ -78,6 +78,13 @@ class Pool:
     def name(self) -> str:
         """Hierarchical id, e.g. ``xquad/multi/en-zh/q-zh`` (``+per-query`` for that pool mode)."""
         return pool_name(self.task, self.subset, self.scenario, self.pool_mode, self.doc_langs, self.query_lang)
+
+    @property
+    def key(self):
+        """The pool's ``identity.PoolKey`` (with its qrels hash)."""
+        from .identity import PoolKey
+
+        return PoolKey.of(self)
 
     @property
     def num_docs(self) -> int:

@@ -53,7 +53,7 @@ def side(x) -> Side:
         raise TypeError(f"expected a result file path or an in-memory result (record + per_query), "
                         f"got {type(x).__name__}")
     ids, values = per_query
-    label = getattr(x, "name", None) or f"{record.retriever.spec} on {record.task.id}/{record.scenario}"
+    label = getattr(x, "name", None) or f"{record.system_key.label} on {record.task.id}/{record.scenario}"
     return Side(str(label), None, record, tuple(ids), dict(values))
 
 
@@ -136,9 +136,12 @@ def compare(a, b, measures: Sequence | None = None, resamples: int = 1000, seed:
             raise ClirbenchError(f"{', '.join(skipped)}: undefined on this pool for both results; nothing to compare")
         a_values, b_values = a_values[:, ~undefined], b_values[:, ~undefined]
     rows = paired_rows(a_values, b_values, names, resamples, seed, permutations, confidence)
+    from .identity import labels
+
+    label_a, label_b = labels([sa.record.system_key, sb.record.system_key])
     return {
-        "a": {"path": sa.path, "retriever": sa.record.retriever.spec},
-        "b": {"path": sb.path, "retriever": sb.record.retriever.spec},
+        "a": {"path": sa.path, "retriever": sa.record.retriever.spec, "system": label_a},
+        "b": {"path": sb.path, "retriever": sb.record.retriever.spec, "system": label_b},
         "pool": pa,
         "num_queries": len(sa.query_ids),
         "direction": "B - A",
@@ -162,8 +165,8 @@ def format_comparison(report: dict) -> str:
     pool = report["pool"]
     conf = report["bootstrap"]["confidence"]
     where = {k: f"  ({report[k]['path']})" if report[k]["path"] is not None else "" for k in ("a", "b")}
-    head = [f"A: {report['a']['retriever']}{where['a']}",
-            f"B: {report['b']['retriever']}{where['b']}",
+    head = [f"A: {report['a'].get('system', report['a']['retriever'])}{where['a']}",
+            f"B: {report['b'].get('system', report['b']['retriever'])}{where['b']}",
             f"pool: {pool['task']}/{pool['scenario']}/{pool['pool_mode']} docs {'-'.join(pool['doc_langs'])}"
             f" queries {pool['query_lang']}, {report['num_queries']} queries; "
             f"diff = B - A, {conf:.0%} paired bootstrap CI ({report['bootstrap']['resamples']} resamples), "
@@ -190,8 +193,7 @@ def query_language_gap(l1, l2, measures: Sequence[str] | None = None, resamples:
     """
     s1, s2 = side(l1), side(l2)
     r1, r2 = s1.record, s2.record
-    same = (r1.task.id, r1.subset, r1.scenario, r1.pool_mode, r1.doc_langs, r1.retriever.spec) == \
-           (r2.task.id, r2.subset, r2.scenario, r2.pool_mode, r2.doc_langs, r2.retriever.spec)
+    same = (r1.pool_key.documents, r1.system_key) == (r2.pool_key.documents, r2.system_key)
     if not same or r1.scenario not in BILINGUAL_SCENARIOS or len(r1.doc_langs) != 2:
         raise ClirbenchError(f"{s1.label} and {s2.label} are not one bilingual pool with two query languages")
     lang1, lang2 = r1.doc_langs
@@ -203,7 +205,7 @@ def query_language_gap(l1, l2, measures: Sequence[str] | None = None, resamples:
     rows = paired_rows(*_aligned(s1, s2, names), names, resamples, seed, permutations)
     keep = ("diff", "ci_low", "ci_high", "p_value", "n")
     return {"task": r1.task.id, "subset": r1.subset, "scenario": r1.scenario, "pool_mode": r1.pool_mode,
-            "doc_langs": [lang1, lang2], "retriever": r1.retriever.spec,
+            "doc_langs": [lang1, lang2], "retriever": r1.retriever.spec, "system": r1.system_key.label,
             "definition": f"mean with queries in {lang2} minus mean with queries in {lang1}, paired by question",
             "bootstrap": {"resamples": resamples, "seed": seed, "permutations": permutations},
             "measures": {name: {k: row[k] for k in keep} for name, row in rows.items()}}

@@ -96,17 +96,16 @@ def run(model, task="xquad", langs: str | Sequence[str] | None = None, scenarios
         plan = TranslationPlan.create(translation, task=task_obj, data_dir=data_dir, task_options=task_options)
         if hasattr(plan.translator, "progress"):  # the translators' own bars follow --no-progress
             plan.translator.progress = progress
-    settings = _Settings(retriever, measure_objs, resamples, seed, plan)
+    settings = _Settings(retriever, measure_objs, resamples, seed, plan, index=index)
     from .evaluation import choose_ranker
 
     rebuild = dict(query_prompt=query_prompt, doc_prompt=doc_prompt, device=device, batch_size=batch_size)
     settings.ranker = choose_ranker(shards, index, [len(p.docs) for p in pools], device, measure_objs,
                                     executor, address, workers, rebuild)
-    suffix = (plan.slug if plan else "") + (f"+ann-{index.split(':', 1)[1]}" if index else "")
 
     todo, outcomes = [], []
     for pool in pools:
-        path = None if output_dir is None else _result_path(output_dir, retriever, pool, suffix)
+        path = None if output_dir is None else _result_path(output_dir, settings.system, pool)
         existing = None if overwrite or path is None else _reusable(path, pool, settings)
         if existing is not None:
             outcomes.append(PoolOutcome(pool.name, path, existing, True))
@@ -203,24 +202,30 @@ class _Settings:
     revision), the qrels, the retriever (spec, revision, prompts), the translation and the
     measures (names, bootstrap resamples and seed)."""
 
-    def __init__(self, retriever, measures, resamples: int, seed: int, translation=None, hardware=None):
+    def __init__(self, retriever, measures, resamples: int, seed: int, translation=None, hardware=None,
+                 index: str | None = None):
+        from .identity import SystemKey
+
         self.retriever, self.translation, self.hardware = retriever, translation, hardware
         self.ranker = None  # evaluation.Ranker; None: rank_exact (the seam for sharded and ANN ranking)
         self.description = retriever.describe()
+        self.system = SystemKey.of_run(retriever, translation, index, self.description)
         self.measures = measures
         self.resamples, self.seed = resamples, seed
 
     def mismatch(self, result, pool: Pool) -> str | None:
-        want = self.description
+        from .identity import PoolKey
+
+        want, have = self.description, result.system_key
         checks = {
             "retriever": (result.retriever.spec, self.retriever.spec),
-            "model revision": (result.retriever.revision, want.get("revision")),
+            "model revision": (have.revision, self.system.revision),
+            "translation": (have.translation, self.system.translation),
+            "ranking": (have.ranking, self.system.ranking),
             "prompts": (dict(result.retriever.prompts), dict(want.get("prompts") or {})),
             "bootstrap resamples": (result.bootstrap.resamples, self.resamples),
             "bootstrap seed": (result.bootstrap.seed, self.seed),
-            "qrels": (result.qrels_sha256, pool.qrels_hash()),
-            "translation": (_translation_key(result.translation),
-                            self.translation.key() if self.translation else None),
+            "qrels": (result.qrels_sha256, PoolKey.of(pool).qrels_sha256),
         }
         data = _data_mismatch(result.task, pool.source)
         if data is not None:
@@ -251,10 +256,6 @@ def _data_mismatch(task_ref, source) -> str | None:
     return None
 
 
-def _translation_key(record) -> dict | None:
-    return None if not record else {"direction": record.get("direction"), "translator": record.get("translator")}
-
-
 def _measures(names: Sequence[str] | None):
     from .measures import DEFAULT_MEASURES, parse
 
@@ -266,11 +267,12 @@ def _measures(names: Sequence[str] | None):
         raise UnknownNameError(str(exc)) from None
 
 
-def _result_path(output_dir, retriever, pool: Pool, suffix: str = "") -> Path:
+def _result_path(output_dir, system, pool: Pool) -> Path:
+    """Where the result of ``system`` (an ``identity.SystemKey``) on ``pool`` lies."""
+    from .identity import PoolKey
     from .results import result_path
 
-    return result_path(output_dir, retriever.spec + suffix, pool.task, pool.scenario, pool.pool_mode,
-                       pool.doc_langs, pool.query_lang, pool.subset)
+    return result_path(output_dir, system, PoolKey.of(pool))
 
 
 def _reusable(path: Path, pool: Pool, settings: _Settings) -> dict | None:
@@ -355,14 +357,16 @@ def write_gaps(outcomes: Sequence[PoolOutcome], resamples: int = 1000, seed: int
     from .paired import BILINGUAL_SCENARIOS, query_language_gap, write_gap
     from .measures import MAIN_MEASURES
 
-    by_pool: dict[tuple, dict[str, PoolOutcome]] = {}
+    from .identity import PoolKey
+
+    by_pool: dict[PoolKey, dict[str, PoolOutcome]] = {}
     for o in outcomes:
         r = o.record
         if r["scenario"] in BILINGUAL_SCENARIOS and len(r["doc_langs"]) == 2:
-            key = (r.get("subset", ""), r["scenario"], r["pool_mode"], tuple(r["doc_langs"]))
-            by_pool.setdefault(key, {})[r["query_lang"]] = o
+            by_pool.setdefault(PoolKey.of(r).documents, {})[r["query_lang"]] = o
     gaps = []
-    for (_, scenario, _, (l1, l2)), found in by_pool.items():
+    for key, found in by_pool.items():
+        scenario, (l1, l2) = key.scenario, key.doc_langs
         if l1 in found and l2 in found:
             names = [str(m) for m in MAIN_MEASURES[scenario] if not m.of_mean
                      and all(str(m) in found[l].record["measures"] for l in (l1, l2))]

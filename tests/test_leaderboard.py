@@ -55,7 +55,7 @@ def _copy_result(results: Path, tmp_path: Path, edit=None, edit_tsv=None) -> Pat
 
 def test_build_registers_pools_and_ranks(board_dir):
     data = load(board_dir / "xquad.json")
-    assert data["format"] == "clirbench-leaderboard" and data["schema_version"] == 1
+    assert data["format"] == "clirbench-leaderboard" and data["schema_version"] == store.SCHEMA_VERSION == 2
     assert len(data["pools"]) == 8
     assert set(data["systems"]) == {"bm25"}
     assert data["systems"]["bm25"]["commands"] == ["clirbench run --model bm25 --task xquad --langs en,de"]
@@ -203,7 +203,8 @@ def _synthetic(values: dict[str, list[np.ndarray]]) -> dict:
         for pid, vec in zip(sorted(data["pools"]), vecs):
             res[pid] = {"measures": {"RR": {"value": float(vec.mean()), "ci_low": 0.0, "ci_high": 1.0, "n": 200}},
                         "per_query": {"encoding": store.VECTOR_ENCODING, "measures": {"RR": store.encode_vector(vec)}}}
-        data["systems"][system] = {"retriever": {"spec": system}, "commands": [], "results": res}
+        data["systems"][system] = {"key": {"retriever": system}, "retriever": {"spec": system}, "commands": [],
+                                   "results": res}
     return store.validate(json.loads(store.dumps(data)))
 
 

@@ -381,3 +381,38 @@ def test_beir_folder_without_languages_and_an_unknown_language(tmp_path):
     with pytest.raises(ClirbenchError, match=r"^task beir-odd: no MTEB language code for 'xx-klingon'") as err:
         cm.get_tasks(f"beir:{write_beir(tmp_path / 'odd', docs=odd)}")
     assert "\n" not in str(err.value)
+
+
+def test_to_results_names_a_local_model(mteb_run, tiny_bert_dir, tmp_path):
+    """MTEB records a local model as no_model_name/available: to_results asks for model= and then
+    records the folder by its weights hash, in a readable result folder (issue 19)."""
+    from types import SimpleNamespace
+
+    import clirbench.mteb as cm
+    from clirbench.errors import ClirbenchError
+    from clirbench.results import read_result
+    from clirbench.retrievers.encoders import weights_hash
+
+    tasks, result, _ = mteb_run
+    local = SimpleNamespace(task_results=result.task_results, model_name="no_model_name/available",
+                            model_revision="no_revision_available")
+    with pytest.raises(ClirbenchError, match="pass model="):
+        cm.to_results(local, tmp_path / "out", tasks=tasks, resamples=10)
+    paths = cm.to_results(local, tmp_path / "out", tasks=tasks, resamples=10, model=tiny_bert_dir)
+    digest = weights_hash(Path(tiny_bert_dir))
+    folder = f"mteb__{Path(tiny_bert_dir).name}-{digest.split(':')[1][:8]}"
+    assert len(paths) == 4 and {p.relative_to(tmp_path / "out").parts[0] for p in paths} == {folder}
+    rec = read_result(paths[0])
+    assert rec.retriever.revision == digest and "no_model_name" not in rec.retriever.spec
+    assert rec.system_key.label == folder.replace("__", ":", 1)
+
+
+def test_mteb_family_names_a_local_folder_for_mteb(mteb_family, tiny_bert_dir):
+    """mteb:<local dir>: the model's MTEB meta carries the folder's readable name and weights hash."""
+    from clirbench.retrievers.encoders import weights_hash
+    from clirbench.retrievers.spec import make_retriever
+
+    r = make_retriever(f"mteb:{tiny_bert_dir}")
+    meta = r.encoder.model.mteb_model_meta
+    digest = weights_hash(Path(tiny_bert_dir))
+    assert meta.name == f"local/{Path(tiny_bert_dir).name}-{digest.split(':')[1][:8]}" and meta.revision == digest

@@ -21,13 +21,14 @@ def add_leaderboard_parser(subparsers) -> argparse.ArgumentParser:
                        help="the task's local data, to check qrels of pools the leaderboard does not list yet")
         s.add_argument("--command", dest="provenance", default=None, help="the command that produced the results (kept as provenance)")
         s.add_argument("--replace", action="store_true",
-                       help="replace a system already listed with another model revision or prompts")
+                       help="replace an entry of the same system and pool that has other values (prints old → new), "
+                            "or a system listed with another model revision or prompts")
     s = sub.add_parser("show", help="print the ranked tables of a task", parents=[common])
     s.add_argument("task")
     s.add_argument("--scenario", default=None)
     s.add_argument("--measure", default=None)
     s = sub.add_parser("html", help="write one self-contained HTML page per leaderboard", parents=[common])
-    s.add_argument("--out", required=True, help="output folder (index.html and <task>.html)")
+    s.add_argument("--out", required=True, help="output folder (index.html and one page per task, <task>.html)")
     s.add_argument("--task", action="append", default=None, help="only this task (repeatable)")
     p.set_defaults(handler=cmd_leaderboard)
     return p
@@ -39,12 +40,23 @@ def cmd_leaderboard(args) -> int:
     from .. import leaderboard as lb
 
     command = getattr(args, "leaderboard_command", None)
+    from ..leaderboard.submit import describe_changes
+
     if command == "build":
-        for path, count in lb.build(args.results_dir, args.dir, args.data_dir, args.provenance, args.replace).items():
+        changes: list = []
+        for path, count in lb.build(args.results_dir, args.dir, args.data_dir, args.provenance, args.replace,
+                                    changes).items():
             print(f"{path}: {count} results merged")
+        for system, pid, what, old, new in changes:
+            print(f"replaced {system} on {pid}: {describe_changes([(what, old, new)])}")
     elif command == "submit":
         path, sub = lb.submit(args.result, args.dir, args.data_dir, args.provenance, args.replace)
-        print(f"{path}: {sub.system} on {sub.pool_id} merged")
+        if sub.changes:
+            print(f"{path}: {sub.system} on {sub.pool_id} replaced")
+            for change in sub.changes:
+                print(f"  {describe_changes([change])}")
+        else:
+            print(f"{path}: {sub.system} on {sub.pool_id} {'merged' if sub.merged else 'already there (unchanged)'}")
     elif command == "show":
         print(lb.show(args.task, args.dir, args.scenario, args.measure))
     elif command == "html":

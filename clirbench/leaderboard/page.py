@@ -203,6 +203,11 @@ def _breakdowns(data: Mapping, pids: Sequence[str]) -> dict[tuple[str, str], dic
     return {k: {s: {g: a / n for g, (a, n) in gs.items()} for s, gs in by.items()} for k, by in sums.items()}
 
 
+def _short(model_id: str) -> str:
+    """A model id as shown: a local folder path by its last part (the system name has its hash)."""
+    return model_id.rstrip("/\\").rsplit("/", 1)[-1] if model_id.startswith(("/", "~", ".")) else model_id
+
+
 def _table(group_boards: Sequence[Board], table_id: str) -> str:
     systems = sorted({r.system for b in group_boards for r in b.rows})
     head = ['<th data-type="text">system</th>']
@@ -268,13 +273,18 @@ def render_page(data: Mapping) -> str:
         out.append("</section>")
     out.append("<h2>Systems</h2><table class=\"sortable\" id=\"systems\"><thead><tr><th data-type=\"text\">system</th>"
                "<th data-type=\"text\">model</th><th data-type=\"text\">revision</th><th data-type=\"num\">pools</th>"
-               "<th data-type=\"text\">made with</th></tr></thead><tbody>")
+               "<th data-type=\"text\">hardware</th><th data-type=\"text\">made with</th></tr></thead><tbody>")
+    from ..redact import redact_command
+
     for name, sysd in sorted(data["systems"].items()):
         ret = sysd.get("retriever") or {}
-        cmds = "<br>".join(f"<code>{esc(c)}</code>" for c in sysd.get("commands") or [])
-        out.append(f'<tr><td data-v="{esc(name)}">{esc(name)}</td><td data-v="{esc(ret.get("model_id") or "")}">'
-                   f'{esc(ret.get("model_id") or "–")}</td><td data-v="{esc(ret.get("revision") or "")}">'
+        model = _short(ret.get("model_id") or "")
+        cmds = "<br>".join(f"<code>{esc(redact_command(c))}</code>" for c in sysd.get("commands") or [])
+        cpus = sorted({str((r.get("hardware") or {}).get("cpu") or "") for r in sysd["results"].values()} - {""})
+        out.append(f'<tr><td data-v="{esc(name)}">{esc(name)}</td><td data-v="{esc(model)}">'
+                   f'{esc(model or "–")}</td><td data-v="{esc(ret.get("revision") or "")}">'
                    f'{esc(ret.get("revision") or "–")}</td><td data-v="{len(sysd["results"])}">{len(sysd["results"])}</td>'
+                   f'<td data-v="{esc(", ".join(cpus))}">{esc(", ".join(cpus) or "–")}</td>'
                    f'<td data-v="">{cmds}</td></tr>')
     out.append("</tbody></table>")
     return _document(f"clirbench leaderboard · {task}", "".join(out))
@@ -292,7 +302,8 @@ def _document(title: str, body: str) -> str:
 
 def write_site(out_dir: str | os.PathLike, leaderboard_dir: str | os.PathLike = "leaderboards",
                tasks: Sequence[str] | None = None) -> list[Path]:
-    """One ``<task>.html`` per leaderboard plus ``index.html``; returns the pages written."""
+    """One page per leaderboard (``<task>.html``; ``store.page_names`` keeps them apart from
+    ``index.html`` and from each other) plus ``index.html``; returns the pages written."""
     from ..atomic import write_text_atomic
     from ..errors import ClirbenchError
 
@@ -303,12 +314,13 @@ def write_site(out_dir: str | os.PathLike, leaderboard_dir: str | os.PathLike = 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written, links = [], []
+    pages = store.page_names(names)
     for task in names:
         path = store.path_for(task, lb_dir)
         data = store.load(path)  # checks data["task"] like a submitted task id: no path, scheme or markup
         if data["task"] != task:
             raise ClirbenchError(f"{path}: names task {store._show(data['task'])}, not {task}")
-        page = out / f"{task}.html"
+        page = out / pages[task]
         write_text_atomic(page, render_page(data))
         written.append(page)
         links.append(f'<li><a href="{esc(page.name)}">{esc(data["task"])}</a> · {len(data["systems"])} systems</li>')

@@ -7,7 +7,9 @@ Nothing in a file is executed, imported or evaluated.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
+import math
 import os
 import re
 import unicodedata
@@ -24,11 +26,11 @@ from ..strict import loads_json
 __all__ = [
     "FORMAT", "SCHEMA_VERSION", "MAX_LEADERBOARD_BYTES", "MAX_TEXT", "check_text", "check_strings",
     "strict_json", "encode_vector", "decode_vector", "empty", "load", "save", "dumps", "path_for",
-    "pool_id", "check_task_id",
+    "pool_id", "check_task_id", "locked", "page_names", "upgrade",
 ]
 
 FORMAT = "clirbench-leaderboard"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: systems keyed by identity.SystemKey, hardware per result; 1 is upgraded on read
 MAX_LEADERBOARD_BYTES = 32 << 20
 MAX_TEXT = 300          # characters in a name, spec, id, language, group
 MAX_LONG_TEXT = 2000    # characters in a prompt or a command
@@ -140,9 +142,9 @@ def decode_vector(text: str, n: int, where: str) -> np.ndarray:
 
 def pool_id(subset: str, scenario: str, pool_mode: str, doc_langs, query_lang: str) -> str:
     """``[subset/]scenario[+mode]/L1-L2/q-Lq``, the pool's name without the task."""
-    mode = "" if pool_mode == "unique" else f"+{pool_mode}"
-    head = f"{subset}/" if subset else ""
-    return f"{head}{scenario}{mode}/{'-'.join(doc_langs)}/q-{query_lang}"
+    from ..identity import PoolKey
+
+    return PoolKey("", subset, scenario, pool_mode, tuple(doc_langs), query_lang).board_id
 
 
 _TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -160,6 +162,61 @@ def check_task_id(task: Any, where: str = "task") -> str:
 def path_for(task: str, leaderboard_dir: str | os.PathLike = "leaderboards") -> Path:
     check_task_id(task)
     return Path(leaderboard_dir) / f"{task}.json"
+
+
+_RESERVED_PAGES = {"index"}
+
+
+def page_names(tasks) -> dict[str, str]:
+    """``{task: page file name}``: ``<task>.html``, distinct from ``index.html`` and from each other
+    even on a case-insensitive file system (``index`` -> ``index-board.html``, a clash gets ``-2``)."""
+    out, taken = {}, {f"{r}.html" for r in _RESERVED_PAGES}
+    for task in tasks:
+        stem = f"{task}-board" if task.lower() in _RESERVED_PAGES else task
+        name, k = f"{stem}.html", 2
+        while name.lower() in taken:
+            name, k = f"{stem}-{k}.html", k + 1
+        taken.add(name.lower())
+        out[task] = name
+    return out
+
+
+@contextlib.contextmanager
+def locked(path: str | os.PathLike):
+    """Hold an exclusive lock on ``.<name>.lock`` beside ``path`` (a leaderboard) for a read-merge-write.
+
+    POSIX: ``fcntl.flock`` (released when the process dies); elsewhere ``msvcrt.locking``.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = open(path.parent / f".{path.name}.lock", "a+b")
+    try:
+        try:
+            import fcntl
+        except ImportError:  # Windows
+            import msvcrt
+            import time
+
+            while True:
+                try:
+                    handle.seek(0)
+                    msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)
+                    break
+                except OSError:
+                    time.sleep(0.05)
+            try:
+                yield path
+            finally:
+                handle.seek(0)
+                msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)
+        else:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+            try:
+                yield path
+            finally:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    finally:
+        handle.close()
 
 
 def empty(task: str) -> dict:
@@ -197,6 +254,10 @@ def validate(data: Any, where: str = "leaderboard") -> dict:
     if data.get("format") != FORMAT:
         raise MalformedDataError(f"{where}: not a clirbench leaderboard (format {_show(str(data.get('format')))})")
     version = _need(data, "schema_version", (int,), where)
+    if version == 1:
+        check_strings(data, where)
+        data = upgrade(data, where)
+        version = data["schema_version"]
     if version != SCHEMA_VERSION:
         raise ClirbenchError(f"{where}: leaderboard schema_version {version}, this clirbench reads {SCHEMA_VERSION}")
     extra = set(data) - {"format", "schema_version", "task", "dataset", "significance", "pools", "systems", "notes"}
@@ -225,25 +286,94 @@ def validate(data: Any, where: str = "leaderboard") -> dict:
         if pid != pool_id(pool["subset"], pool["scenario"], pool["pool_mode"], pool["doc_langs"], pool["query_lang"]):
             raise MalformedDataError(f"{w}: pool id does not match its fields")
     systems = _need(data, "systems", (dict,), where)
+    from ..identity import SystemKey
+
     for name, system in systems.items():
         w = f"{where}.systems.{name}"
         if not isinstance(system, dict):
             raise MalformedDataError(f"{w}: expected an object")
         _need(system, "retriever", (dict,), w)
+        if "key" in system:  # written by submit; a hand-made board may leave it out
+            key = _need(system, "key", (dict,), w)
+            try:
+                key_id = SystemKey.of_dict(key).id
+            except (KeyError, TypeError, ValueError):
+                raise MalformedDataError(f"{w}.key: expected retriever, revision, translation, ranking") from None
+            if key_id != name:
+                raise MalformedDataError(f"{w}: system id does not match its key ({_show(key_id)})")
         results = _need(system, "results", (dict,), w)
         for pid, res in results.items():
             if pid not in pools:
                 raise MalformedDataError(f"{w}.results.{pid}: pool not in the leaderboard's pools")
+            if not isinstance(res, dict):
+                raise MalformedDataError(f"{w}.results.{pid}: expected an object")
             measures = _need(res, "measures", (dict,), f"{w}.results.{pid}")
             for m, mv in measures.items():
                 if not isinstance(mv, dict) or not all(
                         isinstance(mv.get(k), (int, float, type(None))) and not isinstance(mv.get(k), bool)
                         for k in ("value", "ci_low", "ci_high")):
                     raise MalformedDataError(f"{w}.results.{pid}.measures.{m}: expected value, ci_low, ci_high")
+                _check_range(m, mv, pools[pid]["pool_size"], f"{w}.results.{pid}.measures.{m}")
+            if "hardware" in res and not isinstance(res["hardware"], dict):
+                raise MalformedDataError(f"{w}.results.{pid}.hardware: expected an object")
             pq = _need(res, "per_query", (dict,), f"{w}.results.{pid}")
             if pq and pq.get("encoding") != VECTOR_ENCODING:
                 raise MalformedDataError(f"{w}.results.{pid}.per_query: encoding must be {VECTOR_ENCODING}")
     return data
+
+
+_TOL = 1e-6
+
+
+def _check_range(name: str, mv: Mapping, pool_size: int, where: str) -> None:
+    """A stored measure must be a known measure with value and CI inside its family's range."""
+    from ..measures import parse
+
+    try:
+        lo, hi = parse(name).value_range(pool_size)
+    except ValueError:
+        raise MalformedDataError(f"{where}: unknown measure") from None
+    nums = [mv.get(k) for k in ("value", "ci_low", "ci_high")]
+    for k, x in zip(("value", "ci_low", "ci_high"), nums):
+        if x is not None and not (math.isfinite(x) and lo - _TOL <= x <= hi + _TOL):
+            raise MalformedDataError(f"{where}.{k} {x!r} out of the measure's range [{lo:g}, {hi:g}]")
+    if nums[1] is not None and nums[2] is not None and nums[1] > nums[2] + _TOL:
+        raise MalformedDataError(f"{where}: ci_low {nums[1]!r} above ci_high {nums[2]!r}")
+
+
+def upgrade(data: Mapping, where: str = "leaderboard") -> dict:
+    """A schema-1 leaderboard in the schema-2 form: one system per ``SystemKey`` (a translated
+    result becomes its own system), hardware and clirbench version moved into each result,
+    commands redacted. Values are not touched."""
+    from ..identity import SystemKey
+    from ..redact import redact_command
+
+    out = {k: v for k, v in data.items() if k != "systems"}
+    out["schema_version"] = SCHEMA_VERSION
+    systems: dict[str, dict] = {}
+    old = data.get("systems")
+    if not isinstance(old, Mapping):
+        raise MalformedDataError(f"{where}: systems must be an object")
+    for name, sysd in old.items():
+        if not isinstance(sysd, Mapping) or not isinstance(sysd.get("retriever"), Mapping) \
+                or not isinstance(sysd.get("results"), Mapping):
+            raise MalformedDataError(f"{where}.systems.{name}: expected retriever and results")
+        extra = {k: sysd[k] for k in ("hardware", "clirbench_version") if k in sysd}
+        for pid, res in sysd["results"].items():
+            if not isinstance(res, Mapping):
+                raise MalformedDataError(f"{where}.systems.{name}.results.{pid}: expected an object")
+            key = SystemKey.of_record({"retriever": sysd["retriever"], "translation": res.get("translation")})
+            system = systems.setdefault(key.id, {"key": key.to_dict(), "retriever": dict(sysd["retriever"]),
+                                                 "commands": [], "results": {}})
+            for command in sysd.get("commands") or []:
+                command = redact_command(command)
+                if command not in system["commands"]:
+                    system["commands"].append(command)
+            if pid in system["results"]:
+                raise MalformedDataError(f"{where}: two results of {_show(key.id)} on pool {_show(pid)}")
+            system["results"][pid] = {**extra, **res}
+    out["systems"] = systems
+    return out
 
 
 def load(path: str | os.PathLike) -> dict:

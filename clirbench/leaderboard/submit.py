@@ -1,6 +1,7 @@
 """Validate result files against a registered task and merge them into its leaderboard."""
 from __future__ import annotations
 
+import contextlib
 import copy
 import datetime as _dt
 import functools
@@ -8,7 +9,7 @@ import hashlib
 import math
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace as _replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -38,7 +39,11 @@ def value_range(measure, pool_size: int) -> tuple[float, float]:
 
 @dataclass(frozen=True)
 class Submission:
-    """One validated result, ready to merge: its pool, its system and what the leaderboard keeps."""
+    """One validated result, ready to merge: its pool, its system and what the leaderboard keeps.
+
+    ``system`` is the row id (``identity.SystemKey.id``), ``key`` the SystemKey itself; ``changes``
+    (set by ``submit`` with ``replace``) lists ``(measure, old value, new value)`` of a replaced entry.
+    """
 
     path: Path
     task: str
@@ -47,7 +52,10 @@ class Submission:
     pool: dict
     retriever: dict
     record: dict
-    meta: dict
+    meta: dict = field(default_factory=dict)
+    key: Any = None
+    changes: tuple = ()
+    merged: bool = True  # False: the same entry was already on the leaderboard
 
 
 def _fail(path, why: str) -> ClirbenchError:
@@ -132,7 +140,7 @@ def _check_dataset(result, dataset: Mapping, path) -> None:
 def _expected_qrels(task_obj, result, data_dir) -> str:
     """Build the same pool from the task's local data and hash its qrels."""
     card = task_obj.card
-    pid = store.pool_id(result.subset, result.scenario, result.pool_mode, result.doc_langs, result.query_lang)
+    pid = result.pool_key.board_id
     if card.kind == "parallel":
         langs = list(dict.fromkeys([*result.doc_langs, result.query_lang]))
         if len(langs) == 1:
@@ -142,20 +150,22 @@ def _expected_qrels(task_obj, result, data_dir) -> str:
     else:
         spec = None  # a retrieval task's default pools (its loader's own choice of languages)
     hashes = _pool_hashes(card.id, spec, result.pool_mode, None if data_dir is None else str(data_dir))
-    key = (result.subset, result.scenario, tuple(result.doc_langs), result.query_lang)
-    if key not in hashes:
-        raise ClirbenchError(f"{card.id} has no pool {pid} in its local data: cannot check the result's qrels")
-    return hashes[key]
+    if result.pool_key.without_qrels in hashes:
+        return hashes[result.pool_key.without_qrels]
+    raise ClirbenchError(f"{card.id} has no pool {pid} in its local data: cannot check the result's qrels")
 
 
 @functools.lru_cache(maxsize=64)
 def _pool_hashes(task: str, langs: str | None, pool_mode: str, data_dir: str | None) -> dict:
+    """``{PoolKey (without qrels): qrels hash}`` of the task's pools built from its local data."""
+    from ..identity import PoolKey
     from ..tasks import get_task
 
     task_obj = get_task(task)
     mode = {} if task_obj.card.kind != "parallel" else {"pool_mode": pool_mode}
     pools = task_obj.pools(langs, "all", None, data_dir=data_dir, **mode)
-    return {(p.subset, p.scenario, tuple(p.doc_langs), p.query_lang): p.qrels_hash() for p in pools}
+    keys = [PoolKey.of(p) for p in pools]
+    return {k.without_qrels: k.qrels_sha256 for k in keys}
 
 
 def validate_result(path: str | os.PathLike, leaderboard: Mapping, data_dir=None) -> Submission:
@@ -200,7 +210,7 @@ def validate_result(path: str | os.PathLike, leaderboard: Mapping, data_dir=None
     if not 0 < result.num_queries <= MAX_QUERIES or result.pool_size < 1:
         raise _fail(path, f"num_queries {result.num_queries} / pool_size {result.pool_size} out of range")
 
-    pid = store.pool_id(result.subset, result.scenario, result.pool_mode, result.doc_langs, result.query_lang)
+    pid = result.pool_key.board_id
     registered = leaderboard["pools"].get(pid)
     expected = registered["qrels_sha256"] if registered else _expected_qrels(task_obj, result, data_dir)
     if result.qrels_sha256 != expected:
@@ -281,8 +291,10 @@ def validate_result(path: str | os.PathLike, leaderboard: Mapping, data_dir=None
         record["translation"] = _plain(result.translation)
     if breakdown is not None:
         record["breakdown"] = breakdown
-    meta = {"clirbench_version": result.clirbench_version, "hardware": result.hardware.to_dict()}
-    return Submission(path, task, result.retriever.spec, pid, pool, result.retriever.to_dict(), record, meta)
+    record["hardware"] = result.hardware.to_dict()  # per result: another machine never rewrites the others
+    record["clirbench_version"] = result.clirbench_version
+    key = result.system_key
+    return Submission(path, task, key.id, pid, pool, result.retriever.to_dict(), record, {}, key)
 
 
 def _plain(value: Any) -> Any:
@@ -296,20 +308,57 @@ def _plain(value: Any) -> Any:
 
 
 _IDENTITY = ("spec", "model_id", "revision", "prompts")
+_VALUES = ("measures", "per_query", "bootstrap", "breakdown")
 
 
-def merge(leaderboard: Mapping, sub: Submission, commands: Iterable[str] = (), replace: bool = False) -> dict:
+def _changes(old: Mapping, new: Mapping) -> list[tuple[str, Any, Any]]:
+    """``(what, old, new)`` for each measure (or other value) that differs between two entries."""
+    out = []
+    om, nm = old.get("measures", {}), new.get("measures", {})
+    for name in sorted(set(om) | set(nm)):
+        a, b = om.get(name) or {}, nm.get(name) or {}
+        if a.get("value") != b.get("value") or not a or not b:
+            out.append((name, a.get("value"), b.get("value")))
+        elif (a.get("ci_low"), a.get("ci_high")) != (b.get("ci_low"), b.get("ci_high")):
+            out.append((f"{name} CI", f"[{_fmt(a.get('ci_low'))}, {_fmt(a.get('ci_high'))}]",
+                        f"[{_fmt(b.get('ci_low'))}, {_fmt(b.get('ci_high'))}]"))
+        elif a != b:
+            out.append((f"{name} n", a.get("n"), b.get("n")))
+    for part in _VALUES[1:]:
+        if old.get(part) != new.get(part) and not (part == "per_query" and out):
+            out.append((part, "…", "…"))
+    return out
+
+
+def _fmt(x: Any) -> str:
+    return "–" if x is None else (f"{x:.4g}" if isinstance(x, float) else str(x))
+
+
+def describe_changes(changes) -> str:
+    """``RR 0.15 → 0.9568, nDCG@10 0.1 → 0.9`` (at most 6 named)."""
+    text = ", ".join(f"{what} {_fmt(a)} → {_fmt(b)}" for what, a, b in changes[:6])
+    return text + (f", … ({len(changes)} changed)" if len(changes) > 6 else "")
+
+
+def merge(leaderboard: Mapping, sub: Submission, commands: Iterable[str] = (), replace: bool = False,
+          changes: list | None = None) -> dict:
     """A new leaderboard with ``sub`` merged in (the input is not modified).
 
-    Merging the same submission twice gives the same leaderboard. A system already present with
-    another model id, revision or prompts is refused unless ``replace`` (which drops its results).
+    Rows are keyed by the submission's ``SystemKey`` (a translated or approximate run is its own
+    row). Merging the same values twice changes nothing. Refused unless ``replace``: a system
+    already present with another model id, revision or prompts (replace drops its results), and
+    an entry of the same system and pool with other values (replace keeps the new one; ``changes``
+    then receives ``(measure, old, new)``). Commands are redacted before they are kept.
     """
+    from ..redact import redact_command
+
     out = copy.deepcopy(dict(leaderboard))
     registered = out["pools"].get(sub.pool_id)
     if registered is None:
         out["pools"][sub.pool_id] = dict(sub.pool)
     elif registered != sub.pool:
         raise _fail(sub.path, f"pool {sub.pool_id} differs from the registered one")
+    key = sub.key if sub.key is not None else _key_of(sub)
     system = out["systems"].get(sub.system)
     if system is not None:
         old = {k: system["retriever"].get(k) for k in _IDENTITY}
@@ -317,20 +366,37 @@ def merge(leaderboard: Mapping, sub: Submission, commands: Iterable[str] = (), r
         if old != new and not replace:
             diff = [k for k in _IDENTITY if old[k] != new[k]]
             raise _fail(sub.path, f"system {store._show(sub.system)} is on the leaderboard with another "
-                                  f"{', '.join(diff)}; pass replace to drop its results")
+                                  f"{', '.join(diff)}; pass --replace to drop its results")
         if old != new:
             system = None
     if system is None:
-        system = {"retriever": sub.retriever, "commands": [], "results": {}}
+        system = {"key": key.to_dict(), "retriever": sub.retriever, "commands": [], "results": {}}
         out["systems"][sub.system] = system
+    system["key"] = key.to_dict()
     system["retriever"] = sub.retriever
-    system.update(sub.meta)
     for command in commands:
+        command = redact_command(command)
         store.check_text(command, "command", long=True)
         if command not in system["commands"]:
             system["commands"].append(command)
+    before = system["results"].get(sub.pool_id)
+    if before is not None:
+        diff = _changes(before, sub.record) if any(before.get(k) != sub.record.get(k) for k in _VALUES) else []
+        if not diff:
+            return out  # the same values: the entry stays as it was
+        if not replace:
+            raise _fail(sub.path, f"{store._show(sub.system)} on pool {sub.pool_id} is on the leaderboard with "
+                                  f"other values ({describe_changes(diff)}); pass --replace to replace it")
+        if changes is not None:
+            changes.extend(diff)
     system["results"][sub.pool_id] = sub.record
     return out
+
+
+def _key_of(sub: Submission):
+    from ..identity import SystemKey
+
+    return SystemKey.of_record({"retriever": sub.retriever, "translation": sub.record.get("translation")})
 
 
 def _load_or_new(task: str, leaderboard_dir) -> tuple[Path, dict]:
@@ -348,12 +414,24 @@ def _task_of(path: Path) -> str:
 
 def submit(result_file: str | os.PathLike, leaderboard_dir: str | os.PathLike = "leaderboards", data_dir=None,
            command: str | None = None, replace: bool = False) -> tuple[Path, Submission]:
-    """Validate ``result_file`` and merge it into ``<leaderboard_dir>/<task>.json`` (idempotent)."""
+    """Validate ``result_file`` and merge it into ``<leaderboard_dir>/<task>.json`` (idempotent).
+
+    The read-merge-write runs under an exclusive lock beside the leaderboard and replaces the file
+    atomically, so concurrent submissions are all kept. The returned submission's ``changes`` list
+    what ``replace`` changed; ``merged`` is False when the same entry was already there.
+    """
     path = Path(result_file)
-    lb_path, board = _load_or_new(_task_of(path), leaderboard_dir)
-    sub = validate_result(path, board, data_dir)
-    store.save(merge(board, sub, [command] if command else (), replace), lb_path)
-    return lb_path, sub
+    task = _task_of(path)
+    lb_path = store.path_for(task, leaderboard_dir)
+    with store.locked(lb_path):
+        board = store.load(lb_path) if lb_path.exists() else store.empty(task)
+        sub = validate_result(path, board, data_dir)
+        changes: list = []
+        merged = merge(board, sub, [command] if command else (), replace, changes)
+        same = merged == board and lb_path.exists()
+        if not same:
+            store.save(merged, lb_path)
+    return lb_path, _replace(sub, changes=tuple(changes), merged=not same)
 
 
 def result_files(results_dir: str | os.PathLike) -> list[Path]:
@@ -365,22 +443,36 @@ def result_files(results_dir: str | os.PathLike) -> list[Path]:
 
 
 def build(results_dir: str | os.PathLike, leaderboard_dir: str | os.PathLike = "leaderboards", data_dir=None,
-          command: str | None = None, replace: bool = False) -> dict[Path, int]:
-    """Validate and merge every result under ``results_dir``; each leaderboard is written once.
+          command: str | None = None, replace: bool = False, changes: list | None = None) -> dict[Path, int]:
+    """Validate and merge every result under ``results_dir``; each leaderboard is written once,
+    under its lock (taken in path order), after every file has been checked.
 
-    Returns ``{leaderboard path: results merged}``. Any invalid file stops the build (nothing written).
+    Returns ``{leaderboard path: results merged}``. Any invalid file stops the build (nothing
+    written). ``changes`` receives ``(system, pool id, measure, old, new)`` of replaced entries.
     """
     files = result_files(results_dir)
     if not files:
         raise ClirbenchError(f"{results_dir}: no result files")
-    boards: dict[str, tuple[Path, dict, int]] = {}
+    by_task: dict[str, list[Path]] = {}
     for file in files:
-        task = _task_of(file)
-        if task not in boards:
-            boards[task] = (*_load_or_new(task, leaderboard_dir), 0)
-        lb_path, board, count = boards[task]
-        sub = validate_result(file, board, data_dir)
-        boards[task] = (lb_path, merge(board, sub, [command] if command else (), replace), count + 1)
-    for lb_path, board, _ in boards.values():
-        store.save(board, lb_path)
-    return {lb_path: count for lb_path, _, count in boards.values()}
+        by_task.setdefault(_task_of(file), []).append(file)
+    paths = {task: store.path_for(task, leaderboard_dir) for task in by_task}
+    with contextlib.ExitStack() as stack:
+        for task in sorted(by_task, key=lambda t: str(paths[t])):
+            stack.enter_context(store.locked(paths[task]))
+        boards: dict[str, tuple[Path, dict, dict, int]] = {}
+        for task, task_files in by_task.items():
+            lb_path, board = _load_or_new(task, leaderboard_dir)
+            start, count = board, 0
+            for file in task_files:
+                sub = validate_result(file, board, data_dir)
+                found: list = []
+                board = merge(board, sub, [command] if command else (), replace, found)
+                if changes is not None:
+                    changes.extend((sub.system, sub.pool_id, *c) for c in found)
+                count += 1
+            boards[task] = (lb_path, start, board, count)
+        for lb_path, start, board, _ in boards.values():
+            if board != start or not lb_path.exists():
+                store.save(board, lb_path)
+    return {lb_path: count for lb_path, _, _, count in boards.values()}

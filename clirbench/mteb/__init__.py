@@ -32,12 +32,17 @@ def get_tasks(tasks: str | Sequence[str], langs=None, scenarios="all", query_lan
 
 
 def to_results(mteb_result, output_dir, *, tasks: Sequence | None = None, data_dir=None,
-               resamples: int = 1000, seed: int = 42, overwrite: bool = False) -> list[Path]:
-    """Write one clirbench result record (+ per-query table) per pool that MTEB evaluated."""
+               resamples: int = 1000, seed: int = 42, overwrite: bool = False, model=None) -> list[Path]:
+    """Write one clirbench result record (+ per-query table) per pool that MTEB evaluated.
+
+    ``model`` (a registry name or a local model folder) names the model when MTEB recorded none
+    (a local model: ``no_model_name/available``); a folder is recorded by its weights hash and
+    its results go to ``mteb__<folder>-<hash>``.
+    """
     from .convert import to_results as _to
 
     return _to(mteb_result, output_dir, tasks=tasks, data_dir=data_dir, resamples=resamples, seed=seed,
-               overwrite=overwrite)
+               overwrite=overwrite, model=model)
 
 
 def score_key(measure) -> str:

@@ -65,10 +65,37 @@ def _rebuild(name: str, subsets: Sequence[str], data_dir):
     return SimpleNamespace(pools=pools, measures=measures, per_query={}) if pools else None
 
 
+_NO_NAME = ("no_model_name/available", "no_model_name_available", "unknown", "")
+_NO_REVISION = ("no_revision_available", "")
+
+
+def _model_ref(name: str | None, revision: str | None, model) -> tuple[str, str | None, str | None]:
+    """(spec, model id, revision) of the evaluated model. MTEB records a local model as
+    ``no_model_name/available`` (revision ``no_revision_available``): ``model`` (its registry name
+    or local folder) names it then; a local folder's revision is its weights hash."""
+    import os
+
+    revision = None if revision in _NO_REVISION else revision
+    if model is not None:
+        model = str(model)
+        folder = os.path.expanduser(model)
+        if os.path.isdir(folder):
+            from ..retrievers.encoders import weights_hash
+
+            folder = os.path.abspath(folder).rstrip("/")
+            return f"mteb:{folder}", folder, weights_hash(Path(folder))
+        return f"mteb:{model}", model, revision
+    if name is None or name in _NO_NAME:
+        raise ClirbenchError("MTEB recorded no model name (a local model?): pass model=<registry name or local "
+                             "folder> to to_results")
+    return f"mteb:{name}", name, revision
+
+
 def to_results(mteb_result, output_dir, *, tasks: Sequence | None = None, data_dir=None,
-               resamples: int = 1000, seed: int = 42, overwrite: bool = False) -> list[Path]:
+               resamples: int = 1000, seed: int = 42, overwrite: bool = False, model=None) -> list[Path]:
     """See ``clirbench.mteb.to_results``."""
     from ..evaluation import evaluate_table
+    from ..identity import PoolKey, SystemKey
     from ..results import (BootstrapSettings, MeasureValue, Result, RetrieverRef, TaskRef, hardware_info,
                            result_path, write_result)
 
@@ -85,15 +112,15 @@ def to_results(mteb_result, output_dir, *, tasks: Sequence | None = None, data_d
             task = _rebuild(tr.task_name, [e["hf_subset"] for e in entries], data_dir)
             if task is None:
                 raise ClirbenchError(f"cannot rebuild the pools of MTEB task {tr.task_name!r}")
-        name = model_name or getattr(tr, "model_name", None) or "unknown"
-        spec = f"mteb:{name}"
+        spec, model_id, revision = _model_ref(model_name or getattr(tr, "model_name", None),
+                                              model_revision or getattr(tr, "model_revision", None), model)
+        system = SystemKey.of_record({"retriever": {"spec": spec, "model_id": model_id, "revision": revision}})
         for entry in entries:
             subset = entry["hf_subset"]
             pool = task.pools.get(subset)
             if pool is None:
                 raise ClirbenchError(f"MTEB task {tr.task_name!r} has no clirbench pool for subset {subset!r}")
-            path = result_path(output_dir, spec, pool.task, pool.scenario, pool.pool_mode, pool.doc_langs,
-                               pool.query_lang, pool.subset)
+            path = result_path(output_dir, system, PoolKey.of(pool))
             if path.exists() and not overwrite:
                 raise ClirbenchError(f"{path} exists; pass overwrite=True to replace it")
             stash = getattr(task, "per_query", {}).get((subset, SPLIT))
@@ -118,7 +145,7 @@ def to_results(mteb_result, output_dir, *, tasks: Sequence | None = None, data_d
                 subset=pool.subset, qrels_sha256=pool.qrels_hash(), scenario=pool.scenario,
                 pool_mode=pool.pool_mode, pool_size=len(pool.docs), doc_langs=pool.doc_langs,
                 query_lang=pool.query_lang, num_queries=len(query_ids),
-                retriever=RetrieverRef(spec=spec, model_id=name, revision=model_revision,
+                retriever=RetrieverRef(spec=spec, model_id=model_id, revision=revision,
                                        settings={"route": "mteb.evaluate", "mteb_task": tr.task_name,
                                                  "mteb_version": getattr(tr, "mteb_version", None),
                                                  "mteb_scores": mteb_scores}),

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 from pathlib import Path
 from typing import NamedTuple, Sequence
 
@@ -149,24 +148,16 @@ def read_per_query(path: str | os.PathLike) -> PerQuery:
     return PerQuery(tuple(ids), {n: matrix[:, j].copy() for j, n in enumerate(names)})
 
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._+=@-]")
+def result_path(output_dir: str | os.PathLike, system, task: str | None = None, scenario: str | None = None,
+                pool_mode: str | None = None, doc_langs: Sequence[str] | None = None, query_lang: str | None = None,
+                subset: str = "") -> Path:
+    """``<out>/<system slug>/<task>[/<subset>]/<scenario>/<pool_mode>/<L1>-<L2>.q-<Lq>.json``.
 
+    ``system`` is an ``identity.SystemKey`` (its ``slug``) or a folder name; the pool is given by its
+    fields, or ``task`` is an ``identity.PoolKey``.
+    """
+    from ..identity import PoolKey, SystemKey, slug
 
-def _slug(text: str) -> str:
-    """Filesystem-safe name: ``dense:intfloat/multilingual-e5-large`` -> ``dense__intfloat__multilingual-e5-large``."""
-    slug = _UNSAFE.sub("_", re.sub(r"[:/\\]", "__", str(text)))
-    if not slug.strip("."):
-        raise ValueError(f"cannot make a file name from {text!r}")
-    return "_" + slug if slug.startswith(".") else slug
-
-
-def result_path(output_dir: str | os.PathLike, retriever_spec: str, task: str, scenario: str,
-                pool_mode: str, doc_langs: Sequence[str], query_lang: str, subset: str = "") -> Path:
-    """``<out>/<retriever slug>/<task>[/<subset>]/<scenario>/<pool_mode>/<L1>-<L2>.q-<Lq>.json``."""
-    if isinstance(doc_langs, str):
-        doc_langs = [doc_langs]
-    langs = "-".join(_slug(l) for l in doc_langs)
-    task_dir = Path(_slug(task)) / _slug(subset) if subset else Path(_slug(task))
-    return (Path(output_dir) / _slug(retriever_spec) / task_dir / _slug(scenario) / _slug(pool_mode)
-            / f"{langs}.q-{_slug(query_lang)}.json")
-
+    folder = system.slug if isinstance(system, SystemKey) else slug(system)
+    pool = task if isinstance(task, PoolKey) else PoolKey(task, subset, scenario, pool_mode, doc_langs, query_lang)
+    return Path(output_dir, folder, *pool.path_parts())

@@ -415,10 +415,18 @@ class Result:
         )
 
     @property
-    def pool_key(self) -> tuple:
-        """What must match for two results to be compared query by query."""
-        return (self.task.id, self.subset, self.scenario, self.pool_mode, self.doc_langs, self.query_lang,
-                self.qrels_sha256)
+    def pool_key(self):
+        """What must match for two results to be compared query by query (``identity.PoolKey``)."""
+        from ..identity import PoolKey
+
+        return PoolKey.of(self)
+
+    @property
+    def system_key(self):
+        """The system this result is of (``identity.SystemKey``)."""
+        from ..identity import SystemKey
+
+        return SystemKey.of_record(self)
 
 
 def _check_breakdown(value: Mapping) -> Mapping:

@@ -152,6 +152,14 @@ def from_spec(arg: str, options: dict) -> Retriever:
     local = Path(os.path.expanduser(path)) if path else None
     revision = (weights_hash(local) if local is not None else None) or str(meta.revision or "unknown")
     model_id = name or str(path)
+    if name is None:  # a local folder: MTEB would call it no_model_name/available, no_revision_available
+        from ..identity import local_model_name
+
+        try:
+            model.mteb_model_meta = meta.model_copy(update={"name": f"local/{local_model_name(str(path), revision)}",
+                                                            "revision": revision})
+        except (AttributeError, TypeError, ValueError):  # a wrapper whose meta cannot be replaced
+            pass
     encoder = MTEBEncoder(model, model_id, revision, path=path, batch_size=options.get("batch_size") or 32)
     spec = f"mteb:{name}" if name else f"mteb:{str(path).rstrip('/')}"
     return DenseRetriever(encoder, EmbeddingCache(options.get("cache_dir")), spec=spec, device=options.get("device"))

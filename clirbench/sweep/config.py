@@ -114,9 +114,18 @@ class Cell:
     translation: Translation
     index: int = 0
 
+    def system(self):
+        """The cell's system as far as the config knows it (``identity.SystemKey``: model spec and
+        translation; the revision is known once the model is loaded)."""
+        from ..identity import SystemKey
+
+        tr = self.translation
+        return SystemKey(self.model, translation=None if tr.direction is None else (tr.direction, tr.translator))
+
     def label(self) -> str:
-        text = f"{self.model} × {self.entry.label()}"
-        return text if self.translation.direction is None else f"{text} × {self.translation.label()}"
+        """``bm25+qt:gold × xquad/en,zh/all/unique`` (`` (quality)`` when DT quality is scored)."""
+        quality = " (quality)" if self.translation.quality else ""
+        return f"{self.system().label} × {self.entry.label()}{quality}"
 
     def key(self, config: SweepConfig) -> str:
         """A stable id of the cell and of every setting its results depend on."""

