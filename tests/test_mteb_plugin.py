@@ -385,7 +385,7 @@ def test_beir_folder_without_languages_and_an_unknown_language(tmp_path):
 
 def test_to_results_names_a_local_model(mteb_run, tiny_bert_dir, tmp_path):
     """MTEB records a local model as no_model_name/available: to_results asks for model= and then
-    records the folder by its weights hash, in a readable result folder (issue 19)."""
+    records the folder by its weights hash, in a readable result folder."""
     from types import SimpleNamespace
 
     import clirbench.mteb as cm
