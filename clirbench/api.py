@@ -100,21 +100,23 @@ def _pool_result(name: str, path, record, per_query, reused: bool = False) -> Po
     return PoolResult(name, record, PerQuery(tuple(ids), dict(values)), None if path is None else Path(path), reused)
 
 
-def run(model, task="xquad", langs=None, scenarios="all", query_langs=None, pool_mode: str = "unique",
-        data_dir=None, output_dir=None, **options) -> RunResult:
+def run(model, task="xquad", config=None, **options) -> RunResult:
     """Evaluate ``model`` (a spec string such as ``"bm25"`` or a Retriever object) on a task.
 
     ``task`` is a task id, the object ``get_task(id)`` returns, or a sequence of ``Pool``s you
-    built. ``output_dir=None`` (the default) writes no file; with a folder, results are written
-    there and finished ones reused, as ``clirbench run`` does. ``options`` are those of
-    ``clirbench.runner.run``: ``measures``, ``resamples``, ``seed``, ``cache_dir``, ``overwrite``,
-    ``query_prompt``, ``doc_prompt``, ``batch_size``, ``device``, ``progress``, ``task_options``,
-    ``translation``.
+    built. The settings are a ``RunConfig`` and/or its options by name (``clirbench.run_config``):
+    ``langs``, ``scenarios``, ``query_langs``, ``pool_mode``, ``data_dir``, ``task_options``;
+    ``cache_dir``, ``query_prompt``, ``doc_prompt``, ``batch_size``, ``device``, ``translation``;
+    ``shards``, ``index``, ``executor``, ``address``, ``workers``; ``measures``, ``resamples``,
+    ``seed``; ``output_dir``, ``overwrite``, ``progress``. Here ``output_dir`` defaults to None:
+    nothing is written; with a folder, results are written there and finished ones reused, as
+    ``clirbench run`` does.
     """
     from . import runner
 
-    report = runner.run(model, task=task, langs=langs, scenarios=scenarios, query_langs=query_langs,
-                        pool_mode=pool_mode, data_dir=data_dir, output_dir=output_dir, **options)
+    if config is None:
+        options.setdefault("output_dir", None)
+    report = runner.run(model, task=task, config=config, **options)
     pools = tuple(_pool_result(o.pool_name, o.path, o.record, o.per_query, o.reused) for o in report.outcomes)
     return RunResult(pools, tuple(gap for _, gap in report.gaps), dict(report.main_measures), report.seconds)
 

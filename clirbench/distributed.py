@@ -36,7 +36,7 @@ import numpy as np
 from .errors import ClirbenchError
 from .sharded import SHARD_BYTES, ShardedRanks
 
-__all__ = ["ray_session", "encode_on_ray", "rank_pool_ray", "EncodeReport", "RayRanks", "COUNTS_DIR"]
+__all__ = ["ray_session", "encode_on_ray", "rank_pool_ray", "EncodeReport", "RayRanks", "COUNTS_DIR", "RayRanker"]
 
 COUNTS_DIR = "sharded-counts"  # under the cache folder: one .npz per finished shard
 CONNECT_TIMEOUT_S = 5.0
@@ -331,12 +331,28 @@ def _load(path: Path, want: int | None):
     return ShardCounts(**{f: arrays[f] for f in fields}), top
 
 
-def _rank_shard(recipe, cache_dir, options, expected, doc_texts, query_texts, cols, shard_ids, pairs, keys,
-                n_docs, lo, hi, block, device, k, exclusions, out):
-    """One Ray task: score one document shard against every query, count, and save the counts."""
+@dataclass(frozen=True)
+class ShardTask:
+    """What every shard task of one pool shares (small, pickled with each task): how to rebuild the
+    retriever, the pool's size, the scoring block and device, the top-k depth (0: none)."""
+
+    recipe: object
+    cache_dir: str
+    expected: list
+    n_docs: int
+    block: int
+    device: str | None
+    k: int
+
+
+def _rank_shard(job: ShardTask, pairs, keys, lo, hi, query_texts, doc_texts, cols, shard_ids, exclusions, out):
+    """One Ray task: score one document shard against every query, count, and save the counts.
+    The large arrays come as separate arguments: Ray resolves them from its object store."""
     from .sharded import DenseShards, count_shard, dense_shard_scorer, topk_sharded
 
-    retriever = _build(recipe, cache_dir, options)
+    recipe, cache_dir, expected, n_docs, block, device, k = (job.recipe, job.cache_dir, job.expected, job.n_docs,
+                                                             job.block, job.device, job.k)
+    retriever = _build(recipe, cache_dir, None)
     _check_same(retriever, expected)
     dense: DenseShards = dense_shard_scorer(retriever, query_texts, doc_texts, block, device)
     xp = np
@@ -357,14 +373,13 @@ def _rank_shard(recipe, cache_dir, options, expected, doc_texts, query_texts, co
 
 
 def rank_pool_ray(retriever, seen_pool, pool, shards: int | None = None, *, address: str | None = None,
-                  workers: int | None = None, recipe=None, options: Mapping | None = None, topk: int | None = None,
+                  workers: int | None = None, recipe=None, topk: int | None = None,
                   device: str | None = None, budget_bytes: int = SHARD_BYTES, encode: bool = True,
                   chunk_size: int | None = None) -> RayRanks:
     """``rank_pool_sharded(retriever, seen_pool, pool, shards)``'s ranks, counted by Ray tasks.
 
     ``retriever`` is the driver's DenseRetriever (its cache folder is shared with the workers);
-    workers rebuild it from ``recipe`` (default ``retriever.spec`` with ``options`` for
-    ``make_retriever``). ``encode`` first runs ``encode_on_ray`` on the pool's texts (nothing to do
+    workers rebuild it from ``recipe`` (default: the retriever's own ``recipe``, else its spec). ``encode`` first runs ``encode_on_ray`` on the pool's texts (nothing to do
     when cached). ``workers`` starts a local Ray with that many CPUs (no ``address``) and caps the
     shard tasks in flight. ``topk`` also returns each query's ``topk`` best documents (pool indices).
     ``device`` scores on the workers' torch device (e.g. ``cuda``); None: numpy.
@@ -386,9 +401,9 @@ def rank_pool_ray(retriever, seen_pool, pool, shards: int | None = None, *, addr
     if root is None:
         raise ClirbenchError("ranking on Ray needs an on-disk embedding cache that every node sees (--cache-dir)")
     cache_dir = str(Path(root).resolve())
-    recipe = recipe if recipe is not None else retriever.spec
+    recipe = recipe if recipe is not None else getattr(retriever, "recipe", None) or retriever.spec
     expected = _spaces(retriever)
-    _check_same(_build(recipe, cache_dir, options), expected)  # here, before any worker starts (models load lazily)
+    _check_same(_build(recipe, cache_dir, None), expected)  # here, before any worker starts (models load lazily)
     doc_ids = [d.id for d in pool.docs]
     query_ids = [q.id for q in pool.queries]
     langs = [d.lang for d in pool.docs]
@@ -405,7 +420,7 @@ def rank_pool_ray(retriever, seen_pool, pool, shards: int | None = None, *, addr
         report = None
         if encode:
             report = _encode(ray, recipe, {"document": doc_texts, "query": query_texts}, cache_dir, workers,
-                             chunk_size, options, expected)
+                             chunk_size, None, expected)
         # bounds of the relevant pairs' scores, from their embeddings only (read from the cache)
         dt = retriever.score_dtype
         q = retriever.embed([query_texts[r] for r in pairs.rel_row], "query").astype(dt)
@@ -441,6 +456,7 @@ def rank_pool_ray(retriever, seen_pool, pool, shards: int | None = None, *, addr
             if device and device.startswith("cuda"):
                 opts.update(num_gpus=1, num_cpus=0)
             task = ray.remote(_rank_shard).options(**opts, **_forwarded_env())
+            job = ShardTask(recipe, cache_dir, expected, len(doc_ids), block, device, int(topk or 0))
 
             def submit(i, cols, path):
                 idx = np.arange(len(doc_ids))[cols]
@@ -449,9 +465,8 @@ def rank_pool_ray(retriever, seen_pool, pool, shards: int | None = None, *, addr
                     where = np.full(len(doc_ids), -1, dtype=np.int64)
                     where[idx] = np.arange(len(idx))
                     local_excl = {r: set(where[c][where[c] >= 0].tolist()) for r, c in excl_cols.items()}
-                return task.remote(recipe, cache_dir, options, expected, [doc_texts[j] for j in idx], queries_ref,
-                                   cols, [doc_ids[j] for j in idx], pairs_ref, keys_ref, len(doc_ids), lo_ref,
-                                   hi_ref, block, device, int(topk or 0), local_excl, str(path))
+                return task.remote(job, pairs_ref, keys_ref, lo_ref, hi_ref, queries_ref, [doc_texts[j] for j in idx],
+                                   cols, [doc_ids[j] for j in idx], local_excl, str(path))
 
             waiting, refs = list(reversed(todo)), {}
             limit = int(workers) if workers else len(todo)  # shard tasks in flight
@@ -469,3 +484,31 @@ def rank_pool_ray(retriever, seen_pool, pool, shards: int | None = None, *, addr
         top = merge_topk((results[i][1] for i in sorted(results)), keys, len(query_ids), topk)
     return RayRanks(table, len(parts), "dense document shards on Ray", True, "float32", len(todo), reused, top,
                     report)
+
+
+class RayRanker:
+    """``sharded.ShardedRanker`` on a Ray cluster (``rank_pool_ray``): documents encoded by Ray
+    actors into the shared embedding cache, shards counted by Ray tasks (retried when a worker is
+    lost; finished shards' counts kept for a rerun), counts added on the driver. Same ranks. The
+    workers rebuild the retriever from its own ``recipe`` (``retrievers.spec.Recipe``). An
+    ``address`` is checked for a listener when the ranker is made: one line, before any work."""
+
+    def __init__(self, shards: int | None = None, address: str | None = None, workers: int | None = None,
+                 device: str | None = None) -> None:
+        if address:
+            check_reachable(address)
+        self.shards, self.address, self.workers, self.device = shards, address, workers, device
+
+    def supports(self, measures) -> None:
+        """Every measure: the ranks are exact."""
+
+    def rank(self, retriever, seen, pool):
+        from .ranking import Ranked
+        from .redact import redact
+
+        done = rank_pool_ray(retriever, seen, pool, self.shards, address=self.address, workers=self.workers,
+                             recipe=getattr(retriever, "recipe", None), device=self.device)
+        return Ranked(done.table, {
+            "path": "sharded counting on Ray", "shards": done.shards, "scoring": done.path, "exact": done.exact,
+            "precision": done.precision, "shards_computed": done.computed, "shards_reused": done.reused,
+            "address": redact(self.address) if self.address else "local"})

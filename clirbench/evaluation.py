@@ -5,15 +5,19 @@ TREC run already ranked), the MTEB plugin (MTEB's ``{qid: {docid: score}}`` run)
 of ``rank_relevant``'s arguments and the ``of_mean`` transforms (``MaxR_norm_of_mean``) live here
 once.
 
-Ranking is a strategy, ``ranker(retriever, seen_pool, pool) -> RankTable``: ``rank_exact`` scores
-the whole pool in memory (the default); a large-pool path (exact ranks by sharded counting) or an
-ANN path plug in with the same signature, e.g. ``functools.partial(rank_pool_sharded, shards=8)``.
-``seen_pool`` is what the retriever reads (translated texts), ``pool`` holds ids, qrels, languages.
+Ranking is a strategy, the ``Ranker`` protocol: ``supports(measures)`` (raises, before any work,
+for measures the ranker cannot give) and ``rank(retriever, seen, pool) -> Ranked(table, info)``.
+``seen`` is what the retriever reads (translated texts), ``pool`` holds ids, qrels, languages;
+``info`` says how the ranks were obtained (recorded as the result's ``retriever.settings.ranking``).
+Each ranker lives beside its implementation: ``ranking.ExactRanker`` (full score rows, the default),
+``sharded.ShardedRanker`` (exact ranks by counting per document shard), ``distributed.RayRanker``
+(the same on Ray), ``retrievers.ann.AnnRanker`` (faiss top-k: cutoff measures only).
+``choose_ranker`` picks one from a run's ``RankingOptions``.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Iterator, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
@@ -22,11 +26,21 @@ if TYPE_CHECKING:
     from .ranking import RankTable
     from .results import MeasureValue
 
-__all__ = ["PoolEvaluation", "Ranker", "rank_exact", "ShardedRanker", "RayRanker", "AnnRanker", "choose_ranker", "rank_blocks",
-           "run_blocks", "evaluate_table", "evaluate_pool", "evaluate_scores"]
+__all__ = ["PoolEvaluation", "Ranker", "Ranked", "choose_ranker", "rank_blocks", "run_blocks", "evaluate_table",
+           "evaluate_pool", "evaluate_scores"]
 
-Ranker = Callable[[object, "Pool", "Pool"], "RankTable"]
-RUN_ROWS = 256  # score rows per block when a {qid: {docid: score}} run is laid over a pool
+from .ranking import Ranked, rank_blocks, run_blocks  # noqa: E402  (the kernel's names, defined with the ranks)
+
+
+@runtime_checkable
+class Ranker(Protocol):
+    """How a pool's relevant documents get their ranks."""
+
+    def supports(self, measures: Sequence) -> None:
+        """Raise a one-line ClirbenchError for measures this ranker cannot give exactly."""
+
+    def rank(self, retriever, seen: "Pool", pool: "Pool") -> Ranked:
+        """Ranks over ``pool`` from ``retriever`` reading ``seen``."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +57,8 @@ class PoolEvaluation:
     measures: tuple
     per_query: Mapping[str, np.ndarray]
     summary: Mapping[str, "MeasureValue"]
+    ranking: Mapping | None = None  # how the ranks were obtained (Ranked.info)
+    seconds: Mapping[str, float] | None = None  # {"search": ranking, "measure": values and bootstrap}
 
     @property
     def query_ids(self) -> tuple[str, ...]:
@@ -81,140 +97,52 @@ def evaluate_table(table: "RankTable", measures: Sequence, resamples: int = 1000
     return PoolEvaluation(table, measures, per_query, summary)
 
 
-def rank_blocks(blocks: Iterable[tuple[int, np.ndarray]], pool: "Pool") -> "RankTable":
-    """RankTable of score rows ``(start, (b, |D|) scores)`` over ``pool`` (its qrels, exclusions, languages)."""
-    from .ranking import rank_relevant
+def choose_ranker(ranking=None, pool_sizes: Sequence[int] = (), measures: Sequence = (),
+                  device: str | None = None) -> Ranker:
+    """The ranker of a run's ``RankingOptions`` (checked there): ``index`` (faiss, approximate
+    top-k), else ``executor="ray"`` (exact, sharded counting on Ray), else ``shards`` (exact,
+    sharded counting here), else sharded counting chosen by itself when a pool holds more than
+    ``sharded.AUTO_SHARD_DOCS`` documents, else ``ExactRanker`` (full rows). The ranker has
+    checked ``measures`` and the cluster's address before it is returned: before any work."""
+    from .run_config import RankingOptions
 
-    return rank_relevant(blocks, [d.id for d in pool.docs], [q.id for q in pool.queries], pool.qrels,
-                         pool.exclusions, doc_langs=[d.lang for d in pool.docs], query_lang=pool.query_lang)
+    ranking = ranking or RankingOptions()
+    if ranking.executor == "ray":
+        from .distributed import RayRanker
 
+        ranker = RayRanker(ranking.shards, ranking.address, ranking.workers, device)
+    elif ranking.index is not None:
+        from .retrievers.ann import AnnRanker
 
-def rank_exact(retriever, seen: "Pool", pool: "Pool") -> "RankTable":
-    """The default ranker: ``retriever.score`` over the whole of ``seen``, exact ranks over ``pool``."""
-    return rank_blocks(retriever.score(seen.queries, seen.docs), pool)
+        ranker = AnnRanker.for_measures(ranking.index, measures, device)
+    else:
+        from .sharded import AUTO_SHARD_DOCS, ShardedRanker
 
+        if ranking.shards is not None or any(n > AUTO_SHARD_DOCS for n in pool_sizes):
+            ranker = ShardedRanker(ranking.shards, device)
+        else:
+            from .ranking import ExactRanker
 
-class ShardedRanker:
-    """Exact ranks by counting per document shard (``clirbench.sharded``): memory O(queries x
-    relevant + block x shard) for dense retrievers, never queries x pool. Same ranks as
-    ``rank_exact`` (tested for 1, 2 and 7 shards). ``info`` says how the last pool was ranked."""
-
-    def __init__(self, shards: int | None = None, device: str | None = None) -> None:
-        self.shards, self.device, self.info = shards, device, None
-
-    def __call__(self, retriever, seen: "Pool", pool: "Pool") -> "RankTable":
-        from .sharded import rank_pool_sharded
-
-        ranked = rank_pool_sharded(retriever, seen, pool, shards=self.shards, device=self.device)
-        self.info = {"path": "sharded counting", "shards": ranked.shards, "scoring": ranked.path,
-                     "exact": ranked.exact, "precision": ranked.precision}
-        return ranked.table
-
-
-class RayRanker:
-    """``ShardedRanker`` on a Ray cluster (``clirbench.distributed``): documents encoded by Ray
-    actors into the shared embedding cache, shards counted by Ray tasks (retried when a worker is
-    lost; finished shards' counts kept for a rerun), counts added on the driver. Same ranks."""
-
-    def __init__(self, shards: int | None = None, address: str | None = None, workers: int | None = None,
-                 options: Mapping | None = None, device: str | None = None) -> None:
-        self.shards, self.address, self.workers, self.device = shards, address, workers, device
-        self.options, self.info = dict(options or {}), None
-
-    def __call__(self, retriever, seen: "Pool", pool: "Pool") -> "RankTable":
-        from .distributed import rank_pool_ray
-        from .redact import redact
-
-        ranked = rank_pool_ray(retriever, seen, pool, self.shards, address=self.address, workers=self.workers,
-                               options=self.options, device=self.device)
-        self.info = {"path": "sharded counting on Ray", "shards": ranked.shards, "scoring": ranked.path,
-                     "exact": ranked.exact, "precision": ranked.precision, "shards_computed": ranked.computed,
-                     "shards_reused": ranked.reused, "address": redact(self.address) if self.address else "local"}
-        return ranked.table
-
-
-class AnnRanker:
-    """Cutoff measures from a faiss index's top-k lists (``--index faiss:<factory>``), for a
-    DenseRetriever. The record gets the index and its recall against the exact top-k on a sample of
-    queries (``info``). Rank-set measures (MaxR, Complete@K, ...) are refused before any work
-    (``retrievers.ann.check_ann_measures``), never approximated."""
-
-    def __init__(self, spec: str, k: int, device: str | None = None) -> None:
-        self.spec, self.k, self.device, self.info = spec, k, device, None
-
-    def __call__(self, retriever, seen: "Pool", pool: "Pool") -> "RankTable":
-        from .errors import ClirbenchError
-        from .retrievers.ann import ann_run
-        from .retrievers.dense import DenseRetriever
-
-        if not isinstance(retriever, DenseRetriever):
-            raise ClirbenchError(f"--index {self.spec} needs a dense retriever (embeddings to index), "
-                                 f"not {retriever.spec}")
-        run, info = ann_run(retriever, seen.queries, seen.docs, self.spec, self.k, exclusions=pool.exclusions,
-                            device=self.device)
-        self.info = {"path": "approximate top-k", **info}
-        return rank_blocks(run_blocks(pool, run), pool)
-
-
-def choose_ranker(shards: int | None = None, index: str | None = None, pool_sizes: Sequence[int] = (),
-                  device: str | None = None, measures: Sequence = (), executor: str = "local",
-                  address: str | None = None, workers: int | None = None,
-                  options: Mapping | None = None) -> Ranker | None:
-    """The ranking strategy of a run: ``index`` (faiss, approximate top-k), else ``executor="ray"``
-    (exact, sharded counting on Ray; ``options`` rebuild the retriever on the workers), else
-    ``shards`` (exact, sharded counting here), else sharded counting chosen by itself when a pool
-    holds more than ``sharded.AUTO_SHARD_DOCS`` documents, else None (``rank_exact``: full rows)."""
-    from .errors import ClirbenchError
-
-    if executor not in ("local", "ray"):
-        raise ClirbenchError(f"unknown executor {executor!r}; expected local or ray")
-    if address is not None and executor != "ray":
-        raise ClirbenchError("--address needs --executor ray")
-    if index is not None and (shards is not None or executor == "ray"):
-        raise ClirbenchError("--index excludes --shards and --executor ray: an approximate index gives "
-                             "top-k lists, the sharded path exact ranks")
-    if executor == "ray":
-        if address:
-            from .distributed import check_reachable
-
-            check_reachable(address)  # one line for an unreachable cluster, before any work
-        return RayRanker(shards, address, workers, options, device)
-    if index is not None:
-        from .retrievers.ann import ann_depth, check_ann_measures
-
-        k = ann_depth(measures)
-        check_ann_measures(measures, k)
-        return AnnRanker(index, k, device)
-    if shards is not None:
-        return ShardedRanker(shards, device)
-    from .sharded import AUTO_SHARD_DOCS
-
-    if any(n > AUTO_SHARD_DOCS for n in pool_sizes):
-        return ShardedRanker(None, device)
-    return None
-
-
-def run_blocks(pool: "Pool", run: Mapping[str, Mapping[str, float]],
-               rows: int = RUN_ROWS) -> Iterator[tuple[int, np.ndarray]]:
-    """Score rows of a ``{qid: {docid: score}}`` run laid over ``pool`` (-inf for documents not in it)."""
-    doc_ids = [d.id for d in pool.docs]
-    col = {d: i for i, d in enumerate(doc_ids)}
-    qids = [q.id for q in pool.queries]
-    for start in range(0, len(qids), rows):
-        block = np.full((min(rows, len(qids) - start), len(doc_ids)), -np.inf, dtype=np.float32)
-        for r, q in enumerate(qids[start:start + rows]):
-            hits = run.get(q) or {}
-            if hits:
-                idx = np.fromiter((col[d] for d in hits), dtype=np.int64, count=len(hits))
-                block[r, idx] = np.fromiter(hits.values(), dtype=np.float64, count=len(hits))
-        yield start, block
+            ranker = ExactRanker()
+    ranker.supports(measures)
+    return ranker
 
 
 def evaluate_pool(retriever, pool: "Pool", measures: Sequence, resamples: int = 1000, seed: int = 42,
                   *, seen: "Pool | None" = None, ranker: Ranker | None = None) -> PoolEvaluation:
-    """Rank ``pool`` with ``retriever`` (reading ``seen``, default ``pool``) and measure it."""
-    table = (ranker or rank_exact)(retriever, pool if seen is None else seen, pool)
-    return evaluate_table(table, measures, resamples, seed)
+    """Rank ``pool`` with ``retriever`` (reading ``seen``, default ``pool``) by ``ranker`` (default
+    full score rows) and measure it; the evaluation records how it was ranked and the seconds spent."""
+    import dataclasses
+    import time
+
+    from .ranking import ExactRanker
+
+    t0 = time.perf_counter()
+    ranked = (ranker or ExactRanker()).rank(retriever, pool if seen is None else seen, pool)
+    t1 = time.perf_counter()
+    evaluation = evaluate_table(ranked.table, measures, resamples, seed)
+    return dataclasses.replace(evaluation, ranking=ranked.info,
+                               seconds={"search": t1 - t0, "measure": time.perf_counter() - t1})
 
 
 def evaluate_scores(run: Mapping[str, Mapping[str, float]], pool: "Pool", measures: Sequence,

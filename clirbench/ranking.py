@@ -20,7 +20,10 @@ from typing import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["RankTable", "tie_keys", "judged_pairs", "JudgedPairs", "rank_relevant", "rank_run", "rank_run_arrays", "rank_in_segments"]
+__all__ = ["RankTable", "tie_keys", "judged_pairs", "JudgedPairs", "rank_relevant", "rank_run", "rank_run_arrays",
+           "rank_in_segments", "Ranked", "ExactRanker", "rank_blocks", "run_blocks", "RUN_ROWS"]
+
+RUN_ROWS = 256  # score rows per block when a {qid: {docid: score}} run is laid over a pool
 
 _CHUNK = 1 << 20  # elements per temporary: small enough for malloc to reuse (no fresh page faults)
 _TIE_PAIRS = 1 << 20  # tied (entry, relevant doc) pairs held before switching to vocabulary-wide keys
@@ -479,3 +482,48 @@ def rank_in_segments(
             rank[lo:hi] += np.bincount(owner[tie][before], minlength=hi - lo)
         lo = hi
     return rank
+
+
+# ----------------------------------------------------------------------------- pools and rankers
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """A ranker's answer (``evaluation.Ranker``): the ranks of the relevant documents, and how they
+    were obtained (None: full score rows, nothing to record)."""
+
+    table: RankTable
+    info: Mapping | None = None
+
+
+def rank_blocks(blocks: Iterable[tuple[int, np.ndarray]], pool) -> RankTable:
+    """RankTable of score rows ``(start, (b, |D|) scores)`` over ``pool`` (its qrels, exclusions, languages)."""
+    return rank_relevant(blocks, [d.id for d in pool.docs], [q.id for q in pool.queries], pool.qrels,
+                         pool.exclusions, doc_langs=[d.lang for d in pool.docs], query_lang=pool.query_lang)
+
+
+def run_blocks(pool: "Pool", run: Mapping[str, Mapping[str, float]],
+               rows: int = RUN_ROWS) -> Iterator[tuple[int, np.ndarray]]:
+    """Score rows of a ``{qid: {docid: score}}`` run laid over ``pool`` (-inf for documents not in it)."""
+    doc_ids = [d.id for d in pool.docs]
+    col = {d: i for i, d in enumerate(doc_ids)}
+    qids = [q.id for q in pool.queries]
+    for start in range(0, len(qids), rows):
+        block = np.full((min(rows, len(qids) - start), len(doc_ids)), -np.inf, dtype=np.float32)
+        for r, q in enumerate(qids[start:start + rows]):
+            hits = run.get(q) or {}
+            if hits:
+                idx = np.fromiter((col[d] for d in hits), dtype=np.int64, count=len(hits))
+                block[r, idx] = np.fromiter(hits.values(), dtype=np.float64, count=len(hits))
+        yield start, block
+
+
+class ExactRanker:
+    """The default ranker: ``retriever.score`` over the whole pool in query blocks, exact ranks by the
+    tie rule (memory: one block of score rows at a time)."""
+
+    def supports(self, measures) -> None:
+        """Every measure: the ranks are exact at any depth."""
+
+    def rank(self, retriever, seen, pool) -> Ranked:
+        return Ranked(rank_blocks(retriever.score(seen.queries, seen.docs), pool))

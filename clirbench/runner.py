@@ -10,8 +10,9 @@ from typing import Mapping, Sequence
 from .collection import Pool
 from .cache.layout import embeddings_dir
 from .errors import ClirbenchError, UnknownNameError
+from .run_config import DEFAULT_OUTPUT, RunConfig
 
-DEFAULT_OUTPUT = "results"
+__all__ = ["run", "RunReport", "PoolOutcome", "write_gaps", "DEFAULT_OUTPUT"]
 
 
 @dataclass(frozen=True)
@@ -26,103 +27,84 @@ class PoolOutcome:
     per_query: tuple | None = None  # (query_ids, {measure: values}) as written beside the record
 
 
-def run(model, task="xquad", langs: str | Sequence[str] | None = None, scenarios="all",
-        query_langs: Sequence[str] | None = None, pool_mode: str = "unique", data_dir=None,
-        output_dir=DEFAULT_OUTPUT, cache_dir=None, measures: Sequence[str] | None = None,
-        resamples: int = 1000, seed: int = 42, overwrite: bool = False,
-        query_prompt: str | None = None, doc_prompt: str | None = None, batch_size: int | None = None,
-        device: str | None = None, progress: bool = True, task_options: dict | None = None,
-        translation: Mapping | None = None, shards: int | None = None, index: str | None = None,
-        executor: str = "local", address: str | None = None, workers: int | None = None) -> "RunReport":
-    """Evaluate ``model`` (a spec string or a Retriever) on every pool of the sweep.
+def run(model, task="xquad", config: RunConfig | None = None, **options) -> "RunReport":
+    """Evaluate ``model`` (a spec string or a Retriever) on every pool of ``task``.
 
     ``task`` is a task id, a task object (``get_task(id)``) or a sequence of ``Pool``s, which are
-    run as given (``langs``, ``scenarios``, ``query_langs``, ``pool_mode`` then do not apply).
-    ``output_dir=None`` writes no file: nothing is reused, the gaps are computed in memory.
-
-    ``langs`` picks language pairs for parallel tasks (``en,zh``, ``en+all``; default: the pivot
-    with every other language) and what the task's loader documents for the others.
+    run as given (the data options then do not apply). The settings are a ``RunConfig`` and/or its
+    options by name (``run("bm25", "xquad", langs="en,zh", resamples=200)``; see
+    ``clirbench.run_config`` for every option). ``output_dir=None`` writes no file: nothing is
+    reused, the gaps are computed in memory.
 
     Finished pools whose result file exists with the same settings are reused, unless ``overwrite``.
-    ``translation`` (``{"direction": "query"|"docs", "translator": SPEC, "cache_dir", "quality"}``,
-    see ``clirbench.translate.TranslationPlan.create``) translates each pool before scoring; such
-    results go to the retriever folder with a ``+qt-<translator>``/``+dt-<translator>`` suffix.
-
-    ``shards=N`` ranks every pool exactly by counting over N document shards (the path chosen by
-    itself above ``sharded.AUTO_SHARD_DOCS`` documents); ``index="faiss:<factory>"`` gives cutoff
-    measures from an approximate index's top-k lists (results under a ``+ann-<factory>`` suffix,
-    with the index's measured recall; rank-set measures refused). ``executor="ray"`` (``address``
-    of a cluster, else a local Ray with ``workers`` CPUs) encodes and counts the shards on Ray.
+    A ``translation`` translates each pool before scoring; such results go to the retriever folder
+    with a ``+qt-<translator>``/``+dt-<translator>`` suffix. The ranking options choose the ranker
+    (``evaluation.choose_ranker``): full rows, sharded counting, Ray, or an approximate index (results
+    under a ``+ann-<factory>`` suffix, with the index's measured recall; rank-set measures refused).
     """
-    from .checks import MAX_BATCH_SIZE, MAX_SHARDS, MAX_WORKERS, check_int, check_resamples, check_seed
     from .tasks import get_task
     from .retrievers import make_retriever
 
-    resamples, seed = check_resamples(resamples), check_seed(seed)  # before any work
-    if batch_size is not None:
-        batch_size = check_int(batch_size, "batch_size", 1, MAX_BATCH_SIZE)
+    c = config.with_options(**options) if config is not None else RunConfig.of(**options)  # checked: before any work
+    data, out = c.data, c.output
     t_start = time.perf_counter()
     if isinstance(task, str):
         task = get_task(task)
     if callable(getattr(task, "pools", None)):
         task_obj = task
-        pools = task_obj.pools(langs, scenarios, query_langs, pool_mode, data_dir, **(task_options or {}))
+        pools = task_obj.pools(data.langs, data.scenarios, data.query_langs, data.pool_mode, data.data_dir,
+                               **data.task_options)
     else:
         task_obj, pools = None, _given_pools(task)
     if not pools:
         raise ClirbenchError("nothing to run: no pool matches these languages and query languages")
 
     if isinstance(model, str):
-        cache = Path(cache_dir) if cache_dir is not None else embeddings_dir()
-        retriever = make_retriever(model, cache_dir=cache, query_prompt=query_prompt,
-                                   doc_prompt=doc_prompt, device=device, batch_size=batch_size)
+        cache = Path(c.retrieval.cache_dir) if c.retrieval.cache_dir is not None else embeddings_dir()
+        retriever = make_retriever(model, cache_dir=cache, **c.retrieval.builder())
     else:
         retriever = model
-    measure_objs = _measures(measures)
+    measure_objs = _measures(c.statistics.measures)
+    index = c.ranking.index
     if index is not None:
         from .retrievers.ann import parse_index_spec, split_ann_measures
 
         index = str(parse_index_spec(index))  # one line for a malformed factory, before any work
-        if not measures:  # the default set without the rank-set measures an index cannot give
+        if not c.statistics.measures:  # the default set without the rank-set measures an index cannot give
             measure_objs = tuple(split_ann_measures(measure_objs)[0])
-    if shards is not None:
-        shards = check_int(shards, "shards", 1, MAX_SHARDS)
-    if workers is not None:
-        workers = check_int(workers, "workers", 1, MAX_WORKERS)
     plan = None
-    if translation:
+    if c.retrieval.translation:
         from .translate import TranslationPlan
 
-        plan = TranslationPlan.create(translation, task=task_obj, data_dir=data_dir, task_options=task_options)
+        plan = TranslationPlan.create(c.retrieval.translation, task=task_obj, data_dir=data.data_dir,
+                                      task_options=data.task_options)
         if hasattr(plan.translator, "progress"):  # the translators' own bars follow --no-progress
-            plan.translator.progress = progress
-    settings = _Settings(retriever, measure_objs, resamples, seed, plan, index=index)
+            plan.translator.progress = out.progress
+    settings = _Settings(retriever, measure_objs, c.statistics.resamples, c.statistics.seed, plan, index=index)
     from .evaluation import choose_ranker
 
-    rebuild = dict(query_prompt=query_prompt, doc_prompt=doc_prompt, device=device, batch_size=batch_size)
-    settings.ranker = choose_ranker(shards, index, [len(p.docs) for p in pools], device, measure_objs,
-                                    executor, address, workers, rebuild)
+    settings.ranker = choose_ranker(c.ranking, [len(p.docs) for p in pools], measure_objs, c.retrieval.device)
 
     todo, outcomes = [], []
     for pool in pools:
-        path = None if output_dir is None else _result_path(output_dir, settings.system, pool)
-        existing = None if overwrite or path is None else _reusable(path, pool, settings)
+        path = None if out.output_dir is None else _result_path(out.output_dir, settings.system, pool)
+        existing = None if out.overwrite or path is None else _reusable(path, pool, settings)
         if existing is not None:
             outcomes.append(PoolOutcome(pool.name, path, existing, True))
         else:
             todo.append((pool, path))
 
     if hasattr(retriever, "progress"):
-        retriever.progress = progress
+        retriever.progress = out.progress
     encoded, t_stage = _encoded(retriever), time.perf_counter()
     if todo:
         from .results import hardware_info
 
         settings.hardware = hardware_info()  # probed once per run, not per record
-        if plan is None and executor == "local" and hasattr(retriever, "encode_ahead"):
+        if plan is None and c.ranking.executor == "local" and hasattr(retriever, "encode_ahead"):
             retriever.encode_ahead(*_all_texts([pool for pool, _ in todo]))  # the encoding stage
     t_stage = time.perf_counter() - t_stage
-    for pool, path in _progress(todo, progress, "pools"):
+    for pool, path in _progress(todo, out.progress, "pools"):
         groups = task_obj.breakdown_groups(pool) if task_obj is not None else {}
         result, evaluation = _evaluate_pool(pool, retriever, settings, groups)
         if path is not None:
@@ -131,13 +113,13 @@ def run(model, task="xquad", langs: str | Sequence[str] | None = None, scenarios
         outcomes.append(PoolOutcome(pool.name, path, result.to_dict(), False, per_query))
     order = {p.name: i for i, p in enumerate(pools)}
     outcomes.sort(key=lambda o: order[o.pool_name])
-    gaps = write_gaps(outcomes, resamples=resamples, seed=seed)
+    gaps = write_gaps(outcomes, resamples=c.statistics.resamples, seed=c.statistics.seed)
     main = task_obj.card.main_measures if task_obj is not None else _main_measures(pools)
     encoded = None if encoded is None else _encoded(retriever) - encoded
     return RunReport(outcomes=tuple(outcomes), gaps=tuple(gaps), main_measures=dict(main),
                      seconds=time.perf_counter() - t_start,
-                     measures=tuple(str(m) for m in measure_objs) if measures else None, encoded=encoded,
-                     encode_seconds=t_stage)
+                     measures=tuple(str(m) for m in measure_objs) if c.statistics.measures else None,
+                     encoded=encoded, encode_seconds=t_stage)
 
 
 def _all_texts(pools: Sequence[Pool]) -> tuple[list, list]:
@@ -207,7 +189,7 @@ class _Settings:
         from .identity import SystemKey
 
         self.retriever, self.translation, self.hardware = retriever, translation, hardware
-        self.ranker = None  # evaluation.Ranker; None: rank_exact (the seam for sharded and ANN ranking)
+        self.ranker = None  # the run's evaluation.Ranker (choose_ranker)
         self.description = retriever.describe()
         self.system = SystemKey.of_run(retriever, translation, index, self.description)
         self.measures = measures
@@ -310,7 +292,7 @@ def _evaluate_pool(pool: Pool, retriever, settings: _Settings, groups: Mapping |
     ``groups`` (``Task.breakdown_groups``: ``{field: {qid: groups}}``) puts a per-group
     breakdown into the record.
     """
-    from .evaluation import evaluate_table, rank_exact
+    from .evaluation import evaluate_pool
     from .results import BootstrapSettings, Result, RetrieverRef, TaskRef, Timings
 
     seen, translation, t_translate = pool, None, 0.0
@@ -321,12 +303,13 @@ def _evaluate_pool(pool: Pool, retriever, settings: _Settings, groups: Mapping |
     if hasattr(retriever, "prepare"):
         retriever.prepare(seen.queries, seen.docs)
     t1 = time.perf_counter()
-    table = (settings.ranker or rank_exact)(retriever, seen, pool)
-    t2 = time.perf_counter()
-    ranking = getattr(settings.ranker, "info", None)  # how the ranks were obtained (sharded, ANN)
-    evaluation = evaluate_table(table, settings.measures, settings.resamples, settings.seed)
+    evaluation = evaluate_pool(retriever, pool, settings.measures, settings.resamples, settings.seed,
+                               seen=seen, ranker=settings.ranker)
+    ranking = evaluation.ranking  # how the ranks were obtained (sharded, Ray, ANN); None: full rows
+    t_breakdown = time.perf_counter()
     breakdown = evaluation.breakdown(groups or {})
-    t3 = time.perf_counter()
+    t_search = evaluation.seconds["search"]
+    t_measure = evaluation.seconds["measure"] + time.perf_counter() - t_breakdown
     desc = dict(settings.description)
     retriever_ref = RetrieverRef(
         spec=retriever.spec, model_id=desc.pop("model_id", None), revision=desc.pop("revision", None),
@@ -337,9 +320,9 @@ def _evaluate_pool(pool: Pool, retriever, settings: _Settings, groups: Mapping |
                      files_sha256=pool.source.get("files_sha256") or None),
         subset=pool.subset, qrels_sha256=pool.qrels_hash(), scenario=pool.scenario, pool_mode=pool.pool_mode,
         pool_size=len(pool.docs), doc_langs=pool.doc_langs, query_lang=pool.query_lang,
-        num_queries=len(table.query_ids), retriever=retriever_ref, measures=evaluation.summary,
+        num_queries=len(evaluation.query_ids), retriever=retriever_ref, measures=evaluation.summary,
         bootstrap=BootstrapSettings(resamples=settings.resamples, seed=settings.seed),
-        timings_s=Timings(encode=t1 - t0, translate=t_translate, search=t2 - t1, measure=t3 - t2,
+        timings_s=Timings(encode=t1 - t0, translate=t_translate, search=t_search, measure=t_measure,
                           total=time.perf_counter() - t0 + t_translate), translation=translation,
         hardware=settings.hardware, breakdown=breakdown)
     return result, evaluation

@@ -1,6 +1,7 @@
 """The package's shape: docs/architecture.md names every module and only modules that exist; no
 import circle (imports inside functions included, a package's own modules included); no private
-name imported across modules; no comment or docstring citing a document that is not in the repository."""
+name imported across modules; no function over 12 parameters; no comment or docstring citing a
+document that is not in the repository."""
 from __future__ import annotations
 
 import ast
@@ -143,6 +144,21 @@ def test_a_package_and_its_own_module_importing_each_other_is_a_circle(tmp_path,
     monkeypatch.setattr(__import__(__name__), "ROOT", tmp_path)
     monkeypatch.setattr(__import__(__name__), "PACKAGE", tmp_path / "clirbench")
     assert _cycles(_graph()) == [["clirbench.p", "clirbench.p.m"]]
+
+
+MAX_PARAMETERS = 12
+
+
+def test_no_function_takes_more_than_12_parameters():
+    over = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                a = node.args
+                names = [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs if p.arg not in ("self", "cls")]
+                if len(names) > MAX_PARAMETERS:
+                    over.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({len(names)})")
+    assert over == []
 
 
 # A document cited by name that a reader of the repository cannot open: the steering files beside the

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from clirbench.collection import Pool, Text
-from clirbench.evaluation import (PoolEvaluation, evaluate_pool, evaluate_scores, evaluate_table, rank_blocks,
-                                  rank_exact)
+from clirbench.evaluation import (PoolEvaluation, Ranked, Ranker, evaluate_pool, evaluate_scores, evaluate_table,
+                                  rank_blocks)
+from clirbench.ranking import ExactRanker
 from clirbench.measures import parse
 from clirbench.ranking import rank_run
 
@@ -88,14 +89,22 @@ def test_ranker_is_a_strategy_that_sees_the_translated_pool(case):
     seen = dataclasses.replace(pool, queries=tuple(Text(q.id, "translated " + q.text, q.lang) for q in pool.queries))
     calls = []
 
-    def ranker(retriever, seen_pool, real_pool):
-        calls.append((seen_pool, real_pool))
-        return rank_exact(retriever, seen_pool, real_pool)
+    class Recording:
+        """A user's ranker: the protocol's two methods, reporting how it ranked."""
 
+        def supports(self, measures):
+            pass
+
+        def rank(self, retriever, seen_pool, real_pool):
+            calls.append((seen_pool, real_pool))
+            return Ranked(ExactRanker().rank(retriever, seen_pool, real_pool).table, {"path": "recording"})
+
+    assert isinstance(Recording(), Ranker) and isinstance(ExactRanker(), Ranker)
     retriever = MatrixRetriever(scores)
-    ev = evaluate_pool(retriever, pool, MEASURES, resamples=50, seen=seen, ranker=ranker)
-    assert calls == [(seen, pool)] and retriever.calls == 1
-    assert ev.summary == evaluate_pool(MatrixRetriever(scores), pool, MEASURES, resamples=50).summary
+    ev = evaluate_pool(retriever, pool, MEASURES, resamples=50, seen=seen, ranker=Recording())
+    assert calls == [(seen, pool)] and retriever.calls == 1 and ev.ranking == {"path": "recording"}
+    plain = evaluate_pool(MatrixRetriever(scores), pool, MEASURES, resamples=50)
+    assert ev.summary == plain.summary and plain.ranking is None and set(plain.seconds) == {"search", "measure"}
 
 
 def test_measures_needing_the_full_ranking_are_left_out_of_the_summary():

@@ -163,16 +163,11 @@ def test_translation_axis_multiplies_cells_and_passes_through(tmp_path):
     assert [t.label() for t in config.translations] == ["none", "query:tr:x", "docs:gold (quality)", "docs:tr:y"]
     assert len(cells(config)) == 4 and len({c.key(config) for c in cells(config)}) == 4
 
-    def run_new(model, translation=None): ...
-    def run_old(model): ...
-
     qt, dt = config.translations[1], config.translations[2]
-    assert translation_kwargs(qt, run_new) == {"translation": TranslationOptions("query", "tr:x")}
-    assert translation_kwargs(dt, run_new, "/c") == {
+    assert translation_kwargs(qt) == {"translation": TranslationOptions("query", "tr:x")}
+    assert translation_kwargs(dt, "/c") == {
         "translation": TranslationOptions("docs", "gold", cache_dir="/c", quality=True)}
-    assert translation_kwargs(Translation(), run_old) == {}
-    with pytest.raises(ClirbenchError, match="does not support translation"):
-        translation_kwargs(qt, run_old)
+    assert translation_kwargs(Translation()) == {}
     with pytest.raises(SweepConfigError, match=r"translations\[0\]\.quality: .*needs direction docs"):
         parse_config({"models": ["bm25"], "tasks": ["xquad"],
                       "translations": [{"direction": "query", "translator": "t", "quality": True}]})

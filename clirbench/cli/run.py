@@ -67,14 +67,24 @@ def cmd_run(args) -> int:
     from ..report import format_outcomes
     from ..runner import run
 
-    report = run(
-        args.model, task=args.task, langs=args.langs, scenarios=args.scenario,
-        query_langs=split_list(args.query_lang, "--query-lang"), pool_mode=args.pool, data_dir=args.data_dir,
-        output_dir=args.output, cache_dir=args.cache_dir, measures=split_list(args.measures, "--measures"),
-        resamples=args.resamples, seed=args.seed, overwrite=args.overwrite,
-        query_prompt=args.query_prompt, doc_prompt=args.doc_prompt, batch_size=args.batch_size,
-        device=args.device, progress=not args.no_progress, task_options=task_options(args.task_option),
-        shards=args.shards, index=args.index, executor=args.executor, address=args.address,
-        workers=args.workers, **translation_options(args))
+    report = run(args.model, task=args.task, config=run_config(args))
     print(format_outcomes(report))
     return 0
+
+
+def run_config(args):
+    """The ``RunConfig`` of ``clirbench run``'s flags, group by group (checked when built)."""
+    from ..run_config import (DataOptions, OutputOptions, RankingOptions, RetrievalOptions, RunConfig,
+                              StatisticsOptions)
+
+    return RunConfig(
+        data=DataOptions(langs=args.langs, scenarios=args.scenario,
+                         query_langs=split_list(args.query_lang, "--query-lang"), pool_mode=args.pool,
+                         data_dir=args.data_dir, task_options=task_options(args.task_option)),
+        retrieval=RetrievalOptions(cache_dir=args.cache_dir, query_prompt=args.query_prompt, doc_prompt=args.doc_prompt,
+                                   batch_size=args.batch_size, device=args.device, **translation_options(args)),
+        ranking=RankingOptions(shards=args.shards, index=args.index, executor=args.executor, address=args.address,
+                               workers=args.workers),
+        statistics=StatisticsOptions(measures=split_list(args.measures, "--measures"), resamples=args.resamples,
+                                     seed=args.seed),
+        output=OutputOptions(output_dir=args.output, overwrite=args.overwrite, progress=not args.no_progress))

@@ -30,7 +30,7 @@ from ..errors import ClirbenchError, UnknownNameError
 
 __all__ = ["IndexSpec", "AnnIndex", "parse_index_spec", "ann_run", "exact_topk", "rescore_topk", "measured_recall",
            "check_ann_measures", "split_ann_measures", "ann_depth", "ann_measures", "PREFIX",
-           "DEFAULT_RECALL_SAMPLE", "DEFAULT_DEPTH"]
+           "DEFAULT_RECALL_SAMPLE", "DEFAULT_DEPTH", "AnnRanker"]
 
 PREFIX = "faiss:"
 DEFAULT_RECALL_SAMPLE = 200  # queries whose exact top-k is computed to measure recall
@@ -479,3 +479,32 @@ def ann_measures(run: Mapping[str, Mapping[str, float]], qrels: Mapping[str, Map
     from ..ranking import rank_run
 
     return compute(check_ann_measures(measures, k), rank_run(run, qrels))
+
+
+class AnnRanker:
+    """Cutoff measures from a faiss index's top-k lists (``--index faiss:<factory>``), for a
+    DenseRetriever. The record gets the index and its recall against the exact top-k on a sample of
+    queries. Rank-set measures (MaxR, Complete@K over a missing document, ...) are refused before
+    any work (``supports``), never approximated."""
+
+    def __init__(self, spec: str, k: int, device: str | None = None) -> None:
+        self.spec, self.k, self.device = spec, k, device
+
+    @classmethod
+    def for_measures(cls, spec: str, measures, device: str | None = None) -> "AnnRanker":
+        """A ranker whose depth k is the largest cutoff of ``measures``."""
+        return cls(spec, ann_depth(measures), device)
+
+    def supports(self, measures) -> None:
+        check_ann_measures(measures, self.k)
+
+    def rank(self, retriever, seen, pool):
+        from ..ranking import Ranked, rank_blocks, run_blocks
+        from .dense import DenseRetriever
+
+        if not isinstance(retriever, DenseRetriever):
+            raise ClirbenchError(f"--index {self.spec} needs a dense retriever (embeddings to index), "
+                                 f"not {retriever.spec}")
+        run, info = ann_run(retriever, seen.queries, seen.docs, self.spec, self.k, exclusions=pool.exclusions,
+                            device=self.device)
+        return Ranked(rank_blocks(run_blocks(pool, run), pool), {"path": "approximate top-k", **info})

@@ -10,7 +10,7 @@ from ..errors import ClirbenchError, UnknownNameError
 from .base import Retriever
 
 __all__ = ["make_retriever", "register_family", "canonical_family", "family_usages", "spec_params", "FAMILIES",
-           "MAX_SPEC_CHARS"]
+           "MAX_SPEC_CHARS", "Recipe"]
 
 # ``org/name`` on the Hugging Face hub: a bare one means a dense sentence-transformers model
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -161,10 +161,28 @@ def canonical_family(spec: str) -> tuple[str, str]:
     raise UnknownNameError(f"unknown retriever {spec!r}: expected {expected}")
 
 
+@dataclass(frozen=True)
+class Recipe:
+    """How to build a retriever again elsewhere (a Ray worker): its spec and the options it was built
+    with; ``recipe(cache_dir)`` builds it over that cache folder. Picklable."""
+
+    spec: str
+    options: tuple[tuple[str, object], ...] = ()
+
+    def __call__(self, cache_dir=None) -> Retriever:
+        return make_retriever(self.spec, cache_dir=cache_dir, **dict(self.options))
+
+
 def make_retriever(spec: str, *, cache_dir=None, query_prompt: str | None = None, doc_prompt: str | None = None,
                    device: str | None = None, batch_size: int | None = None) -> Retriever:
-    """Build the retriever named by ``spec`` (see :func:`canonical_family`)."""
+    """Build the retriever named by ``spec`` (see :func:`canonical_family`); the retriever keeps its
+    ``recipe`` (a :class:`Recipe`) so that it can be built again with the same options."""
     options = dict(cache_dir=cache_dir, query_prompt=query_prompt, doc_prompt=doc_prompt,
                    device=device, batch_size=batch_size)
     family, arg = canonical_family(spec)
-    return FAMILIES[family].build(arg, options)
+    retriever = FAMILIES[family].build(arg, options)
+    try:
+        retriever.recipe = Recipe(spec, tuple((k, v) for k, v in options.items() if k != "cache_dir"))
+    except AttributeError:  # a retriever with __slots__ or a read-only attribute: rebuilt from its spec
+        pass
+    return retriever

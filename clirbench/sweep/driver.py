@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .config import SweepConfig, cells
-from .executors import CellOutcome, LocalExecutor, finished, translation_kwargs
+from .executors import CellOutcome, LocalExecutor, finished
 
 __all__ = ["SweepReport", "run_sweep", "build_leaderboard"]
 
@@ -32,8 +32,6 @@ def run_sweep(config: SweepConfig, executor=None, overwrite: bool = False, progr
     into ``config.leaderboard_dir``, recording ``command``."""
     t0 = time.perf_counter()
     config = config.resolved()
-    for tr in config.translations:  # fail before any work when translation is not supported here
-        translation_kwargs(tr)
     todo, outcomes = [], {}
     for cell in cells(config):
         done = None if overwrite else finished(cell, config)

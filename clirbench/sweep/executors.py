@@ -8,7 +8,6 @@ runner itself reuses every finished pool of a cell interrupted half way). A fail
 from __future__ import annotations
 
 import datetime as _dt
-import inspect
 import json
 import os
 import time
@@ -20,7 +19,7 @@ from typing import Iterator, Sequence
 from ..errors import ClirbenchError
 from .config import Cell, SweepConfig, Translation
 
-__all__ = ["CellOutcome", "LocalExecutor", "RayExecutor", "run_cell", "finished", "translation_kwargs",
+__all__ = ["CellOutcome", "LocalExecutor", "RayExecutor", "run_cell", "finished", "translation_kwargs", "cell_config",
            "STATE_DIR"]
 
 STATE_DIR = "_sweep"  # under the output folder; its files end in .done/.failed, never .json
@@ -60,20 +59,29 @@ def finished(cell: Cell, config: SweepConfig) -> CellOutcome | None:
     return CellOutcome(cell.label(), cell.key(config), "skipped", results, reused=len(results))
 
 
-def translation_kwargs(translation: Translation, run=None, cache_dir: str | None = None) -> dict:
-    """``{"translation": TranslationOptions(...)}`` for ``runner.run`` (empty for no translation); a one-line error when
-    this runner takes no ``translation``."""
+def translation_kwargs(translation: Translation, cache_dir: str | None = None) -> dict:
+    """``{"translation": TranslationOptions(...)}`` for ``runner.run`` (empty for no translation)."""
     if translation.direction is None:
         return {}
-    if run is None:
-        from ..runner import run
-    if "translation" not in inspect.signature(run).parameters:
-        raise ClirbenchError("translations: this clirbench's runner does not support translation; "
-                             "remove the translations key or list only none")
     from ..translate.spec import TranslationOptions
 
     return {"translation": TranslationOptions(translation.direction, translation.translator, cache_dir,
                                               translation.quality)}
+
+
+def cell_config(cell, config, overwrite: bool = False, progress: bool = True):
+    """The ``RunConfig`` of one sweep cell: its task entry's data, the sweep's retrieval, statistics
+    and output settings, the cell's translation."""
+    from ..run_config import DataOptions, OutputOptions, RetrievalOptions, RunConfig, StatisticsOptions
+
+    entry = cell.entry
+    return RunConfig(
+        data=DataOptions(langs=entry.langs, scenarios=entry.scenarios, query_langs=entry.query_langs or None,
+                         pool_mode=entry.pool, data_dir=entry.data_dir, task_options=dict(entry.options)),
+        retrieval=RetrievalOptions(cache_dir=config.cache_dir, batch_size=config.batch_size, device=config.device,
+                                   **translation_kwargs(cell.translation, config.translation_cache_dir)),
+        statistics=StatisticsOptions(measures=config.measures or None, resamples=config.resamples, seed=config.seed),
+        output=OutputOptions(output_dir=config.output, overwrite=overwrite, progress=progress))
 
 
 def run_cell(cell: Cell, config: SweepConfig, overwrite: bool = False, progress: bool = False) -> CellOutcome:
@@ -88,14 +96,7 @@ def run_cell(cell: Cell, config: SweepConfig, overwrite: bool = False, progress:
     state = Path(config.output) / STATE_DIR
     entry = cell.entry
     try:
-        report = run(
-            cell.model, task=entry.task, langs=entry.langs, scenarios=entry.scenarios,
-            query_langs=list(entry.query_langs) if entry.query_langs else None, pool_mode=entry.pool,
-            data_dir=entry.data_dir, output_dir=config.output, cache_dir=config.cache_dir,
-            measures=list(config.measures) if config.measures else None, resamples=config.resamples,
-            seed=config.seed, overwrite=overwrite, batch_size=config.batch_size, device=config.device,
-            progress=progress, task_options=dict(entry.options) or None,
-            **translation_kwargs(cell.translation, run, config.translation_cache_dir))
+        report = run(cell.model, task=entry.task, config=cell_config(cell, config, overwrite, progress))
     except Exception as exc:  # one cell's failure must not lose the others
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         error = message if isinstance(exc, ClirbenchError) else f"{type(exc).__name__}: {message}".rstrip(": ")

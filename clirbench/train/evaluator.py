@@ -66,14 +66,14 @@ class PoolEvaluator(_Base):
         return f"{pool.scenario}_{'-'.join(pool.doc_langs)}_q-{pool.query_lang}_{measure}"
 
     def __call__(self, model, output_path: str | None = None, epoch: int = -1, steps: int = -1) -> dict[str, float]:
-        from ..evaluation import rank_exact
+        from ..ranking import ExactRanker
         from ..measures import compute
         from ..retrievers.dense import DenseRetriever
 
         retriever = DenseRetriever(_LiveEncoder(model, self.batch_size), spec="training")
         metrics = {}
         for pool in self.pools:
-            table = rank_exact(retriever, pool, pool)
+            table = ExactRanker().rank(retriever, pool, pool).table
             values = compute([m for m in self.measures if not m.of_mean], table)
             for m in self.measures:
                 if not m.of_mean:

@@ -1,0 +1,159 @@
+"""``RunConfig``: everything a run needs besides the model and the task, as one frozen, checked value.
+
+Grouped as the run uses it: which pools (``data``), how the retriever is built and fed
+(``retrieval``), how pools are ranked (``ranking``), the measures and their statistics
+(``statistics``) and where results go (``output``). The CLI (``clirbench run``), the sweep and the
+Python API build one; the keyword API stays: ``run(model, task, **options)`` takes the fields of
+every group by name (``RunConfig.of(resamples=200, shards=4)``), and an unknown name is a
+TypeError listing the valid ones. Every option is checked when the value is built, before any work.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+__all__ = ["RunConfig", "DataOptions", "RetrievalOptions", "RankingOptions", "StatisticsOptions",
+           "OutputOptions", "DEFAULT_OUTPUT", "EXECUTORS"]
+
+DEFAULT_OUTPUT = "results"
+EXECUTORS = ("local", "ray")
+
+
+@dataclass(frozen=True)
+class DataOptions:
+    """Which pools: ``langs`` (``en,zh``, ``en+all``; default the pivot with every other language),
+    ``scenarios``, ``query_langs`` (default both), ``pool_mode``, the task's files (``data_dir``)
+    and its loader's ``task_options``."""
+
+    langs: str | Sequence[str] | None = None
+    scenarios: str | Sequence[str] = "all"
+    query_langs: Sequence[str] | None = None
+    pool_mode: str = "unique"
+    data_dir: Any = None
+    task_options: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.query_langs is not None:
+            object.__setattr__(self, "query_langs", tuple(self.query_langs))
+        object.__setattr__(self, "task_options", dict(self.task_options or {}))
+
+
+@dataclass(frozen=True)
+class RetrievalOptions:
+    """How the retriever is built from a spec string (its embedding ``cache_dir``, prompts,
+    ``batch_size``, ``device``) and what it reads (``translation``: a ``translate.spec.TranslationOptions``, or
+    ``{"direction": "query"|"docs", "translator": SPEC, "cache_dir", "quality"}``)."""
+
+    cache_dir: Any = None
+    query_prompt: str | None = None
+    doc_prompt: str | None = None
+    batch_size: int | None = None
+    device: str | None = None
+    translation: Any = None  # a translate.spec.TranslationOptions (or its mapping form)
+
+    def __post_init__(self) -> None:
+        from .checks import MAX_BATCH_SIZE, check_int
+
+        if self.batch_size is not None:
+            object.__setattr__(self, "batch_size", check_int(self.batch_size, "batch_size", 1, MAX_BATCH_SIZE))
+
+    def builder(self) -> dict:
+        """The keyword arguments of ``retrievers.make_retriever`` besides the cache folder."""
+        return dict(query_prompt=self.query_prompt, doc_prompt=self.doc_prompt, device=self.device,
+                    batch_size=self.batch_size)
+
+
+@dataclass(frozen=True)
+class RankingOptions:
+    """How pools are ranked: in full rows (default), by sharded counting (``shards``), on Ray
+    (``executor="ray"``, a cluster's ``address`` or a local Ray with ``workers`` CPUs), or from an
+    approximate index's top-k lists (``index="faiss:<factory>"``)."""
+
+    shards: int | None = None
+    index: str | None = None
+    executor: str = "local"
+    address: str | None = None
+    workers: int | None = None
+
+    def __post_init__(self) -> None:
+        from .checks import MAX_SHARDS, MAX_WORKERS, check_int
+        from .errors import ClirbenchError
+
+        if self.executor not in EXECUTORS:
+            raise ClirbenchError(f"unknown executor {self.executor!r}; expected local or ray")
+        if self.address is not None and self.executor != "ray":
+            raise ClirbenchError("--address needs --executor ray")
+        if self.index is not None and (self.shards is not None or self.executor == "ray"):
+            raise ClirbenchError("--index excludes --shards and --executor ray: an approximate index gives "
+                                 "top-k lists, the sharded path exact ranks")
+        if self.shards is not None:
+            object.__setattr__(self, "shards", check_int(self.shards, "shards", 1, MAX_SHARDS))
+        if self.workers is not None:
+            object.__setattr__(self, "workers", check_int(self.workers, "workers", 1, MAX_WORKERS))
+
+
+@dataclass(frozen=True)
+class StatisticsOptions:
+    """The measures (None: the default set) and their bootstrap (``resamples``, ``seed``)."""
+
+    measures: Sequence[str] | None = None
+    resamples: int = 1000
+    seed: int = 42
+
+    def __post_init__(self) -> None:
+        from .checks import check_resamples, check_seed
+
+        if self.measures is not None:
+            object.__setattr__(self, "measures", tuple(self.measures) or None)
+        object.__setattr__(self, "resamples", check_resamples(self.resamples))
+        object.__setattr__(self, "seed", check_seed(self.seed))
+
+
+@dataclass(frozen=True)
+class OutputOptions:
+    """Where results go (``output_dir``; None: nothing written, nothing reused), whether finished
+    pools are recomputed (``overwrite``), and progress bars."""
+
+    output_dir: Any = DEFAULT_OUTPUT
+    overwrite: bool = False
+    progress: bool = True
+
+
+_GROUPS = {"data": DataOptions, "retrieval": RetrievalOptions, "ranking": RankingOptions,
+           "statistics": StatisticsOptions, "output": OutputOptions}
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """A run's settings, by group; ``RunConfig.of(**options)`` from flat option names."""
+
+    data: DataOptions = field(default_factory=DataOptions)
+    retrieval: RetrievalOptions = field(default_factory=RetrievalOptions)
+    ranking: RankingOptions = field(default_factory=RankingOptions)
+    statistics: StatisticsOptions = field(default_factory=StatisticsOptions)
+    output: OutputOptions = field(default_factory=OutputOptions)
+
+    @classmethod
+    def of(cls, **options) -> "RunConfig":
+        """A config from flat option names (``langs=``, ``resamples=``, ``shards=``, ...)."""
+        return cls().with_options(**options)
+
+    def with_options(self, **options) -> "RunConfig":
+        """A copy with the named options changed (each checked again)."""
+        changes: dict[str, dict] = {}
+        for name, value in options.items():
+            group = _OWNER.get(name)
+            if group is None:
+                raise TypeError(f"unknown run option {name!r}; options: {', '.join(_OWNER)}")
+            changes.setdefault(group, {})[name] = value
+        return dataclasses.replace(self, **{g: dataclasses.replace(getattr(self, g), **kw)
+                                            for g, kw in changes.items()})
+
+    def options(self) -> dict[str, Any]:
+        """The flat option names and values (what ``of`` takes back)."""
+        return {f.name: getattr(getattr(self, g), f.name) for g, cls in _GROUPS.items()
+                for f in dataclasses.fields(cls)}
+
+
+_OWNER = {f.name: group for group, cls in _GROUPS.items() for f in dataclasses.fields(cls)}
