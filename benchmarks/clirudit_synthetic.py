@@ -90,12 +90,12 @@ def child(data: Path, output: Path, resamples: int, dim: int) -> None:
     retriever = DenseRetriever(HashingEncoder(dim), EmbeddingCache(None), spec=f"bench:hashing-bow-{dim}")
     report = run(retriever, task="clirudit", langs=None, data_dir=data, output_dir=output, overwrite=True,
                  resamples=resamples, progress=False)
-    (outcome,) = report.outcomes
+    (outcome,) = report.pools
     run_s = time.perf_counter() - t0
     rss_run = _peak_rss_mb()
     (pool,) = get_task("clirudit").pools(None, data_dir=data)  # again, for the discipline breakdown
     breakdown = write_breakdown(outcome.path, pool)
-    record = outcome.record
+    record = outcome.record.to_dict()
     print(json.dumps({
         "queries": record["num_queries"], "docs": record["pool_size"], "resamples": resamples,
         "AP@1000": record["measures"]["AP@1000"]["value"], "R@100": record["measures"]["R@100"]["value"],

@@ -25,11 +25,11 @@ def sweep(model: str, data_dir: str, cache: Path, out: Path, overwrite: bool) ->
     report = run(retriever, task="xquad", langs="en+all", scenarios="all", data_dir=data_dir,
                  output_dir=out, overwrite=overwrite, progress=False)
     wall = time.perf_counter() - t0
-    timings = [o.record["timings_s"] for o in report.outcomes]
+    timings = [o.record.to_dict()["timings_s"] for o in report.pools]
     encode = report.encode_seconds + sum(t["encode"] for t in timings)  # the encoding stage, then per pool
     return {"wall_s": wall, "encode_s": encode, "search_s": sum(t["search"] for t in timings),
             "measure_s": sum(t["measure"] for t in timings), "non_encode_share": (wall - encode) / wall,
-            "pools": len(report.outcomes), "texts_encoded": retriever.cache.encoded,
+            "pools": len(report.pools), "texts_encoded": retriever.cache.encoded,
             "cache": retriever.cache.stats()}
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Mapping, NamedTuple, Sequence
 
-from .results import MeasureValue, PerQuery, Result
+from .results import MeasureValue, PerQuery, PoolResult, Result, RunResult
 
 __all__ = ["run", "evaluate", "load_results", "RunResult", "PoolResult", "Evaluation", "Metric"]
 
@@ -20,84 +20,6 @@ class Metric(NamedTuple):
     query_id: str
     measure: str
     value: float
-
-
-@dataclass(frozen=True)
-class PoolResult:
-    """One evaluated pool: its record (what the result JSON holds: means with CIs, pool, system)
-    and its per-query values. ``path`` is the result file, None when nothing was written."""
-
-    name: str
-    record: Result
-    per_query: PerQuery
-    path: Path | None = None
-    reused: bool = False
-
-    @property
-    def measures(self) -> Mapping[str, MeasureValue]:
-        return self.record.measures
-
-    def value(self, measure) -> float:
-        """The reported value of ``measure`` (a name or a measure object)."""
-        return self.record.measures[str(measure)].value
-
-    def to_pandas(self, per_query: bool = False):
-        """One row per measure with the pool's fields (or per query and measure)."""
-        from .results.frames import per_query_frame, summary_frame
-
-        if per_query:
-            return per_query_frame([(self.name, *self.per_query)])
-        return summary_frame([(self.name, self.record)])
-
-
-@dataclass(frozen=True)
-class RunResult(Sequence):
-    """What ``run`` returns: one ``PoolResult`` per pool (index by position or pool name), the
-    query-language gaps of bilingual pools, the task's main measures per scenario, wall time."""
-
-    pools: tuple[PoolResult, ...]
-    gaps: tuple[dict, ...] = ()
-    main_measures: Mapping[str, Sequence[str]] = field(default_factory=dict)
-    seconds: float = 0.0
-
-    def __len__(self) -> int:
-        return len(self.pools)
-
-    def __iter__(self) -> Iterator[PoolResult]:
-        return iter(self.pools)
-
-    def __getitem__(self, key):
-        if isinstance(key, str):
-            for pool in self.pools:
-                if pool.name == key:
-                    return pool
-            raise KeyError(f"no pool {key!r}; pools: {', '.join(p.name for p in self.pools)}")
-        return self.pools[key]
-
-    def to_pandas(self, per_query: bool = False):
-        """One row per pool × measure (pool fields, measure, value, ci_low, ci_high, n); with
-        ``per_query=True``, one row per pool × query × measure (pool, query_id, measure, value)."""
-        from .results.frames import summary_frame
-
-        if per_query:
-            return self.per_query_frame()
-        return summary_frame([(p.name, p.record) for p in self.pools])
-
-    def per_query_frame(self):
-        """One row per pool × query × measure: pool, query_id, measure, value."""
-        from .results.frames import per_query_frame
-
-        return per_query_frame([(p.name, *p.per_query) for p in self.pools])
-
-
-def _pool_result(name: str, path, record, per_query, reused: bool = False) -> PoolResult:
-    from .results import read_per_query
-
-    record = record if isinstance(record, Result) else Result.from_dict(record)
-    if per_query is None:
-        per_query = read_per_query(path)
-    ids, values = per_query
-    return PoolResult(name, record, PerQuery(tuple(ids), dict(values)), None if path is None else Path(path), reused)
 
 
 def run(model, task="xquad", config=None, **options) -> RunResult:
@@ -116,9 +38,7 @@ def run(model, task="xquad", config=None, **options) -> RunResult:
 
     if config is None:
         options.setdefault("output_dir", None)
-    report = runner.run(model, task=task, config=config, **options)
-    pools = tuple(_pool_result(o.pool_name, o.path, o.record, o.per_query, o.reused) for o in report.outcomes)
-    return RunResult(pools, tuple(gap for _, gap in report.gaps), dict(report.main_measures), report.seconds)
+    return runner.run(model, task=task, config=config, **options)
 
 
 def load_results(paths) -> RunResult:
@@ -135,7 +55,7 @@ def load_results(paths) -> RunResult:
     pools = []
     for f in files:
         r = read_result(f)
-        pools.append(_pool_result(r.pool_key.name, f, r, None))
+        pools.append(PoolResult.read(r.pool_key.name, f, r))
     return RunResult(tuple(pools), (), {}, 0.0)
 
 

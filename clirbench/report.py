@@ -1,6 +1,8 @@
 """Compact text tables of a run's results (rounding happens here, for display only)."""
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from .scenarios import RETRIEVAL, SCENARIOS
 
 
@@ -76,10 +78,17 @@ def _columns(report, scenario: str, rows: list) -> list[str]:
     return [n for n in names if any(n in o.record["measures"] for o in rows)] or names
 
 
+class _Row(NamedTuple):
+    record: dict  # the record's JSON form: this is the CLI's edge
+    path: object
+    reused: bool
+
+
 def format_outcomes(report) -> str:
-    """One table per scenario with its measures (value [95% CI]), the gaps, a legend, a summary line."""
+    """One table per scenario of a ``RunResult`` with its measures (value [95% CI]), the gaps, a
+    legend, a summary line."""
     lines: list[str] = []
-    outcomes = list(report.outcomes)
+    outcomes = [_Row(p.record.to_dict(), p.path, p.reused) for p in report.pools]
     translations = {(t["direction"], t["translator"]) for t in (o.record.get("translation") for o in outcomes) if t}
     lines += [f"translation: {direction} by {translator}" for direction, translator in sorted(translations)]
     shown: list[str] = []
@@ -100,13 +109,13 @@ def format_outcomes(report) -> str:
                         + [_cell(r["measures"].get(n)) for n in names])
         lines += [f"== {scenario}"] + format_table(header, body) + [""]
     lines += _task_summaries([o.record for o in outcomes])
-    for path, gap in report.gaps:
+    for gap in report.gaps:
         l1, l2 = gap["doc_langs"]
         cells = ", ".join(
             f"{name} {g['diff']:+.2f} [{g['ci_low']:+.2f},{g['ci_high']:+.2f}] p={g['p_value']:.3g}"
             for name, g in gap["measures"].items())
         lines.append(f"gap {gap['scenario']} {l1}+{l2} (q {l2} minus q {l1}): {cells}")
-    gap_names = [name for _, gap in report.gaps for name in gap["measures"]]
+    gap_names = [name for gap in report.gaps for name in gap["measures"]]
     if outcomes:
         lines += [""] * bool(report.gaps) + legend([o.record for o in outcomes], shown + gap_names, bool(report.gaps))
     reused = sum(o.reused for o in outcomes)

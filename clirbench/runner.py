@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -10,24 +9,13 @@ from typing import Mapping, Sequence
 from .collection import Pool
 from .cache.layout import embeddings_dir
 from .errors import ClirbenchError, UnknownNameError
+from .results import PerQuery, PoolResult, RunResult
 from .run_config import DEFAULT_OUTPUT, RunConfig
 
-__all__ = ["run", "RunReport", "PoolOutcome", "write_gaps", "DEFAULT_OUTPUT"]
+__all__ = ["run", "write_gaps", "DEFAULT_OUTPUT"]
 
 
-@dataclass(frozen=True)
-class PoolOutcome:
-    """One finished pool: where its result lies (None: not written), the record, whether it was
-    reused, and its per-query values when computed in this run."""
-
-    pool_name: str
-    path: Path | None
-    record: dict
-    reused: bool
-    per_query: tuple | None = None  # (query_ids, {measure: values}) as written beside the record
-
-
-def run(model, task="xquad", config: RunConfig | None = None, **options) -> "RunReport":
+def run(model, task="xquad", config: RunConfig | None = None, **options) -> RunResult:
     """Evaluate ``model`` (a spec string or a Retriever) on every pool of ``task``.
 
     ``task`` is a task id, a task object (``get_task(id)``) or a sequence of ``Pool``s, which are
@@ -90,7 +78,7 @@ def run(model, task="xquad", config: RunConfig | None = None, **options) -> "Run
         path = None if out.output_dir is None else _result_path(out.output_dir, settings.system, pool)
         existing = None if out.overwrite or path is None else _reusable(path, pool, settings)
         if existing is not None:
-            outcomes.append(PoolOutcome(pool.name, path, existing, True))
+            outcomes.append(PoolResult.read(pool.name, path, existing, reused=True))
         else:
             todo.append((pool, path))
 
@@ -109,15 +97,15 @@ def run(model, task="xquad", config: RunConfig | None = None, **options) -> "Run
         result, evaluation = _evaluate_pool(pool, retriever, settings, groups)
         if path is not None:
             result = _write(result, evaluation, path)
-        per_query = (tuple(evaluation.query_ids), evaluation.columns())
-        outcomes.append(PoolOutcome(pool.name, path, result.to_dict(), False, per_query))
+        outcomes.append(PoolResult(pool.name, result, PerQuery(tuple(evaluation.query_ids), evaluation.columns()),
+                                   path, False))
     order = {p.name: i for i, p in enumerate(pools)}
-    outcomes.sort(key=lambda o: order[o.pool_name])
+    outcomes.sort(key=lambda o: order[o.name])
     gaps = write_gaps(outcomes, resamples=c.statistics.resamples, seed=c.statistics.seed)
     main = task_obj.card.main_measures if task_obj is not None else _main_measures(pools)
     encoded = None if encoded is None else _encoded(retriever) - encoded
-    return RunReport(outcomes=tuple(outcomes), gaps=tuple(gaps), main_measures=dict(main),
-                     seconds=time.perf_counter() - t_start,
+    return RunResult(pools=tuple(outcomes), gaps=tuple(g for _, g in gaps), main_measures=dict(main),
+                     seconds=time.perf_counter() - t_start, gap_paths=tuple(p for p, _ in gaps),
                      measures=tuple(str(m) for m in measure_objs) if c.statistics.measures else None,
                      encoded=encoded, encode_seconds=t_stage)
 
@@ -162,21 +150,6 @@ def _main_measures(pools) -> dict[str, tuple[str, ...]]:
     from .measures import MAIN_MEASURES
 
     return {p.scenario: tuple(str(m) for m in MAIN_MEASURES.get(p.scenario, ())) for p in pools}
-
-
-@dataclass(frozen=True)
-class RunReport:
-    """What ``run`` did: one outcome per pool, the query-language gaps, total wall time, the measures
-    asked for (None: the default set), the texts encoded (None: the retriever has no embedding cache)
-    and the encoding stage's seconds (every pool's texts at once; not in the records' ``timings_s``)."""
-
-    outcomes: tuple[PoolOutcome, ...]
-    gaps: tuple[tuple[Path | None, dict], ...]  # path None: computed in memory, not written
-    main_measures: Mapping[str, Sequence[str]]  # per scenario, from the task card
-    seconds: float
-    measures: tuple[str, ...] | None = None
-    encoded: int | None = None
-    encode_seconds: float = 0.0
 
 
 class _Settings:
@@ -257,7 +230,7 @@ def _result_path(output_dir, system, pool: Pool) -> Path:
     return result_path(output_dir, system, PoolKey.of(pool))
 
 
-def _reusable(path: Path, pool: Pool, settings: _Settings) -> dict | None:
+def _reusable(path: Path, pool: Pool, settings: _Settings):
     """The finished result at ``path`` if it was made with the same settings; None to compute.
 
     A finished result made with other settings is never overwritten silently.
@@ -275,7 +248,7 @@ def _reusable(path: Path, pool: Pool, settings: _Settings) -> dict | None:
     if why is not None:
         raise ClirbenchError(f"{path} exists with different {why}; pass --overwrite to replace it "
                              f"or --output to write elsewhere")
-    return result.to_dict()
+    return result
 
 
 def _progress(items, enabled: bool, desc: str):
@@ -335,24 +308,24 @@ def _write(result, evaluation, path: Path):
     return write_result(result, (evaluation.query_ids, evaluation.columns()), path)
 
 
-def write_gaps(outcomes: Sequence[PoolOutcome], resamples: int = 1000, seed: int = 42) -> list[tuple[Path | None, dict]]:
+def write_gaps(outcomes: Sequence[PoolResult], resamples: int = 1000, seed: int = 42) -> list[tuple[Path | None, dict]]:
     """Query-language gaps for every bilingual pool finished for both query languages."""
     from .paired import BILINGUAL_SCENARIOS, query_language_gap, write_gap
     from .measures import MAIN_MEASURES
 
     from .identity import PoolKey
 
-    by_pool: dict[PoolKey, dict[str, PoolOutcome]] = {}
+    by_pool: dict[PoolKey, dict[str, PoolResult]] = {}
     for o in outcomes:
         r = o.record
-        if r["scenario"] in BILINGUAL_SCENARIOS and len(r["doc_langs"]) == 2:
-            by_pool.setdefault(PoolKey.of(r).documents, {})[r["query_lang"]] = o
+        if r.scenario in BILINGUAL_SCENARIOS and len(r.doc_langs) == 2:
+            by_pool.setdefault(PoolKey.of(r).documents, {})[r.query_lang] = o
     gaps = []
     for key, found in by_pool.items():
         scenario, (l1, l2) = key.scenario, key.doc_langs
         if l1 in found and l2 in found:
             names = [str(m) for m in MAIN_MEASURES[scenario] if not m.of_mean
-                     and all(str(m) in found[l].record["measures"] for l in (l1, l2))]
+                     and all(str(m) in found[l].record.measures for l in (l1, l2))]
             if not names:  # none of the scenario's main measures was computed (e.g. --measures nDCG@10)
                 continue
             if found[l1].path is None or found[l2].path is None:  # not written: in memory only

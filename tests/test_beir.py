@@ -89,7 +89,7 @@ def test_run_gives_same_language_first(tmp_path, bag_retriever):
     retriever, _ = bag_retriever()
     report = run(retriever, task=f"beir:{folder}", langs=None, output_dir=tmp_path / "out",
                  measures=["nDCG@10", "SameLangFirst"], resamples=20, progress=False)
-    by_lang = {o.record["query_lang"]: o.record for o in report.outcomes}
+    by_lang = {o.record.to_dict()["query_lang"]: o.record.to_dict() for o in report.pools}
     assert set(by_lang) == {"en", "fr"}
     for record in by_lang.values():  # one query each, with a relevant document in both languages
         assert record["measures"]["SameLangFirst"]["n"] == 1

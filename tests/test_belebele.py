@@ -338,19 +338,19 @@ def test_full_run_on_the_fixture(tmp_path, bag_retriever, fixture_task):
     retriever, encoder = bag_retriever()
     report = run(retriever, task="belebele", langs="en,ko", data_dir=FIXTURE_DIR, output_dir=tmp_path / "out",
                  resamples=50, progress=False)
-    names = [o.pool_name for o in report.outcomes]
+    names = [o.name for o in report.pools]
     assert len(names) == 8 and "belebele/multi-1/eng_Latn-kor_Hang/q-kor_Hang" in names
-    assert all(o.record["num_queries"] == N_QUESTIONS for o in report.outcomes)
-    mono = next(o for o in report.outcomes if o.pool_name == "belebele/mono-same/kor_Hang/q-kor_Hang")
-    assert mono.record["pool_size"] == N_PASSAGES
-    assert mono.record["task"]["files_sha256"]["kor_Hang"] == fixture_task.card.files_sha256["kor_Hang"]
+    assert all(o.record.to_dict()["num_queries"] == N_QUESTIONS for o in report.pools)
+    mono = next(o for o in report.pools if o.name == "belebele/mono-same/kor_Hang/q-kor_Hang")
+    assert mono.record.to_dict()["pool_size"] == N_PASSAGES
+    assert mono.record.to_dict()["task"]["files_sha256"]["kor_Hang"] == fixture_task.card.files_sha256["kor_Hang"]
     (pool,) = fixture_task.pools("en,ko", "mono-same", ["ko"], data_dir=FIXTURE_DIR)
-    assert mono.record["measures"]["RR"]["value"] == pytest.approx(
+    assert mono.record.to_dict()["measures"]["RR"]["value"] == pytest.approx(
         _rr_by_hand(pool.queries, pool.docs, pool.qrels, encoder), abs=1e-12)
     per_query = run(retriever, task="belebele", langs="en,ko", scenarios="multi", query_langs=["ko"],
                     pool_mode="per-query", data_dir=FIXTURE_DIR, output_dir=tmp_path / "out", resamples=50,
                     progress=False)
-    assert per_query.outcomes[0].record["pool_size"] == 2 * N_QUESTIONS
+    assert per_query.pools[0].record.to_dict()["pool_size"] == 2 * N_QUESTIONS
 
 
 if __name__ == "__main__":  # regenerate the committed fixture

@@ -170,7 +170,7 @@ def test_per_query_pools_give_copies_of_a_passage_equal_scores():
 def test_runner_end_to_end_on_real_xquad(tmp_path):
     report = run("bm25", task="xquad", langs="en,zh", data_dir=XQUAD, output_dir=tmp_path, resamples=50,
                  progress=False)
-    got = {o.pool_name: o.record for o in report.outcomes}
+    got = {o.name: o.record.to_dict() for o in report.pools}
     assert len(got) == 8
     chance_rr = sum(1 / r for r in range(1, 241)) / 240  # a random ranking of 240 passages
     for lang in ("en", "zh"):
@@ -191,7 +191,7 @@ def test_runner_end_to_end_on_real_xquad(tmp_path):
     # a second run reuses every result
     again = run("bm25", task="xquad", langs="en,zh", data_dir=XQUAD, output_dir=tmp_path, resamples=50,
                 progress=False)
-    assert all(o.reused for o in again.outcomes)
+    assert all(o.reused for o in again.pools)
 
 
 def test_top_k_keeps_matching_documents_in_trec_eval_order():

@@ -160,7 +160,7 @@ def test_run_and_compare(tmp_path, capsys, bag_retriever):
     other.encoder.dim = 16  # a weaker variant of the same system
     report_b = run(other, task="xquad", langs="en,de", scenarios="mono-cross", query_langs=["de"],
                    data_dir=XQUAD, output_dir=tmp_path / "b", resamples=50, progress=False)
-    a, b = report.outcomes[0].path, report_b.outcomes[0].path
+    a, b = report.pools[0].path, report_b.pools[0].path
     assert main(["compare", str(a), str(b), "--json", "--measures", "RR,nDCG@10"]) == 0
     out = json.loads(capsys.readouterr().out)
     text = json.dumps(out)
@@ -173,7 +173,7 @@ def test_compare_refuses_different_pools(tmp_path, capsys, bag_retriever):
     retriever, _ = bag_retriever()
     report = run(retriever, task="xquad", langs="en,de", scenarios="mono-same,mono-cross", query_langs=["de"],
                  data_dir=XQUAD, output_dir=tmp_path, resamples=20, progress=False)
-    a, b = (o.path for o in report.outcomes)
+    a, b = (o.path for o in report.pools)
     assert "not the same pool" in one_line_error(capsys, ["compare", str(a), str(b)])
 
 

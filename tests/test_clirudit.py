@@ -134,9 +134,9 @@ def test_run_end_to_end_with_discipline_breakdown(tmp_path, bag_retriever, monke
         report = run(retriever, task="clirudit", langs=None, data_dir=folder, output_dir=tmp_path / "out",
                      measures=["AP@1000", "R@100"], resamples=50, progress=False)
         (pool,) = get_task("clirudit").pools(None, data_dir=folder)
-    (outcome,) = report.outcomes
-    assert outcome.record["num_queries"] == 3 and outcome.record["pool_size"] == 3
-    assert set(outcome.record["breakdown"]["discipline"]) == {"Sociologie", "Santé", "Histoire"}  # the runner's
+    (outcome,) = report.pools
+    assert outcome.record.to_dict()["num_queries"] == 3 and outcome.record.to_dict()["pool_size"] == 3
+    assert set(outcome.record.to_dict()["breakdown"]["discipline"]) == {"Sociologie", "Santé", "Histoire"}  # the runner's
     assert query_groups(pool) == {"101": ("Sociologie",), "102": ("Santé",), "103": ("Histoire", "Sociologie")}
     assert writes.count(str(outcome.path)) == 1  # the breakdown is in the single write, not a rewrite
     ids, values = read_per_query(outcome.path)
@@ -144,7 +144,7 @@ def test_run_end_to_end_with_discipline_breakdown(tmp_path, bag_retriever, monke
     result = read_result(outcome.path)
     per_query = json.loads(outcome.path.read_text())["breakdown"]["discipline"]
     assert per_query == table and dict(result.breakdown["discipline"]["Sociologie"])["n"] == 2
-    assert outcome.record["breakdown"]["discipline"] == table  # the record returned is the one written
+    assert outcome.record.to_dict()["breakdown"]["discipline"] == table  # the record returned is the one written
     ap = dict(zip(ids, values["AP@1000"]))
     assert table["Sociologie"]["AP@1000"] == pytest.approx(np.mean([ap["101"], ap["103"]]))
     assert table["Santé"] == {"n": 1, "AP@1000": ap["102"], "R@100": 1.0}

@@ -161,7 +161,7 @@ def test_runs_through_the_runner_by_spec(checkpoint, tmp_path):
     (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\ten1\t1\nq1\tfr1\t1\nq2\ten2\t1\nq2\tfr2\t1\n")
     report = run(f"colbert:{checkpoint}", task=f"beir:{folder}", output_dir=tmp_path / "out",
                  cache_dir=tmp_path / "cache", resamples=20, progress=False, device="cpu")
-    record = report.outcomes[0].record
+    record = report.pools[0].record.to_dict()
     assert record["retriever"]["spec"] == f"colbert:{checkpoint}" and record["pool_size"] == 4
     assert record["retriever"]["family"] == "colbert" and record["retriever"]["prompts"]["query"] == "[Q] "
 

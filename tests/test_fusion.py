@@ -165,20 +165,20 @@ def test_fusing_a_retriever_with_itself_by_rrf_keeps_its_ranking_exactly(tmp_pat
     kw = dict(task="xquad", langs="en,zh", data_dir=XQUAD, resamples=20, progress=False)
     alone = run(BM25Retriever(), output_dir=tmp_path / "a", **kw)
     fused = run(FusionRetriever([BM25Retriever(), BM25Retriever()], "rrf"), output_dir=tmp_path / "f", **kw)
-    for x, y in zip(alone.outcomes, fused.outcomes):
-        assert x.pool_name == y.pool_name
-        assert x.record["measures"] == y.record["measures"], x.pool_name
-    assert fused.outcomes[0].record["retriever"]["spec"] == "fusion:rrf(bm25,bm25)"
+    for x, y in zip(alone.pools, fused.pools):
+        assert x.name == y.name
+        assert x.record.to_dict()["measures"] == y.record.to_dict()["measures"], x.name
+    assert fused.pools[0].record.to_dict()["retriever"]["spec"] == "fusion:rrf(bm25,bm25)"
 
 
 def test_fusion_with_a_dense_retriever_in_the_runner(tmp_path, bag_retriever):
     dense, _ = bag_retriever()
     kw = dict(task="xquad", langs="en,zh", data_dir=XQUAD, resamples=20, progress=False, scenarios="mono-same")
-    one = {o.pool_name: o.record["measures"]["RR"]["value"] for o in run(dense, output_dir=tmp_path / "d", **kw).outcomes}
+    one = {o.name: o.record.to_dict()["measures"]["RR"]["value"] for o in run(dense, output_dir=tmp_path / "d", **kw).pools}
     both = run(FusionRetriever([BM25Retriever(), dense], "rrf"), output_dir=tmp_path / "f", **kw)
-    for o in both.outcomes:  # BM25 is far better than bag-of-character-bigrams: fusion helps
-        assert o.record["measures"]["RR"]["value"] > one[o.pool_name] + 0.05
-        assert o.record["retriever"]["components"][1]["spec"] == "test:bag-of-chars"
+    for o in both.pools:  # BM25 is far better than bag-of-character-bigrams: fusion helps
+        assert o.record.to_dict()["measures"]["RR"]["value"] > one[o.name] + 0.05
+        assert o.record.to_dict()["retriever"]["components"][1]["spec"] == "test:bag-of-chars"
 
 
 @pytest.mark.parametrize("method", ["rrf", "wsum"])

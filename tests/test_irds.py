@@ -287,7 +287,7 @@ def test_parallel_run_through_the_cli(tmp_path):
 
     again = run("bm25", task=f"irds:{spec}", langs="en,zh", output_dir=tmp_path / "out",
                 cache_dir=tmp_path / "cache", resamples=10, progress=False)
-    assert len(again.outcomes) == 8 and all(o.reused for o in again.outcomes)
+    assert len(again.pools) == 8 and all(o.reused for o in again.pools)
     # ... and refuses to mix them with changed data (each file's SHA-256 is in the record)
     qrels = tmp_path / "zh" / "qrels.txt"
     qrels.write_text(qrels.read_text(encoding="utf-8") + "q3 0 p4 0\n", encoding="utf-8")

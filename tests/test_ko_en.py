@@ -113,7 +113,7 @@ def test_table_cross_and_mono_averages(ko_en_dir, tmp_path, bag_retriever):
     retriever, _ = bag_retriever()
     report = run(retriever, task="ko-en", langs=None, data_dir=ko_en_dir, output_dir=tmp_path / "out",
                  measures=["nDCG@10"], resamples=20, progress=False, task_options={"subsets": "strategyqa"})
-    records = [o.record for o in report.outcomes]
+    records = [o.record.to_dict() for o in report.pools]
     value = {(r["query_lang"], r["doc_langs"][0]): r["measures"]["nDCG@10"]["value"] for r in records}
     (row,) = table_rows(records)
     assert row["subset"] == "strategyqa"

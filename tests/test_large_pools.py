@@ -15,12 +15,12 @@ CUTOFF = ["nDCG@10", "nDCG@1", "RR", "AP@1000", "R@100", "Complete@10", "PEER@10
 
 
 def _values(report) -> dict:
-    return {o.pool_name: {k: v["value"] for k, v in o.record["measures"].items()} for o in report.outcomes}
+    return {o.name: {k: v["value"] for k, v in o.record.to_dict()["measures"].items()} for o in report.pools}
 
 
 def _per_query(report) -> dict:
-    return {o.pool_name: (o.per_query[0], {k: np.asarray(v) for k, v in o.per_query[1].items()})
-            for o in report.outcomes}
+    return {o.name: (o.per_query[0], {k: np.asarray(v) for k, v in o.per_query[1].items()})
+            for o in report.pools}
 
 
 @pytest.mark.parametrize("shards", [1, 2, 7])
@@ -35,10 +35,10 @@ def test_sharded_run_equals_full_rows_on_every_measure(bag_retriever, shards):
     for name, (ids, cols) in _per_query(full).items():
         ids2, cols2 = _per_query(sharded)[name]
         assert ids2 == ids and all(np.array_equal(cols[m], cols2[m], equal_nan=True) for m in cols)
-    ranking = sharded.outcomes[0].record["retriever"]["ranking"]
+    ranking = sharded.pools[0].record.to_dict()["retriever"]["ranking"]
     assert ranking["path"] == "sharded counting" and ranking["exact"] is True
-    assert ranking["shards"] == min(shards, sharded.outcomes[0].record["pool_size"])
-    assert "ranking" not in full.outcomes[0].record["retriever"]
+    assert ranking["shards"] == min(shards, sharded.pools[0].record.to_dict()["pool_size"])
+    assert "ranking" not in full.pools[0].record.to_dict()["retriever"]
 
 
 def test_sharded_run_with_bm25_splits_full_rows(tmp_path):
@@ -46,7 +46,7 @@ def test_sharded_run_with_bm25_splits_full_rows(tmp_path):
               progress=False)
     full, sharded = run("bm25", **kw), run("bm25", shards=3, **kw)
     assert _values(sharded) == _values(full)
-    assert sharded.outcomes[0].record["retriever"]["ranking"]["scoring"] == "column split of full rows"
+    assert sharded.pools[0].record.to_dict()["retriever"]["ranking"]["scoring"] == "column split of full rows"
 
 
 def test_flat_index_gives_the_exact_cutoff_measures_and_records_recall(bag_retriever, tmp_path):
@@ -56,18 +56,18 @@ def test_flat_index_gives_the_exact_cutoff_measures_and_records_recall(bag_retri
     exact = run(retriever, output_dir=None, **kw)
     approx = run(retriever, index="faiss:Flat", output_dir=tmp_path / "out", **kw)
     assert _values(approx) == _values(exact)
-    record = json.loads(approx.outcomes[0].path.read_text())
+    record = json.loads(approx.pools[0].path.read_text())
     ranking = record["retriever"]["ranking"]
     assert ranking["path"] == "approximate top-k" and ranking["index"]["factory"] == "Flat"
     assert ranking["recall"]["recall"] == 1.0 and ranking["k"] == 1000
-    assert "+ann-Flat" in str(approx.outcomes[0].path)
+    assert "+ann-Flat" in str(approx.pools[0].path)
 
 
 def test_index_without_measures_drops_the_rank_set_ones(bag_retriever):
     retriever, _ = bag_retriever()
     report = run(retriever, task="xquad", langs="en,zh", scenarios="multi", data_dir=XQUAD, output_dir=None,
                  resamples=20, progress=False, index="faiss:Flat")
-    names = set(report.outcomes[0].record["measures"])
+    names = set(report.pools[0].record.to_dict()["measures"])
     assert "nDCG@10" in names and "Complete@10" in names and not names & {"MaxR", "MaxR_norm", "SameLangFirst"}
 
 
@@ -87,7 +87,7 @@ def test_auto_sharding_above_the_threshold(bag_retriever, monkeypatch):
     retriever, _ = bag_retriever()
     report = run(retriever, task="xquad", langs="en,zh", scenarios="multi", data_dir=XQUAD, output_dir=None,
                  resamples=20, progress=False)
-    assert report.outcomes[0].record["retriever"]["ranking"]["path"] == "sharded counting"
+    assert report.pools[0].record.to_dict()["retriever"]["ranking"]["path"] == "sharded counting"
 
 
 def test_ray_executor_gives_the_same_ranks_and_records_it(tiny_bert_dir, tmp_path):
@@ -98,7 +98,7 @@ def test_ray_executor_gives_the_same_ranks_and_records_it(tiny_bert_dir, tmp_pat
     full = run(f"dense:{tiny_bert_dir}", **kw)
     on_ray = run(f"dense:{tiny_bert_dir}", executor="ray", workers=2, shards=3, **kw)
     assert _values(on_ray) == _values(full)
-    ranking = on_ray.outcomes[0].record["retriever"]["ranking"]
+    ranking = on_ray.pools[0].record.to_dict()["retriever"]["ranking"]
     assert ranking["path"] == "sharded counting on Ray" and ranking["address"] == "local"
     assert ranking["shards"] == 3 and ranking["shards_computed"] + ranking["shards_reused"] == 3
 

@@ -89,7 +89,7 @@ def test_run_and_average_table(tmp_path, bag_retriever):
     retriever, _ = bag_retriever()
     report = run(retriever, task="lazretrieval", langs=None, data_dir=tmp_path / "laz", output_dir=tmp_path / "o",
                  measures=["nDCG@10"], resamples=20, progress=False)
-    records = [o.record for o in report.outcomes]
+    records = [o.record.to_dict() for o in report.pools]
     values = {r["subset"]: r["measures"]["nDCG@10"]["value"] for r in records}
     assert set(values) == {"TH", "VN"} and values["VN"] == 1.0  # its relevant item shares "giày" with the query
     line = summary_table(records)

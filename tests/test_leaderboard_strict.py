@@ -23,7 +23,7 @@ def result_file(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("results")
     report = run("bm25", task="xquad", langs="en,de", scenarios="multi", query_langs=["de"], data_dir=XQUAD,
                  output_dir=out, measures=[*map(str, DEFAULT_MEASURES), "PEER@10"], resamples=50, progress=False)
-    return report.outcomes[0].path
+    return report.pools[0].path
 
 
 def _copy(src: Path, dst_dir: Path, edit=None, edit_tsv=None) -> Path:

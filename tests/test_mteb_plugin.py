@@ -78,8 +78,8 @@ def runner_results(tmp_path_factory):
     retriever = DenseRetriever(BagOfCharsEncoder(), EmbeddingCache(None), spec="test:bag-of-chars")
     report = run(retriever, task="xquad", langs="en,zh", scenarios="multi,multi-1", data_dir=XQUAD,
                  output_dir=out, resamples=20, progress=False)
-    return {(o.record["scenario"], o.record["query_lang"]): (read_result(o.path), read_per_query(o.path))
-            for o in report.outcomes}
+    return {(o.record.to_dict()["scenario"], o.record.to_dict()["query_lang"]): (read_result(o.path), read_per_query(o.path))
+            for o in report.pools}
 
 
 def test_importing_clirbench_mteb_does_not_import_mteb():
@@ -214,11 +214,11 @@ def test_mteb_family_through_runner_matches_dense(mteb_family, tiny_bert_dir, tm
               cache_dir=tmp_path / "cache", resamples=20, progress=False)
     via_mteb = run(f"mteb:{tiny_bert_dir}", output_dir=tmp_path / "a", **kw)
     dense = run(f"dense:{tiny_bert_dir}", output_dir=tmp_path / "b", **kw)
-    (a,), (b,) = via_mteb.outcomes, dense.outcomes
-    assert a.record["retriever"]["spec"].startswith("mteb:")
-    assert a.record["retriever"]["mteb_wrapper"] == "SentenceTransformerEncoderWrapper"
+    (a,), (b,) = via_mteb.pools, dense.pools
+    assert a.record.to_dict()["retriever"]["spec"].startswith("mteb:")
+    assert a.record.to_dict()["retriever"]["mteb_wrapper"] == "SentenceTransformerEncoderWrapper"
     for name in ("nDCG@10", "RR", "MaxR"):
-        assert a.record["measures"][name]["value"] == pytest.approx(b.record["measures"][name]["value"], rel=1e-3)
+        assert a.record.to_dict()["measures"][name]["value"] == pytest.approx(b.record.to_dict()["measures"][name]["value"], rel=1e-3)
 
 
 def test_mteb_family_uses_registry_loader_with_local_weights(mteb_family):
@@ -313,9 +313,9 @@ def test_every_task_kind_runs_through_mteb_evaluate_with_runner_scores(kind, tmp
 
     retriever = DenseRetriever(BagOfCharsEncoder(), EmbeddingCache(None), spec="test:bag-of-chars")
     report = run(retriever, task=task, output_dir=tmp_path / "runner", resamples=10, progress=False, **case)
-    assert len(report.outcomes) == len(scores) > 0
-    for outcome in report.outcomes:
-        rec = outcome.record
+    assert len(report.pools) == len(scores) > 0
+    for outcome in report.pools:
+        rec = outcome.record.to_dict()
         key = (task_name(rec["task"]["id"], rec["scenario"], rec["pool_mode"], rec.get("subset") or ""),
                subset_name(rec["doc_langs"], rec["query_lang"]))
         have = scores[key]
@@ -337,9 +337,9 @@ def test_every_task_kind_runs_through_mteb_evaluate_with_runner_scores(kind, tmp
 
     written = {(r.scenario, r.subset, r.doc_langs, r.query_lang): r
                for r in map(read_result, cm.to_results(result, tmp_path / "from-mteb", tasks=tasks, resamples=10))}
-    assert len(written) == len(report.outcomes)
-    for outcome in report.outcomes:
-        rec = outcome.record
+    assert len(written) == len(report.pools)
+    for outcome in report.pools:
+        rec = outcome.record.to_dict()
         mine = written[(rec["scenario"], rec.get("subset") or "", tuple(rec["doc_langs"]), rec["query_lang"])]
         assert mine.qrels_sha256 == rec["qrels_sha256"]
         for name in ("MaxR", "nDCG@10", "RR"):
@@ -352,7 +352,7 @@ def test_every_task_kind_runs_through_mteb_evaluate_with_runner_scores(kind, tmp
             cm.to_results(result, tmp_path / "rebuilt", data_dir=case.get("data_dir"))
     else:
         rebuilt = cm.to_results(result, tmp_path / "rebuilt", data_dir=case.get("data_dir"))
-        assert len(rebuilt) == len(report.outcomes)
+        assert len(rebuilt) == len(report.pools)
         for path in rebuilt:
             r = read_result(path)
             assert r.measures["MaxR"].value == pytest.approx(

@@ -28,8 +28,8 @@ def xquad_to_jsonl(path: Path, langs=("en", "de")) -> Path:
 
 
 def measures(report):
-    return {o.pool_name.split("/", 1)[1]: (o.record["pool_size"], o.record["num_queries"], o.record["measures"])
-            for o in report.outcomes}
+    return {o.name.split("/", 1)[1]: (o.record.to_dict()["pool_size"], o.record.to_dict()["num_queries"], o.record.to_dict()["measures"])
+            for o in report.pools}
 
 
 @pytest.mark.parametrize("mode", ["unique", "per-query"])
@@ -44,8 +44,8 @@ def test_same_numbers_as_the_xquad_task(tmp_path, bag_retriever, mode):
     assert len(a) == 8 and a == b
     multi = "multi/en-de/q-de" if mode == "unique" else "multi+per-query/en-de/q-de"
     assert a[multi][:2] == ((480, 1190) if mode == "unique" else (2380, 1190))
-    assert mine.outcomes[0].pool_name.startswith("parallel:xquad-en-de/")
-    assert mine.outcomes[0].record["task"]["files_sha256"] == {path.name: hashlib.sha256(path.read_bytes()).hexdigest()}
+    assert mine.pools[0].name.startswith("parallel:xquad-en-de/")
+    assert mine.pools[0].record.to_dict()["task"]["files_sha256"] == {path.name: hashlib.sha256(path.read_bytes()).hexdigest()}
 
 
 JSONL = [

@@ -160,10 +160,10 @@ def test_end_to_end_on_real_xquad(tmp_path, bag_retriever):
     retriever, _ = bag_retriever()
     report = run(retriever, task="xquad", langs="en,de", scenarios="multi", measures=["PEER@10", "MaxR"],
                  data_dir=XQUAD, output_dir=tmp_path, resamples=50, progress=False)
-    assert len(report.outcomes) == 2
+    assert len(report.pools) == 2
     two_docs = math.erfc(math.sqrt(0.5))  # N = 2, distinct values: H = 1, p = 0.3173 (the least possible)
-    for outcome in report.outcomes:
-        value = outcome.record["measures"]["PEER@10"]["value"]
+    for outcome in report.pools:
+        value = outcome.record.to_dict()["measures"]["PEER@10"]["value"]
         assert 0.0 <= value <= 1.0
         _, per_q = read_per_query(outcome.path)
         v, maxr = per_q["PEER@10"], per_q["MaxR"]

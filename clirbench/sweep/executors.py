@@ -109,8 +109,8 @@ def run_cell(cell: Cell, config: SweepConfig, overwrite: bool = False, progress:
         return CellOutcome(cell.label(), key, "failed", seconds=time.perf_counter() - t0, error=error,
                            worker=_worker())
     out = Path(config.output).resolve()
-    results = tuple(str(Path(o.path).resolve().relative_to(out)) for o in report.outcomes)
-    computed = sum(not o.reused for o in report.outcomes)
+    results = tuple(str(Path(o.path).resolve().relative_to(out)) for o in report.pools)
+    computed = sum(not o.reused for o in report.pools)
     _write_marker(state / f"{key}.done", cell, results)
     (state / f"{key}.failed").unlink(missing_ok=True)
     return CellOutcome(cell.label(), key, "done", results, computed=computed,
