@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The alignment experiment of the README ("Training and merging"): train the base model on XQuAD's
+# The alignment experiment of docs/training.md: train the base model on XQuAD's
 # training half (articles 1-24, en+de) with each loss, merge the base with jsd+nce, evaluate all five
 # on the test half (articles 25-48) and compare each with the base (paired bootstrap + randomisation).
 #   bash examples/train-xquad-align.sh [BASE_MODEL] [WORK_DIR] [extra clirbench train options...]

@@ -1,4 +1,4 @@
-"""The table of the README's alignment experiment, from the results ``train-xquad-align.sh`` wrote.
+"""The table of the alignment experiment in docs/training.md, from the results ``train-xquad-align.sh`` wrote.
 
     python examples/train-xquad-table.py RESULTS_DIR BASE_SPEC [LANGS]
 
@@ -34,7 +34,7 @@ def main(results: str, base: str, langs: str = "en,de") -> None:
         found.setdefault(spec, {})[key] = path
         if record["scenario"] == "multi" and record["query_lang"] == l1:
             found[spec]["gap"] = path.with_name(path.name.split(".q-")[0] + ".gap.json")
-    order = ("nce", "jsd", "jsd+nce", "nce-psg")  # the README's rows; anything else (merges) after them
+    order = ("nce", "jsd", "jsd+nce", "nce-psg")  # docs/training.md's rows; anything else (merges) after them
     short = lambda s: Path(s.split(":", 1)[-1]).name  # noqa: E731
     specs = sorted(found, key=lambda s: (s != base, order.index(short(s)) if short(s) in order else 9, s))
     head = ("| model | multi Max@R (q-de) | Max@R_norm | Complete@10 | gap Max@R (de − en) | mono-same nDCG@1 (q-de) |")
