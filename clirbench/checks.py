@@ -14,7 +14,7 @@ __all__ = ["MAX_RESAMPLES", "MAX_SEED", "MAX_COUNT", "MAX_BATCH_SIZE", "MAX_WORK
            "positive_int", "nonnegative_int", "resample_count", "seed", "probability", "finite_float",
            "positive_float", "nonnegative_float", "batch_size", "worker_count", "shard_count", "iteration_count"]
 
-#: upper limit on bootstrap resamples and randomisation-test permutations (documented in the README)
+#: upper limit on bootstrap resamples and randomisation-test permutations (documented in docs/measures.md)
 MAX_RESAMPLES = 1_000_000
 #: seeds are stored in result and leaderboard files as JSON integers of at most 63 bits
 MAX_SEED = 2**63 - 1

@@ -38,7 +38,7 @@ __all__ = ["MultiVectorModel", "TokenEmbeddingCache", "ColBERTRetriever", "from_
 EXACT_LIMIT = 100_000
 MAX_BLOCK_BYTES = 256 << 20
 _MISSING = ("colbert:<model> needs sentence-transformers >= 6 (MultiVectorEncoder) or PyLate "
-            "(pip install 'clirbench[colbert]', see the README); neither is installed here")
+            "(pip install 'clirbench[colbert]', see docs/retrievers.md); neither is installed here")
 
 
 def _backend() -> str:

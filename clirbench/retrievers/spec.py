@@ -70,7 +70,7 @@ class Family:
             except ImportError as exc:
                 missing = exc.name or str(exc)
                 raise ClirbenchError(f"retriever {self.usage} is not available here: it needs "
-                                     f"{missing!r} (see the README for its install extra)") from None
+                                     f"{missing!r} (see docs/retrievers.md for its install extra)") from None
         return function
 
     def check_arg(self, arg: str) -> None:

@@ -83,4 +83,4 @@ class AlignmentLoss(nn.Module):
 
     @property
     def citation(self) -> str:
-        return "Max@R paper (cross-lingual alignment with sqrt-JSD + InfoNCE); see clirbench's README."
+        return "Max@R paper (cross-lingual alignment with sqrt-JSD + InfoNCE); see clirbench's docs/training.md."
