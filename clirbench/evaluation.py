@@ -86,7 +86,7 @@ def evaluate_table(table: "RankTable", measures: Sequence, resamples: int = 1000
                    seed: int = 42) -> PoolEvaluation:
     """Per-query values and bootstrap summary of a RankTable (``resamples=0``: values, CIs NaN)."""
     from .measures import compute
-    from .results import summarise
+    from .stats.summary import summarise
 
     measures = tuple(measures)
     per_query = compute(measures, table)

@@ -310,7 +310,7 @@ def _write(result, evaluation, path: Path):
 
 def write_gaps(outcomes: Sequence[PoolResult], resamples: int = 1000, seed: int = 42) -> list[tuple[Path | None, dict]]:
     """Query-language gaps for every bilingual pool finished for both query languages."""
-    from .paired import BILINGUAL_SCENARIOS, query_language_gap, write_gap
+    from .stats.paired import BILINGUAL_SCENARIOS, query_language_gap, write_gap
     from .measures import MAIN_MEASURES
 
     from .identity import PoolKey

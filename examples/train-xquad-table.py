@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from clirbench.paired import compare
+from clirbench.stats.paired import compare
 
 
 def _fmt(m: dict) -> str:

@@ -4,9 +4,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from clirbench.paired import compare, format_comparison
+from clirbench.stats.paired import compare, format_comparison
 from clirbench.errors import ClirbenchError
-from clirbench.results import Result, summarise, write_result
+from clirbench.results import Result, write_result
+from clirbench.stats.summary import summarise
 from clirbench.stats import paired_bootstrap, randomization_test
 
 N = 150

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from clirbench import checks, stats
+import clirbench.stats.bootstrap  # noqa: F401  (stats.bootstrap below)
 from clirbench.cli import main
-from clirbench.paired import compare
+from clirbench.stats.paired import compare
 from clirbench.evaluate import evaluate
 from clirbench.retrievers.psq.train import train_ibm1
 from clirbench.runner import run
@@ -188,6 +189,6 @@ def test_moderate_large_counts_still_compute_in_bounded_memory(tmp_path, capsys)
 def test_flat_bincount_for_few_queries_draws_the_same_resamples_as_the_row_loop(monkeypatch):
     values = np.random.default_rng(1).random((40, 2))
     flat = stats.bootstrap_means(values, 500, seed=7)
-    monkeypatch.setattr(stats, "_FLAT_BINCOUNT", 0)
+    monkeypatch.setattr(stats.bootstrap, "_FLAT_BINCOUNT", 0)
     loop = stats.bootstrap_means(values, 500, seed=7)
     np.testing.assert_array_equal(flat, loop)

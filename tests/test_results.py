@@ -13,9 +13,10 @@ import pytest
 from clirbench.errors import MalformedDataError
 from clirbench.results import (
     SCHEMA_VERSION, Hardware, MeasureValue, PerQuery, Result, RetrieverRef, TaskRef, hardware_info,
-    read_per_query, read_result, result_path, summarise, write_result,
+    read_per_query, read_result, result_path, write_result,
 )
 from clirbench.stats import bootstrap_means
+from clirbench.stats.summary import summarise
 
 FIXTURES = Path(__file__).parent / "fixtures" / "results"
 HISTORIC = FIXTURES / "xquad-v1.en-zh.q-zh.json"

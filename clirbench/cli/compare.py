@@ -25,7 +25,7 @@ def add_compare_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def cmd_compare(args) -> int:
-    from ..paired import compare, format_comparison
+    from ..stats.paired import compare, format_comparison
 
     report = compare(args.a, args.b, measures=split_list(args.measures, "--measures"), resamples=args.resamples,
                      seed=args.seed, permutations=args.permutations)

@@ -1,7 +1,7 @@
 """Result records and files (docs/results.md): one JSON per evaluated pool, per-query values beside it.
 
 ``records`` (the typed, validated record), ``files`` (read/write, paths, per-query tables),
-``summary`` (bootstrap summaries), ``breakdown`` (per-group means), ``hardware`` (the probe), ``run``
+``breakdown`` (per-group means), ``hardware`` (the probe), ``run``
 (``RunResult`` / ``PoolResult``: what a run returns).
 """
 from __future__ import annotations
@@ -12,10 +12,9 @@ from .hardware import hardware_info
 from .records import (SCHEMA_VERSION, BootstrapSettings, Hardware, MeasureValue, Result, RetrieverRef,
                       TaskRef, Timings)
 from .run import PoolResult, RunResult
-from .summary import summarise
 
 __all__ = [
     "SCHEMA_VERSION", "TaskRef", "RetrieverRef", "MeasureValue", "BootstrapSettings", "Timings",
-    "Hardware", "Result", "PerQuery", "summarise", "write_result", "read_result", "read_per_query",
+    "Hardware", "Result", "PerQuery", "write_result", "read_result", "read_per_query",
     "hardware_info", "result_path", "per_query_name", "breakdown", "PoolResult", "RunResult",
 ]

@@ -17,11 +17,11 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from .atomic import write_text_atomic
-from .checks import check_float, check_resamples, check_seed
-from .errors import ClirbenchError
-from .results import Result, read_per_query, read_result
-from .stats import paired_bootstrap, randomization_test
+from ..atomic import write_text_atomic
+from ..checks import check_float, check_resamples, check_seed
+from ..errors import ClirbenchError
+from ..results import Result, read_per_query, read_result
+from .bootstrap import paired_bootstrap, randomization_test
 
 __all__ = ["compare", "format_comparison", "query_language_gap", "gap_path", "write_gap", "paired_rows",
            "BILINGUAL_SCENARIOS"]
@@ -136,7 +136,7 @@ def compare(a, b, measures: Sequence | None = None, resamples: int = 1000, seed:
             raise ClirbenchError(f"{', '.join(skipped)}: undefined on this pool for both results; nothing to compare")
         a_values, b_values = a_values[:, ~undefined], b_values[:, ~undefined]
     rows = paired_rows(a_values, b_values, names, resamples, seed, permutations, confidence)
-    from .identity import labels
+    from ..identity import labels
 
     label_a, label_b = labels([sa.record.system_key, sb.record.system_key])
     return {
@@ -175,7 +175,7 @@ def format_comparison(report: dict) -> str:
     for name, row in report["measures"].items():
         table.append((name, _num(row["mean_a"]), _num(row["mean_b"]), _num(row["diff"]),
                       f"[{_num(row['ci_low'])}, {_num(row['ci_high'])}]", _p(row["p_value"]), str(row["n"])))
-    from .report import format_table
+    from ..report import format_table
 
     lines = format_table(list(table[0]), table[1:], right=tuple(range(1, len(table[0]))), rule=False)
     skipped = report.get("undefined") or []

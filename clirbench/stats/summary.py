@@ -6,7 +6,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from .records import MeasureValue
+from ..results.records import MeasureValue
 
 __all__ = ["summarise"]
 
@@ -23,7 +23,7 @@ def summarise(measures: Sequence[Any], per_query: Mapping[str, np.ndarray], resa
     (so a decreasing f swaps them). ``f`` is called on one float at a time. ``resamples=0``
     gives the values only (CIs NaN).
     """
-    from ..stats import bootstrap_ci
+    from .bootstrap import bootstrap_ci
 
     transforms = dict(transforms or {})
     names = [str(m) for m in measures]
