@@ -23,7 +23,8 @@ __all__ = ["DenseRetriever", "MAX_BLOCK_BYTES", "ExactScores", "exact_scores"]
 MAX_BLOCK_BYTES = 256 << 20  # one yielded score block stays at or below this
 
 _U = 2.0 ** -53  # float64 unit roundoff
-_SUB_BYTES = 16 << 20  # float64 product rows computed at a time
+_SUB_BYTES = 64 << 20  # float64 product rows computed at a time
+_CHUNK_BYTES = 1 << 20  # float64 rows checked at a time
 
 
 class ExactScores:
@@ -55,27 +56,30 @@ class ExactScores:
         if n_q and n_d:
             # |S - q.d| <= gamma_(dim-1) sum|q_k d_k| <= gamma_(dim-1) |q| |d|; margin for the norms and S +- e
             e = ((self.dim + 2) * _U * (1 + 2.0 ** -20)) * np.sqrt(np.einsum("ij,ij->i", Q, Q)) * self.d_norm
-            step = max(1, _SUB_BYTES // (8 * n_d))
-            T = np.empty((min(step, n_q), n_d))
-            H = np.empty((min(step, n_q), n_d), dtype=np.float32)
-            L = None if not wide else np.empty((min(step, n_q), n_d), dtype=np.float32)
+            step = max(1, _SUB_BYTES // (8 * n_d))  # rows per float64 product
+            chunk = max(1, _CHUNK_BYTES // (8 * n_d))  # rows per check: its temporaries stay in cache
+            T = np.empty((min(chunk, n_q), n_d))
+            H = np.empty((min(chunk, n_q), n_d), dtype=np.float32)
+            L = None if not wide else np.empty((min(chunk, n_q), n_d), dtype=np.float32)
             for a in range(0, n_q, step):
-                b = min(a + step, n_q)
-                S = Q[a:b] @ self.D.T
-                t, hi = T[:b - a], H[:b - a]
-                lo = out[a:b] if not wide else L[:b - a]
-                ea = e[a:b, None]
-                np.subtract(S, ea, out=t)
-                np.copyto(lo, t, casting="same_kind")
-                np.add(S, ea, out=t)
-                np.copyto(hi, t, casting="same_kind")
+                S = Q[a:min(a + step, n_q)] @ self.D.T
                 if wide:
-                    out[a:b] = S
-                r, c = np.nonzero(lo != hi)
-                if len(r):
-                    keep = np.isfinite(S[r, c])  # NaN embeddings stay NaN
-                    r, c = r[keep], c[keep]
-                    out[a + r, c] = _refine(Q[a + r], self.D[c])
+                    out[a:a + len(S)] = S
+                for i in range(0, len(S), chunk):
+                    s, j = S[i:i + chunk], a + i
+                    t, hi = T[:len(s)], H[:len(s)]
+                    lo = out[j:j + len(s)] if not wide else L[:len(s)]
+                    ea = e[j:j + len(s), None]
+                    np.subtract(s, ea, out=t)
+                    np.copyto(lo, t, casting="same_kind")
+                    np.add(s, ea, out=t)
+                    np.copyto(hi, t, casting="same_kind")
+                    flat = np.flatnonzero(lo != hi)  # 1-d: a 2-d np.nonzero costs more than the product
+                    if len(flat):
+                        r, c = np.divmod(flat, n_d)
+                        keep = np.isfinite(s[r, c])  # NaN embeddings stay NaN
+                        r, c = r[keep], c[keep]
+                        out[j + r, c] = _refine(Q[j + r], self.D[c])
         return out if out.dtype == dtype else out.astype(dtype)
 
 
