@@ -425,7 +425,7 @@ def rank_pool_ray(retriever, seen_pool, pool, shards: int | None = None, *, addr
         dt = retriever.score_dtype
         q = retriever.embed([query_texts[r] for r in pairs.rel_row], "query").astype(dt)
         d = retriever.embed([doc_texts[c] for c in pairs.rel_col], "document").astype(dt)
-        lo, hi = dense_bounds(q, d) if len(q) else (np.zeros(0), np.zeros(0))
+        lo, hi = dense_bounds(q, d, exact=device is None) if len(q) else (np.zeros(0), np.zeros(0))
         lo, hi = round32(lo, up=False), round32(hi, up=True)
         pool_key = _digest("rank_pool_ray/1", retriever.describe(), expected, doc_ids, query_ids,
                            [_digest(doc_texts), _digest(query_texts)], pairs.rel_row, pairs.rel_col,

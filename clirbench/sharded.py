@@ -18,9 +18,13 @@ document's score yet. Three ways to know it, all exact:
 
 Comparisons are always done on float32 values (``ranking``'s rounding). The ranks equal
 ``rank_relevant``'s when the scores are the same float32 values the full-row path sees: true for
-any scorer that gives a (query, doc) pair the same value whichever columns share its block
-(integer-valued embeddings, column splits of full rows, BLAS sgemm kernels whose summation order
-depends on the inner dimension only, which is what the benchmark checks on this machine).
+any scorer that gives a (query, doc) pair the same value whichever columns share its block.
+The dense scorer on the CPU does, on any CPU and BLAS: it computes
+``retrievers.dense.exact_scores`` (``fl32(fl64(q . d))``), exactly as ``DenseRetriever.score``
+does, so sharded, Ray and full-row ranks are identical (a float32 BLAS product is not: its
+rounding depends on the shard's width, the element's position and the thread count). Its bounds
+are then a float32 ulp or so wide. The torch path multiplies in float32 on the device (bounds of
+the float32 rounding error, ranks exact for the scores it computed).
 ``precision="float16"|"bfloat16"`` (torch only) multiplies in half precision: the ranks are exact
 for those scores, which are not the float32 ones, so the result records itself as approximate.
 """
@@ -407,7 +411,10 @@ class DenseShards:
     precision: str = "float32"
 
     def scorer(self):
-        """``score_shard(cols)``: copies of one text share one row of U, so they get one score."""
+        """``score_shard(cols)``: copies of one text share one row of U, so they get one score; on the
+        CPU every score is ``exact_scores``' (the full-row path's, whatever the shard)."""
+        from .retrievers.dense import ExactScores
+
         torch = None
         if self.device is not None:
             import torch
@@ -423,36 +430,43 @@ class DenseShards:
             if torch is not None:
                 Dt = torch.from_numpy(np.ascontiguousarray(D, dtype=np.float32)).to(self.device, dt)
                 g = None if gather is None else torch.from_numpy(gather).to(self.device)
+            else:
+                exact = ExactScores(D)
             for start in range(0, len(self.Q), self.block_rows):
                 stop = min(start + self.block_rows, len(self.Q))
                 if torch is not None:
                     S = (Qt[start:stop] @ Dt.T).float()
                     yield start, S if g is None else S[:, g]
                 else:
-                    S = self.Q[start:stop] @ D.T
+                    S = exact(self.Q[start:stop], self.Q.dtype)
                     yield start, S if gather is None else S[:, gather]
 
         return score_shard
 
     def bounds(self, rel_row: np.ndarray, rel_col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """An interval surely holding each pair's computed float32 score: the float64 dot product
-        +- gamma_d * sum|q_i d_i| (any summation order, with or without FMA), plus the rounding of
-        a wider score dtype to float32."""
-        return dense_bounds(self.Q[rel_row], self.U[self.rows[rel_col]])
+        """An interval surely holding each pair's computed float32 score (``dense_bounds``)."""
+        return dense_bounds(self.Q[rel_row], self.U[self.rows[rel_col]], exact=self.device is None)
 
 
-def dense_bounds(q: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(lo, hi)`` surely holding the float32 score of each row pair ``q[i] . d[i]`` computed in
-    their dtype (the score dtype) by any summation order: the float64 dot product +- gamma_dim *
-    sum|q_i d_i|, plus the rounding of a wider score dtype to float32."""
-    exact = np.einsum("ij,ij->i", q.astype(np.float64), d.astype(np.float64))
+def dense_bounds(q: np.ndarray, d: np.ndarray, exact: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """``(lo, hi)`` surely holding the float32 score of each row pair ``q[i] . d[i]``.
+
+    ``exact=True`` (the CPU scorers): the score is ``fl32(fl64(q . d))`` (``exact_scores``); the
+    float64 dot product +- its own error bound brackets ``fl64(q . d)``, so the float32 interval
+    ``round32`` makes of it is about one ulp wide. ``exact=False``: a product computed in the
+    embeddings' dtype by any summation order (float32 on a GPU): the float64 dot product +-
+    gamma_dim * sum|q_i d_i|, plus the rounding of a wider score dtype to float32."""
+    exact_dot = np.einsum("ij,ij->i", q.astype(np.float64), d.astype(np.float64))
     absdot = np.einsum("ij,ij->i", np.abs(q).astype(np.float64), np.abs(d).astype(np.float64))
     dim = q.shape[1]
+    if exact:
+        eps = 2 * (dim + 2) * 2.0 ** -53 * absdot + 4 * 2.0 ** -53 * np.abs(exact_dot)
+        return exact_dot - eps, exact_dot + eps
     u = np.finfo(q.dtype).eps / 2
     eps = (dim * u / (1 - dim * u)) * absdot + 4 * dim * 2.0 ** -53 * absdot
     if q.dtype.itemsize > 4:
-        eps = eps + np.abs(exact) * 2.0 ** -23
-    return exact - eps, exact + eps
+        eps = eps + np.abs(exact_dot) * 2.0 ** -23
+    return exact_dot - eps, exact_dot + eps
 
 
 def dense_shard_scorer(retriever, queries, docs, block_rows: int, device=None,

@@ -1,6 +1,15 @@
-"""Dense bi-encoder retrieval: exact inner products of L2-normalised embeddings, in row blocks."""
+"""Dense bi-encoder retrieval: exact inner products of L2-normalised embeddings, in row blocks.
+
+Scores are deterministic: a (query, doc) pair gets the float32 score ``exact_scores`` defines,
+``fl32(fl64(q . d))`` (the exact dot product of the embeddings rounded to float64, then to float32),
+whatever the query block, the document shard, the executor or the BLAS build and thread count.
+A float32 BLAS product cannot promise that: its per-element rounding depends on the matrix shape,
+the element's position in it and the thread count (OpenBLAS 0.3.31 on AMD EPYC: thousands of
+last-bit differences between blocks of 7 and 3 rows, 1 and 2 threads, or column shards).
+"""
 from __future__ import annotations
 
+import math
 import sys
 from typing import Iterator, Sequence
 
@@ -9,19 +18,108 @@ import numpy as np
 from ..collection import Text, texts_of
 from ..cache.embeddings import EmbeddingCache
 
-__all__ = ["DenseRetriever", "MAX_BLOCK_BYTES"]
+__all__ = ["DenseRetriever", "MAX_BLOCK_BYTES", "ExactScores", "exact_scores"]
 
 MAX_BLOCK_BYTES = 256 << 20  # one yielded score block stays at or below this
+
+_U = 2.0 ** -53  # float64 unit roundoff
+_SUB_BYTES = 64 << 20  # float64 product rows computed at a time
+_CHUNK_BYTES = 1 << 20  # float64 rows checked at a time
+
+
+class ExactScores:
+    """``Q @ D.T`` where each element is ``fl32(fl64(q . d))``: a function of the two embeddings only.
+
+    How: a float64 BLAS product (products of float32 values are exact in float64; the sum's error
+    is at most ``gamma_(dim-1) * |q| |d|`` whatever the summation order, FMA or threads), rounded
+    to float32. Where the interval ``S +- bound`` straddles a float32 rounding boundary (about 3 in
+    10,000 elements for random 384-d unit vectors: scores near 0 have small ulps) the value is
+    recomputed with an error-free split of the products (``_refine``), and with ``math.fsum``
+    (correctly rounded) where even that cannot decide. So the float32 result never depends on
+    the BLAS, the block shape or the thread count. ``dtype=float64`` returns the float64 values
+    (last bits may vary) whose float32 rounding is that canonical score.
+    Cost: about 2x a float32 product (float64 BLAS) plus a few elementwise passes.
+    """
+
+    def __init__(self, D: np.ndarray) -> None:
+        self.source = D
+        self.D = np.ascontiguousarray(D, dtype=np.float64)
+        self.dim = self.D.shape[1] if self.D.ndim == 2 else 0
+        self.d_norm = float(np.sqrt(np.einsum("ij,ij->i", self.D, self.D)).max()) if len(self.D) else 0.0
+
+    def __call__(self, Q: np.ndarray, dtype=np.float32) -> np.ndarray:
+        dtype = np.dtype(dtype)
+        Q = np.ascontiguousarray(Q, dtype=np.float64)
+        n_q, n_d = len(Q), len(self.D)
+        wide = dtype.itemsize > 4
+        out = np.empty((n_q, n_d), dtype=np.float64 if wide else np.float32)
+        if n_q and n_d:
+            # |S - q.d| <= gamma_(dim-1) sum|q_k d_k| <= gamma_(dim-1) |q| |d|; margin for the norms and S +- e
+            e = ((self.dim + 2) * _U * (1 + 2.0 ** -20)) * np.sqrt(np.einsum("ij,ij->i", Q, Q)) * self.d_norm
+            step = max(1, _SUB_BYTES // (8 * n_d))  # rows per float64 product
+            chunk = max(1, _CHUNK_BYTES // (8 * n_d))  # rows per check: its temporaries stay in cache
+            T = np.empty((min(chunk, n_q), n_d))
+            H = np.empty((min(chunk, n_q), n_d), dtype=np.float32)
+            L = None if not wide else np.empty((min(chunk, n_q), n_d), dtype=np.float32)
+            for a in range(0, n_q, step):
+                S = Q[a:min(a + step, n_q)] @ self.D.T
+                if wide:
+                    out[a:a + len(S)] = S
+                for i in range(0, len(S), chunk):
+                    s, j = S[i:i + chunk], a + i
+                    t, hi = T[:len(s)], H[:len(s)]
+                    lo = out[j:j + len(s)] if not wide else L[:len(s)]
+                    ea = e[j:j + len(s), None]
+                    np.subtract(s, ea, out=t)
+                    np.copyto(lo, t, casting="same_kind")
+                    np.add(s, ea, out=t)
+                    np.copyto(hi, t, casting="same_kind")
+                    flat = np.flatnonzero(lo != hi)  # 1-d: a 2-d np.nonzero costs more than the product
+                    if len(flat):
+                        r, c = np.divmod(flat, n_d)
+                        keep = np.isfinite(s[r, c])  # NaN embeddings stay NaN
+                        r, c = r[keep], c[keep]
+                        out[j + r, c] = _refine(Q[j + r], self.D[c])
+        return out if out.dtype == dtype else out.astype(dtype)
+
+
+def exact_scores(Q: np.ndarray, D: np.ndarray, dtype=np.float32) -> np.ndarray:
+    """``ExactScores(D)(Q, dtype)``: every element ``fl32(fl64(q . d))``, independent of shapes and BLAS."""
+    return ExactScores(D)(Q, dtype)
+
+
+def _refine(q: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """float64 values of the row pairs' dot products ``q[i] . d[i]`` whose float32 rounding is
+    ``fl32(fl64(exact))``. The exact float64 products are split on a grid fine enough that the
+    high parts sum exactly (Rump-Ogita-Oishi ExtractScalar); the low parts' sum is tiny and
+    bounded; rows still undecided are summed by ``math.fsum`` (correctly rounded)."""
+    P = q * d
+    n, dim = P.shape
+    M = np.abs(P).max(axis=1) if dim else np.zeros(n)
+    k = np.ceil(np.log2(np.where(M > 0, M, 1.0))).astype(np.int64) + math.ceil(math.log2(dim + 1)) + 2
+    sigma = np.ldexp(1.0, k)[:, None]
+    high = (sigma + P) - sigma  # multiples of ulp(sigma), |partial sums| < sigma / 2: exact sum
+    low = P - high  # exact
+    r = high.sum(axis=1) + low.sum(axis=1)
+    err = 2 * (dim + 2) * _U * np.abs(low).sum(axis=1) + 4 * _U * np.abs(r)
+    undecided = np.flatnonzero((r - err).astype(np.float32) != (r + err).astype(np.float32))
+    for i in undecided.tolist():
+        r[i] = math.fsum(P[i].tolist())
+    return r
 
 
 class DenseRetriever:
     """Scores = Q @ D.T (cosine, the encoder normalises), yielded in blocks of whole rows.
 
     Embeddings go through ``cache`` (memory-only if None): each distinct (role, text) is encoded
-    once, so copies of a document get bit-identical score columns; duplicate columns are also
-    copied from their first occurrence after each product, so this holds whatever the BLAS kernel.
+    once. On the CPU every score is ``exact_scores``' ``fl32(fl64(q . d))``: the same (query, doc)
+    pair gets the same float32 score in any query block, document shard, executor (in-process,
+    sharded, Ray) and BLAS thread count, so copies of a text get bit-identical rows and columns
+    and every ranking path gives the same ranks. Duplicate columns are also copied from their first
+    occurrence after each product (a ``_product`` override or the GPU keep that property).
     Blocks hold at most ``max_block_bytes`` unless ``block_rows`` is given. ``device="cuda"`` (or
-    None with torch already imported and CUDA available) computes products with torch on the GPU.
+    None with torch already imported and CUDA available) computes products with torch on the GPU,
+    in float32: fast, but those scores may differ in the last bits between block shapes.
     """
 
     def __init__(self, encoder, cache: EmbeddingCache | None = None, *, block_rows: int | None = None,
@@ -39,6 +137,7 @@ class DenseRetriever:
         self.batch_size = batch_size  # texts per cache chunk (None: 8 x the encoder's batch size)
         self.progress = progress
         self.max_block_bytes = int(max_block_bytes)
+        self._exact: ExactScores | None = None  # the current score call's documents, in float64
 
     def describe(self) -> dict:
         enc = self.encoder.describe() if hasattr(self.encoder, "describe") else {}
@@ -89,7 +188,8 @@ class DenseRetriever:
         return torch.device(dev)
 
     def _product(self, Q: np.ndarray, D: np.ndarray) -> np.ndarray:
-        return Q @ D.T
+        exact = self._exact if self._exact is not None and self._exact.source is D else ExactScores(D)
+        return exact(Q, self.score_dtype)
 
     def score(self, queries: Sequence[Text], docs: Sequence[Text]) -> Iterator[tuple[int, np.ndarray]]:
         """Yield ``(start, scores[b, len(docs)])`` for consecutive query rows, each row exactly once."""
@@ -110,19 +210,24 @@ class DenseRetriever:
 
             Dt = torch.from_numpy(np.ascontiguousarray(D)).to(device)
             dup_t, src_t = torch.from_numpy(dup).to(device), torch.from_numpy(src).to(device)
-        for start in range(0, n_q, step):
-            stop = min(start + step, n_q)
-            Q = qvecs[qrows[start:stop]].astype(self.score_dtype, copy=False) if n_d else None
-            if n_d == 0:
-                yield start, np.zeros((stop - start, 0), dtype=self.score_dtype)
-                continue
-            if device is not None:
-                S = torch.from_numpy(Q).to(device) @ Dt.T
-                if len(dup):
-                    S[:, dup_t] = S[:, src_t]
-                yield start, S.cpu().numpy()
-            else:
-                S = self._product(Q, D)
-                if len(dup):
-                    S[:, dup] = S[:, src]
-                yield start, S
+        try:
+            for start in range(0, n_q, step):
+                stop = min(start + step, n_q)
+                Q = qvecs[qrows[start:stop]].astype(self.score_dtype, copy=False) if n_d else None
+                if n_d == 0:
+                    yield start, np.zeros((stop - start, 0), dtype=self.score_dtype)
+                    continue
+                if device is not None:
+                    S = torch.from_numpy(Q).to(device) @ Dt.T
+                    if len(dup):
+                        S[:, dup_t] = S[:, src_t]
+                    yield start, S.cpu().numpy()
+                else:
+                    if self._exact is None or self._exact.source is not D:
+                        self._exact = ExactScores(D)  # D in float64 once per call
+                    S = self._product(Q, D)
+                    if len(dup):
+                        S[:, dup] = S[:, src]
+                    yield start, S
+        finally:
+            self._exact = None  # the float64 documents live as long as the call
