@@ -5,21 +5,12 @@ typed results they return (``RunResult`` of ``PoolResult``s, ``Evaluation``), ea
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Mapping, NamedTuple, Sequence
+from typing import Mapping, Sequence
 
-from .results import MeasureValue, PerQuery, PoolResult, Result, RunResult
+from .results import Evaluation, Metric, PoolResult, RunResult
 
 __all__ = ["run", "evaluate", "load_results", "RunResult", "PoolResult", "Evaluation", "Metric"]
-
-
-class Metric(NamedTuple):
-    """One per-query value, as ir_measures' ``Metric``."""
-
-    query_id: str
-    measure: str
-    value: float
 
 
 def run(model, task="xquad", config=None, **options) -> RunResult:
@@ -59,53 +50,6 @@ def load_results(paths) -> RunResult:
     return RunResult(tuple(pools), (), {}, 0.0)
 
 
-@dataclass(frozen=True)
-class Evaluation:
-    """What ``evaluate`` returns: aggregates with CIs (``measures``, ``aggregate``) and per-query
-    values (``per_query``, ``iter_calc()``), as ir_measures' ``calc_aggregate`` and ``iter_calc``.
-    A measure that needs the full ranking (MaxR with a relevant document missing from the run) has
-    no aggregate (None) and per-query ``inf`` where it is unknown."""
-
-    report: Mapping
-    per_query: PerQuery
-
-    @property
-    def measures(self) -> dict[str, MeasureValue | None]:
-        nan = float("nan")
-        return {name: None if "note" in m else MeasureValue(*(nan if m[k] is None else m[k] for k in
-                                                               ("value", "ci_low", "ci_high")), m["n"])
-                for name, m in self.report["measures"].items()}
-
-    @property
-    def aggregate(self) -> dict[str, float | None]:
-        """``{measure: mean}``, as ``ir_measures.calc_aggregate``."""
-        return {name: m["value"] for name, m in self.report["measures"].items()}
-
-    def __getitem__(self, measure) -> float | None:
-        return self.aggregate[str(measure)]
-
-    def iter_calc(self) -> Iterator[Metric]:
-        """``Metric(query_id, measure, value)`` per evaluated query and measure."""
-        ids, values = self.per_query
-        for name, column in values.items():
-            for qid, value in zip(ids, column.tolist()):
-                yield Metric(qid, name, value)
-
-    def to_dict(self) -> dict:
-        """The JSON report (what ``clirbench evaluate`` prints, less the file names)."""
-        import copy
-
-        return copy.deepcopy(dict(self.report))
-
-    def to_pandas(self, per_query: bool = False):
-        """One row per measure (measure, value, ci_low, ci_high, n), or per query and measure."""
-        from .results.frames import measures_frame, per_query_frame
-
-        if per_query:
-            return per_query_frame([("", *self.per_query)]).drop(columns="pool")
-        return measures_frame(self.measures)
-
-
 def evaluate(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[str, float]],
              measures: Sequence | None = None, resamples: int = 1000, seed: int = 42) -> Evaluation:
     """Score a run ``{query_id: {doc_id: score}}`` against qrels ``{query_id: {doc_id: grade}}``:
@@ -113,9 +57,6 @@ def evaluate(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[s
 
     Queries evaluated: those in the run with at least one judgement (as pytrec_eval).
     """
-    from .evaluate import evaluate_run, report_dict
+    from .evaluation import evaluate_run
 
-    names = None if measures is None else [str(m) for m in measures]
-    evaluation = evaluate_run(qrels, run, names, resamples, seed)
-    report = report_dict(evaluation, qrels, list(run), resamples, seed)
-    return Evaluation(report, PerQuery(evaluation.query_ids, dict(evaluation.per_query)))
+    return evaluate_run(qrels, run, None if measures is None else [str(m) for m in measures], resamples, seed)

@@ -27,7 +27,11 @@ if TYPE_CHECKING:
     from .results import MeasureValue
 
 __all__ = ["PoolEvaluation", "Ranker", "Ranked", "choose_ranker", "rank_blocks", "run_blocks", "evaluate_table",
-           "evaluate_pool", "evaluate_scores"]
+           "evaluate_pool", "evaluate_scores", "evaluate_run", "evaluate_ranked_run", "STANDARD_MEASURES"]
+
+# A ready run's default measures. MaxR_norm needs |D|, which a run does not give; MaxR needs every
+# relevant document retrieved.
+STANDARD_MEASURES = ("nDCG@10", "nDCG@1", "RR", "AP@1000", "R@100", "P@10", "Success@10", "MaxR", "Complete@10")
 
 from .ranking import Ranked, rank_blocks, run_blocks  # noqa: E402  (the kernel's names, defined with the ranks)
 
@@ -149,3 +153,33 @@ def evaluate_scores(run: Mapping[str, Mapping[str, float]], pool: "Pool", measur
                  resamples: int = 1000, seed: int = 42) -> PoolEvaluation:
     """Measure a ready ``{qid: {docid: score}}`` run over ``pool`` (documents it lacks rank last)."""
     return evaluate_table(rank_blocks(run_blocks(pool, run), pool), measures, resamples, seed)
+
+
+def evaluate_ranked_run(table: "RankTable", qrels: Mapping, run_queries: Sequence[str], measures: Sequence | None = None,
+                        resamples: int = 1000, seed: int = 42):
+    """The typed ``results.Evaluation`` of a ranked run (``run_queries``: the query ids the run holds):
+    ``measures`` (names; default ``STANDARD_MEASURES``) with bootstrap intervals and per-query values."""
+    from .checks import check_resamples, check_seed
+    from .errors import MalformedDataError, UnknownNameError
+    from .measures import parse
+    from .results import Evaluation
+
+    resamples, seed = check_resamples(resamples), check_seed(seed)
+    try:
+        objs = tuple(parse(str(m)) for m in (measures or STANDARD_MEASURES))
+    except ValueError as exc:
+        raise UnknownNameError(str(exc)) from None
+    if not table.query_ids:
+        raise MalformedDataError("no query of the run has judgements in the qrels: nothing to evaluate")
+    return Evaluation.of(evaluate_table(table, objs, resamples, seed), qrels, run_queries, resamples, seed)
+
+
+def evaluate_run(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[str, float]],
+                 measures: Sequence | None = None, resamples: int = 1000, seed: int = 42):
+    """Score a run ``{query_id: {doc_id: score}}`` against qrels (queries evaluated: those in the run
+    with at least one judgement, as pytrec_eval): a typed ``results.Evaluation``."""
+    from .checks import check_resamples, check_seed
+    from .ranking import rank_run
+
+    resamples, seed = check_resamples(resamples), check_seed(seed)  # before any work
+    return evaluate_ranked_run(rank_run(run, qrels), qrels, list(run), measures, resamples, seed)

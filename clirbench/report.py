@@ -110,12 +110,11 @@ def format_outcomes(report) -> str:
         lines += [f"== {scenario}"] + format_table(header, body) + [""]
     lines += _task_summaries([o.record for o in outcomes])
     for gap in report.gaps:
-        l1, l2 = gap["doc_langs"]
-        cells = ", ".join(
-            f"{name} {g['diff']:+.2f} [{g['ci_low']:+.2f},{g['ci_high']:+.2f}] p={g['p_value']:.3g}"
-            for name, g in gap["measures"].items())
-        lines.append(f"gap {gap['scenario']} {l1}+{l2} (q {l2} minus q {l1}): {cells}")
-    gap_names = [name for gap in report.gaps for name in gap["measures"]]
+        l1, l2 = gap.doc_langs
+        cells = ", ".join(f"{name} {g.diff:+.2f} [{g.ci_low:+.2f},{g.ci_high:+.2f}] p={g.p_value:.3g}"
+                          for name, g in gap.measures.items())
+        lines.append(f"gap {gap.scenario} {l1}+{l2} (q {l2} minus q {l1}): {cells}")
+    gap_names = [name for gap in report.gaps for name in gap.measures]
     if outcomes:
         lines += [""] * bool(report.gaps) + legend([o.record for o in outcomes], shown + gap_names, bool(report.gaps))
     reused = sum(o.reused for o in outcomes)

@@ -308,7 +308,7 @@ def _write(result, evaluation, path: Path):
     return write_result(result, (evaluation.query_ids, evaluation.columns()), path)
 
 
-def write_gaps(outcomes: Sequence[PoolResult], resamples: int = 1000, seed: int = 42) -> list[tuple[Path | None, dict]]:
+def write_gaps(outcomes: Sequence[PoolResult], resamples: int = 1000, seed: int = 42) -> list[tuple]:
     """Query-language gaps for every bilingual pool finished for both query languages."""
     from .stats.paired import BILINGUAL_SCENARIOS, query_language_gap, write_gap
     from .measures import MAIN_MEASURES

@@ -20,8 +20,9 @@ def _fmt(m: dict) -> str:
     return f"{m['value']:.2f} [{m['ci_low']:.2f}, {m['ci_high']:.2f}]"
 
 
-def _diff(row: dict) -> str:
-    return f"{row['diff']:+.2f} [{row['ci_low']:+.2f}, {row['ci_high']:+.2f}] p={row['p_value']:.4f}"
+def _diff(row) -> str:
+    """A ``stats.paired.PairedDifference`` as ``+d [lo, hi] p=...``."""
+    return f"{row.diff:+.2f} [{row.ci_low:+.2f}, {row.ci_high:+.2f}] p={row.p_value:.4f}"
 
 
 def main(results: str, base: str, langs: str = "en,de") -> None:
@@ -52,9 +53,9 @@ def main(results: str, base: str, langs: str = "en,de") -> None:
     print("|---|---|---|---|---|")
     for spec in specs[1:]:
         c_multi = compare(found[base][f"multi/q-{l2}"], found[spec][f"multi/q-{l2}"],
-                          measures=["MaxR", "MaxR_norm", "Complete@10"])["measures"]
+                          measures=["MaxR", "MaxR_norm", "Complete@10"]).measures
         c_mono = compare(found[base][f"mono-same/q-{l2}"], found[spec][f"mono-same/q-{l2}"],
-                         measures=["nDCG@1"])["measures"]
+                         measures=["nDCG@1"]).measures
         name = Path(spec.split(":", 1)[-1]).name
         print(f"| {name} | {_diff(c_multi['MaxR'])} | {_diff(c_multi['MaxR_norm'])} | "
               f"{_diff(c_multi['Complete@10'])} | {_diff(c_mono['nDCG@1'])} |")

@@ -3,6 +3,7 @@ run/evaluate/compare work in memory, agree with the file-based paths and return 
 DataFrames; RunRetriever; importing clirbench stays light."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import subprocess
@@ -15,6 +16,7 @@ import pytest
 import pytrec_eval
 
 import clirbench
+from clirbench.stats.paired import Gap
 from clirbench.collection import Pool, Text
 
 from xquad_files import XQUAD
@@ -57,9 +59,8 @@ def test_notebook_page_runs_with_the_public_api_only(tmp_path, monkeypatch, caps
     # word overlap puts each English twin first and its French twin in the tail: MaxR of q-cat
     assert maxr["q-cat"] == 6.0 and len(maxr) == 3
     assert table.set_index("measure").value["MaxR"] == pytest.approx(maxr.mean())
-    assert report["measures"]["MaxR"]["diff"] == pytest.approx(
-        report["measures"]["MaxR"]["mean_b"] - report["measures"]["MaxR"]["mean_a"])
-    assert report["a"]["retriever"] == "word-overlap" and report["b"]["retriever"] == "my-run"
+    assert report.measures["MaxR"].diff == pytest.approx(report.measures["MaxR"].mean_b - report.measures["MaxR"].mean_a)
+    assert report.a.retriever == "word-overlap" and report.b.retriever == "my-run"
     assert set(ev.aggregate) == {"nDCG@10", "RR"}
     out = capsys.readouterr().out
     assert "B: my-run" in out and "MaxR" in out
@@ -117,7 +118,9 @@ def test_run_in_memory_writes_nothing_and_matches_the_written_run(tmp_path, bag_
     # the query-language gap: in memory without a file, equal to the one written
     (gap,) = mem.gaps
     (written,) = disk.gaps
-    assert gap == written == json.loads((tmp_path / "out").rglob("*.gap.json").__next__().read_text())
+    assert gap == written
+    assert gap.to_dict() == json.loads((tmp_path / "out").rglob("*.gap.json").__next__().read_text())
+    assert Gap.from_dict(gap.to_dict()) == gap
     # DataFrames: one row per pool x measure, one per pool x query x measure
     frame = mem.to_pandas()
     assert len(frame) == sum(len(p.measures) for p in mem)
@@ -140,9 +143,9 @@ def test_compare_in_memory_equals_compare_of_files(tmp_path, bag_retriever):
                          data_dir=XQUAD, output_dir=tmp_path / "b", resamples=50, progress=False)[0]
     mem = clirbench.compare(a, bm25, resamples=100, permutations=100)
     files = clirbench.compare(a.path, bm25.path, resamples=100, permutations=100)
-    assert mem["a"]["path"] is None and files["a"]["path"] == str(a.path)
-    assert {k: v for k, v in mem.items() if k not in ("a", "b")} == {k: v for k, v in files.items() if k not in ("a", "b")}
-    assert mem["measures"]["MaxR"]["mean_b"] == pytest.approx(bm25.value("MaxR"))
+    assert mem.a.path is None and files.a.path == str(a.path)
+    assert dataclasses.replace(mem, a=files.a, b=files.b) == files
+    assert mem.measures["MaxR"].mean_b == pytest.approx(bm25.value("MaxR"))
     with pytest.raises(TypeError, match="result file path or an in-memory result"):
         clirbench.compare({"MaxR": 1.0}, bm25)
 
@@ -206,14 +209,17 @@ def test_run_retriever_places_missing_documents_after_the_run():
         clirbench.RunRetriever({"q": {"c": float("nan")}})
 
 
-def test_evaluate_keeps_the_old_report_and_adds_per_query_values():
-    from clirbench.evaluate import evaluate as report_dict
+def test_evaluate_keeps_the_old_report_and_adds_per_query_values(tmp_path):
+    from clirbench.evaluate import evaluate_files
+    from clirbench.formats.trec import write_qrels, write_run
 
     rng = np.random.default_rng(3)
     pool, run = _toy(rng)
     measures = ["nDCG@10", "AP@1000", "MaxR"]
     ev = clirbench.evaluate(pool.qrels, run, measures, resamples=100)
-    assert ev.to_dict() == report_dict(pool.qrels, run, measures, resamples=100)
+    write_qrels(tmp_path / "qrels", pool.qrels)
+    write_run(tmp_path / "run", run)
+    assert ev.to_dict() == evaluate_files(tmp_path / "qrels", tmp_path / "run", measures, resamples=100).to_dict()
     assert ev.to_dict() is not ev.to_dict()
     frame = ev.to_pandas()
     assert list(frame.measure) == measures and list(frame.columns) == ["measure", "value", "ci_low", "ci_high", "n"]

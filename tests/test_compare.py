@@ -42,26 +42,26 @@ def test_compare_reports_b_minus_a(tmp_path, systems):
     a, b = systems
     pa, pb = write(tmp_path, "A", a), write(tmp_path, "B", b)
     report = compare(pa, pb, resamples=500, seed=3, permutations=2000)
-    assert report["direction"] == "B - A"
-    assert report["a"]["retriever"] == "A" and report["b"]["retriever"] == "B"
-    assert report["num_queries"] == N and report["pool"]["doc_langs"] == ["en", "zh"]
-    assert list(report["measures"]) == ["nDCG@10", "RR", "MaxR"]  # common columns, A's order
-    nd = report["measures"]["nDCG@10"]
-    assert nd["mean_a"] == pytest.approx(a["nDCG@10"].mean()) and nd["mean_b"] == pytest.approx(b["nDCG@10"].mean())
-    assert nd["diff"] == pytest.approx(nd["mean_b"] - nd["mean_a"]) and nd["diff"] > 0.05
-    assert 0 < nd["ci_low"] < nd["diff"] < nd["ci_high"]
-    assert nd["p_value"] == pytest.approx(1 / 2001)
+    assert report.to_dict()["direction"] == "B - A"
+    assert report.a.retriever == "A" and report.b.retriever == "B"
+    assert report.num_queries == N and report.pool["doc_langs"] == ["en", "zh"]
+    assert list(report.measures) == ["nDCG@10", "RR", "MaxR"]  # common columns, A's order
+    nd = report.measures["nDCG@10"]
+    assert nd.mean_a == pytest.approx(a["nDCG@10"].mean()) and nd.mean_b == pytest.approx(b["nDCG@10"].mean())
+    assert nd.diff == pytest.approx(nd.mean_b - nd.mean_a) and nd.diff > 0.05
+    assert 0 < nd.ci_low < nd.diff < nd.ci_high
+    assert nd.p_value == pytest.approx(1 / 2001)
     # the numbers are stats' paired bootstrap and randomisation test on the aligned vectors
     both = paired_bootstrap(np.stack([a[m] for m in ("nDCG@10", "RR", "MaxR")], 1),
                             np.stack([b[m] for m in ("nDCG@10", "RR", "MaxR")], 1), resamples=500, seed=3)
-    assert nd["ci_low"] == pytest.approx(both["ci_low"][0]) and nd["ci_high"] == pytest.approx(both["ci_high"][0])
-    rr = report["measures"]["RR"]
-    assert rr["n"] == N - 1
+    assert nd.ci_low == pytest.approx(both["ci_low"][0]) and nd.ci_high == pytest.approx(both["ci_high"][0])
+    rr = report.measures["RR"]
+    assert rr.n == N - 1
     keep = ~np.isnan(a["RR"])
-    assert rr["mean_a"] == pytest.approx(a["RR"][keep].mean()) and rr["mean_b"] == pytest.approx(b["RR"][keep].mean())
-    assert rr["p_value"] == randomization_test(a["RR"], b["RR"], resamples=2000, seed=3)
-    mr = report["measures"]["MaxR"]  # identical columns
-    assert mr["diff"] == 0.0 and mr["ci_low"] == mr["ci_high"] == 0.0 and mr["p_value"] == 1.0
+    assert rr.mean_a == pytest.approx(a["RR"][keep].mean()) and rr.mean_b == pytest.approx(b["RR"][keep].mean())
+    assert rr.p_value == randomization_test(a["RR"], b["RR"], resamples=2000, seed=3)
+    mr = report.measures["MaxR"]  # identical columns
+    assert mr.diff == 0.0 and mr.ci_low == mr.ci_high == 0.0 and mr.p_value == 1.0
 
 
 def test_compare_aligns_by_query_id(tmp_path, systems):
@@ -71,17 +71,17 @@ def test_compare_aligns_by_query_id(tmp_path, systems):
     pa = write(tmp_path, "A", a, ids=ids)
     pb = write(tmp_path, "B", {k: v[perm] for k, v in a.items()}, ids=[ids[i] for i in perm])
     report = compare(pa, pb, permutations=500)
-    for row in report["measures"].values():  # the same values in another row order: no difference
-        assert row["diff"] == 0.0 and row["p_value"] == 1.0
+    for row in report.measures.values():  # the same values in another row order: no difference
+        assert row.diff == 0.0 and row.p_value == 1.0
 
 
 def test_compare_is_antisymmetric(tmp_path, systems):
     a, b = systems
     pa, pb = write(tmp_path, "A", a), write(tmp_path, "B", b)
-    ab = compare(pa, pb, measures=["nDCG@10"], permutations=1000)["measures"]["nDCG@10"]
-    ba = compare(pb, pa, measures=["nDCG@10"], permutations=1000)["measures"]["nDCG@10"]
-    assert ba["diff"] == pytest.approx(-ab["diff"])
-    assert ba["ci_low"] == pytest.approx(-ab["ci_high"]) and ba["p_value"] == ab["p_value"]
+    ab = compare(pa, pb, measures=["nDCG@10"], permutations=1000).measures["nDCG@10"]
+    ba = compare(pb, pa, measures=["nDCG@10"], permutations=1000).measures["nDCG@10"]
+    assert ba.diff == pytest.approx(-ab.diff)
+    assert ba.ci_low == pytest.approx(-ab.ci_high) and ba.p_value == ab.p_value
 
 
 @pytest.mark.parametrize("override, field", [
@@ -113,7 +113,7 @@ def test_compare_measure_selection(tmp_path, systems):
     a, b = systems
     pa, pb = write(tmp_path, "A", a), write(tmp_path, "B", b)
     report = compare(pa, pb, measures=["RR"], permutations=100)
-    assert list(report["measures"]) == ["RR"]
+    assert list(report.measures) == ["RR"]
     with pytest.raises(ValueError, match="Complete@10"):
         compare(pa, pb, measures=["Complete@10"])
 
@@ -128,6 +128,6 @@ def test_format_comparison(tmp_path, systems):
     table = lines[4:]
     assert table[0].split() == ["measure", "A", "B", "B-A", "95%", "CI", "p", "n"]
     assert len(table) == 4 and table[1].startswith("nDCG@10")
-    nd = report["measures"]["nDCG@10"]
-    assert f"{nd['diff']:.4f}" in table[1] and "0.0010" in table[1] and table[1].endswith(str(N))
+    nd = report.measures["nDCG@10"]
+    assert f"{nd.diff:.4f}" in table[1] and "0.0010" in table[1] and table[1].endswith(str(N))
     assert len({len(line) for line in table}) == 1  # aligned columns

@@ -126,20 +126,22 @@ def test_breakdown_over_the_stored_columns(case):
 
 
 def test_evaluate_keeps_its_report_and_exposes_per_query_values(tmp_path):
-    from clirbench.evaluate import evaluate, evaluate_files, evaluate_run
+    from clirbench.evaluate import evaluate_files
+    from clirbench.evaluation import evaluate_run
 
     qrels = {"q1": {"a": 1, "c": 2}, "q2": {"b": 1, "d": 1}, "q3": {"z": 1}}
     run = {"q1": {"a": 0.5, "b": 0.5, "c": 0.1}, "q2": {"a": 1.0, "b": 0.2}, "q4": {"a": 1.0}}
-    report = evaluate(qrels, run, ["RR", "MaxR", "R@100"], resamples=100, seed=5)
     ev = evaluate_run(qrels, run, ["RR", "MaxR", "R@100"], resamples=100, seed=5)
-    assert ev.query_ids == ("q1", "q2") and report["num_queries"] == 2
-    assert report["measures"]["RR"] == ev.summary["RR"].to_dict()
-    assert report["measures"]["RR"]["value"] == pytest.approx(np.mean(ev.per_query["RR"]))
+    report = ev.to_dict()
+    assert ev.per_query.query_ids == ("q1", "q2") and report["num_queries"] == 2
+    assert report["queries_in_run_without_judgements"] == 1 and report["queries_judged_not_in_run"] == 1
+    assert report["measures"]["RR"] == ev.measures["RR"].to_dict()
+    assert report["measures"]["RR"]["value"] == pytest.approx(np.mean(ev.per_query.values["RR"]))
     assert report["measures"]["MaxR"]["value"] is None and "full ranking" in report["measures"]["MaxR"]["note"]
     (tmp_path / "qrels").write_text("".join(f"{q} 0 {d} {g}\n" for q, j in qrels.items() for d, g in j.items()))
     (tmp_path / "run").write_text("".join(f"{q} Q0 {d} 0 {s} x\n" for q, h in run.items() for d, s in h.items()))
     from_files = evaluate_files(tmp_path / "qrels", tmp_path / "run", ["RR", "MaxR", "R@100"], resamples=100,
                                 seed=5, per_query_path=tmp_path / "pq.tsv")
-    assert from_files["measures"] == report["measures"]
+    assert from_files.to_dict() == report
     rows = (tmp_path / "pq.tsv").read_text().splitlines()
-    assert f"q2\tRR\t{float(ev.per_query['RR'][1])!r}" in rows and "q2\tMaxR\tnull" in rows
+    assert f"q2\tRR\t{float(ev.per_query.values['RR'][1])!r}" in rows and "q2\tMaxR\tnull" in rows

@@ -11,7 +11,7 @@ from clirbench import checks, stats
 import clirbench.stats.bootstrap  # noqa: F401  (stats.bootstrap below)
 from clirbench.cli import main
 from clirbench.stats.paired import compare
-from clirbench.evaluate import evaluate
+from clirbench.api import evaluate
 from clirbench.retrievers.psq.train import train_ibm1
 from clirbench.runner import run
 from clirbench.formats.trec import write_qrels, write_run

@@ -29,5 +29,5 @@ def cmd_compare(args) -> int:
 
     report = compare(args.a, args.b, measures=split_list(args.measures, "--measures"), resamples=args.resamples,
                      seed=args.seed, permutations=args.permutations)
-    print(json.dumps(report, indent=2) if args.json else format_comparison(report))
+    print(json.dumps(report.to_dict(), indent=2) if args.json else format_comparison(report))
     return 0

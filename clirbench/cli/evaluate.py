@@ -33,9 +33,9 @@ def cmd_evaluate(args) -> int:
 
     check_outputs({"--output": args.output, "--per-query": args.per_query}, {"--qrels": args.qrels, "--run": args.run})
 
-    report = evaluate_files(args.qrels, args.run, measures=split_list(args.measures, "--measures"),
-                            resamples=args.resamples, seed=args.seed, per_query_path=args.per_query)
-    text = json.dumps(report, indent=2)
+    evaluation = evaluate_files(args.qrels, args.run, measures=split_list(args.measures, "--measures"),
+                                resamples=args.resamples, seed=args.seed, per_query_path=args.per_query)
+    text = json.dumps({"qrels": str(args.qrels), "run": str(args.run), **evaluation.to_dict()}, indent=2)
     if args.output:
         write_text_atomic(args.output, text + "\n")
     print(text)

@@ -2,7 +2,7 @@
 
 ``records`` (the typed, validated record), ``files`` (read/write, paths, per-query tables),
 ``breakdown`` (per-group means), ``hardware`` (the probe), ``run``
-(``RunResult`` / ``PoolResult``: what a run returns).
+(``RunResult`` / ``PoolResult``: what a run returns), ``run_report`` (``Evaluation``: a ready run scored).
 """
 from __future__ import annotations
 
@@ -12,9 +12,11 @@ from .hardware import hardware_info
 from .records import (SCHEMA_VERSION, BootstrapSettings, Hardware, MeasureValue, Result, RetrieverRef,
                       TaskRef, Timings)
 from .run import PoolResult, RunResult
+from .run_report import Evaluation, Metric
 
 __all__ = [
     "SCHEMA_VERSION", "TaskRef", "RetrieverRef", "MeasureValue", "BootstrapSettings", "Timings",
     "Hardware", "Result", "PerQuery", "write_result", "read_result", "read_per_query",
     "hardware_info", "result_path", "per_query_name", "breakdown", "PoolResult", "RunResult",
+    "Evaluation", "Metric",
 ]

@@ -58,7 +58,7 @@ class RunResult(Sequence):
     records' ``timings_s``)."""
 
     pools: tuple[PoolResult, ...]
-    gaps: tuple[dict, ...] = ()
+    gaps: tuple = ()  # stats.paired.Gap, one per bilingual pool finished for both query languages
     main_measures: Mapping[str, Sequence[str]] = field(default_factory=dict)
     seconds: float = 0.0
     gap_paths: tuple[Path | None, ...] = ()

@@ -9,11 +9,13 @@ table beside it) or an in-memory result: anything with ``record`` (a ``Result`` 
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
 from pathlib import Path
-from typing import NamedTuple, Sequence
+from dataclasses import dataclass
+from typing import Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -24,7 +26,7 @@ from ..results import Result, read_per_query, read_result
 from .bootstrap import paired_bootstrap, randomization_test
 
 __all__ = ["compare", "format_comparison", "query_language_gap", "gap_path", "write_gap", "paired_rows",
-           "BILINGUAL_SCENARIOS"]
+           "BILINGUAL_SCENARIOS", "Comparison", "Compared", "Gap", "PairedDifference"]
 
 BILINGUAL_SCENARIOS = ("multi", "multi-1")
 _POOL_FIELDS = ("task", "subset", "scenario", "pool_mode", "pool_size", "doc_langs", "query_lang", "qrels_sha256")
@@ -57,6 +59,102 @@ def side(x) -> Side:
     return Side(str(label), None, record, tuple(ids), dict(values))
 
 
+@dataclass(frozen=True)
+class PairedDifference:
+    """One measure of a paired test: B − A over the queries where both are defined, its
+    paired-bootstrap interval, the randomisation p-value, n, and (in a comparison) both means."""
+
+    diff: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    n: int
+    mean_a: float | None = None
+    mean_b: float | None = None
+
+    def to_dict(self) -> dict:
+        head = {} if self.mean_a is None else {"mean_a": self.mean_a, "mean_b": self.mean_b}
+        return {**head, "diff": self.diff, "ci_low": self.ci_low, "ci_high": self.ci_high,
+                "p_value": self.p_value, "n": self.n}
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> "PairedDifference":
+        return cls(d["diff"], d["ci_low"], d["ci_high"], d["p_value"], int(d["n"]), d.get("mean_a"), d.get("mean_b"))
+
+
+@dataclass(frozen=True)
+class Compared:
+    """One side of a comparison: its file (None: in memory), retriever spec and system label."""
+
+    path: str | None
+    retriever: str
+    system: str
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """``compare``'s answer: B − A per measure on one pool (``pool``: the pool's fields)."""
+
+    a: Compared
+    b: Compared
+    pool: Mapping
+    num_queries: int
+    resamples: int
+    seed: int
+    confidence: float
+    permutations: int
+    measures: Mapping[str, PairedDifference]
+    undefined: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        """The JSON form (``clirbench compare --json``)."""
+        return {"a": dataclasses.asdict(self.a), "b": dataclasses.asdict(self.b), "pool": dict(self.pool),
+                "num_queries": self.num_queries, "direction": "B - A",
+                "bootstrap": {"resamples": self.resamples, "seed": self.seed, "confidence": self.confidence,
+                              "method": "percentile"},
+                "permutations": self.permutations,
+                "measures": {name: row.to_dict() for name, row in self.measures.items()},
+                "undefined": list(self.undefined)}
+
+
+@dataclass(frozen=True)
+class Gap:
+    """The query-language gap of one bilingual pool: per measure, the mean with queries in L2 minus
+    the mean with queries in L1 (``doc_langs`` = (L1, L2)), paired by question."""
+
+    task: str
+    subset: str
+    scenario: str
+    pool_mode: str
+    doc_langs: tuple[str, str]
+    retriever: str
+    system: str
+    resamples: int
+    seed: int
+    permutations: int
+    measures: Mapping[str, PairedDifference]
+
+    @property
+    def definition(self) -> str:
+        l1, l2 = self.doc_langs
+        return f"mean with queries in {l2} minus mean with queries in {l1}, paired by question"
+
+    def to_dict(self) -> dict:
+        """The JSON form, as written to ``<L1>-<L2>.gap.json``."""
+        return {"task": self.task, "subset": self.subset, "scenario": self.scenario, "pool_mode": self.pool_mode,
+                "doc_langs": list(self.doc_langs), "retriever": self.retriever, "system": self.system,
+                "definition": self.definition,
+                "bootstrap": {"resamples": self.resamples, "seed": self.seed, "permutations": self.permutations},
+                "measures": {name: row.to_dict() for name, row in self.measures.items()}}
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> "Gap":
+        b = d["bootstrap"]
+        return cls(d["task"], d.get("subset", ""), d["scenario"], d["pool_mode"], tuple(d["doc_langs"]),
+                   d["retriever"], d.get("system", d["retriever"]), b["resamples"], b["seed"], b["permutations"],
+                   {name: PairedDifference.from_dict(row) for name, row in d["measures"].items()})
+
+
 def _pool_of(result: Result) -> dict:
     return {"task": result.task.id, "subset": result.subset, "scenario": result.scenario, "pool_mode": result.pool_mode,
             "pool_size": result.pool_size, "doc_langs": list(result.doc_langs), "query_lang": result.query_lang,
@@ -73,7 +171,7 @@ def _aligned(sa: Side, sb: Side, names: Sequence[str]) -> tuple[np.ndarray, np.n
 
 
 def paired_rows(a: np.ndarray, b: np.ndarray, names: Sequence[str], resamples: int = 1000, seed: int = 42,
-                permutations: int = 10000, confidence: float = 0.95) -> dict[str, dict]:
+                permutations: int = 10000, confidence: float = 0.95) -> dict[str, PairedDifference]:
     """Per measure (column): means of A and B where both are defined, B − A, its paired-bootstrap
     interval, the paired randomisation p-value and n. One set of bootstrap indices and one set of
     sign flips serve every column."""
@@ -83,15 +181,14 @@ def paired_rows(a: np.ndarray, b: np.ndarray, names: Sequence[str], resamples: i
     rows = {}
     for j, name in enumerate(names):
         n = int(both[:, j].sum())
-        rows[name] = {"mean_a": float(a[both[:, j], j].mean()) if n else math.nan,
-                      "mean_b": float(b[both[:, j], j].mean()) if n else math.nan,
-                      "diff": float(boot["diff"][j]), "ci_low": float(boot["ci_low"][j]),
-                      "ci_high": float(boot["ci_high"][j]), "p_value": float(p[j]), "n": n}
+        rows[name] = PairedDifference(float(boot["diff"][j]), float(boot["ci_low"][j]), float(boot["ci_high"][j]),
+                                      float(p[j]), n, float(a[both[:, j], j].mean()) if n else math.nan,
+                                      float(b[both[:, j], j].mean()) if n else math.nan)
     return rows
 
 
 def compare(a, b, measures: Sequence | None = None, resamples: int = 1000, seed: int = 42,
-            permutations: int = 10000, confidence: float = 0.95) -> dict:
+            permutations: int = 10000, confidence: float = 0.95) -> Comparison:
     """Compare result B with result A query by query (each a file path or an in-memory result).
 
     Refuses (ClirbenchError, a ValueError) results on different pools or query sets. For each
@@ -139,17 +236,9 @@ def compare(a, b, measures: Sequence | None = None, resamples: int = 1000, seed:
     from ..identity import labels
 
     label_a, label_b = labels([sa.record.system_key, sb.record.system_key])
-    return {
-        "a": {"path": sa.path, "retriever": sa.record.retriever.spec, "system": label_a},
-        "b": {"path": sb.path, "retriever": sb.record.retriever.spec, "system": label_b},
-        "pool": pa,
-        "num_queries": len(sa.query_ids),
-        "direction": "B - A",
-        "bootstrap": {"resamples": resamples, "seed": seed, "confidence": confidence, "method": "percentile"},
-        "permutations": permutations,
-        "measures": rows,
-        "undefined": skipped,
-    }
+    return Comparison(Compared(sa.path, sa.record.retriever.spec, label_a),
+                      Compared(sb.path, sb.record.retriever.spec, label_b), pa, len(sa.query_ids),
+                      resamples, seed, confidence, permutations, rows, tuple(skipped))
 
 
 def _num(x: float, digits: int = 4) -> str:
@@ -160,36 +249,35 @@ def _p(x: float) -> str:
     return "nan" if math.isnan(x) else (f"{x:.4f}" if x >= 1e-3 else f"{x:.1e}")
 
 
-def format_comparison(report: dict) -> str:
+def format_comparison(report: Comparison) -> str:
     """A compact aligned text table of a ``compare`` report."""
-    pool = report["pool"]
-    conf = report["bootstrap"]["confidence"]
-    where = {k: f"  ({report[k]['path']})" if report[k]["path"] is not None else "" for k in ("a", "b")}
-    head = [f"A: {report['a'].get('system', report['a']['retriever'])}{where['a']}",
-            f"B: {report['b'].get('system', report['b']['retriever'])}{where['b']}",
+    pool = report.pool
+    conf = report.confidence
+    where = {k: f"  ({side.path})" if side.path is not None else "" for k, side in (("a", report.a), ("b", report.b))}
+    head = [f"A: {report.a.system}{where['a']}",
+            f"B: {report.b.system}{where['b']}",
             f"pool: {pool['task']}/{pool['scenario']}/{pool['pool_mode']} docs {'-'.join(pool['doc_langs'])}"
-            f" queries {pool['query_lang']}, {report['num_queries']} queries; "
-            f"diff = B - A, {conf:.0%} paired bootstrap CI ({report['bootstrap']['resamples']} resamples), "
-            f"randomisation p ({report['permutations']} sign flips)"]
+            f" queries {pool['query_lang']}, {report.num_queries} queries; "
+            f"diff = B - A, {conf:.0%} paired bootstrap CI ({report.resamples} resamples), "
+            f"randomisation p ({report.permutations} sign flips)"]
     table = [("measure", "A", "B", "B-A", f"{conf:.0%} CI", "p", "n")]
-    for name, row in report["measures"].items():
-        table.append((name, _num(row["mean_a"]), _num(row["mean_b"]), _num(row["diff"]),
-                      f"[{_num(row['ci_low'])}, {_num(row['ci_high'])}]", _p(row["p_value"]), str(row["n"])))
+    for name, row in report.measures.items():
+        table.append((name, _num(row.mean_a), _num(row.mean_b), _num(row.diff),
+                      f"[{_num(row.ci_low)}, {_num(row.ci_high)}]", _p(row.p_value), str(row.n)))
     from ..report import format_table
 
     lines = format_table(list(table[0]), table[1:], right=tuple(range(1, len(table[0]))), rule=False)
-    skipped = report.get("undefined") or []
+    skipped = report.undefined
     note = [f"not compared (undefined on this pool for both results): {', '.join(skipped)}"] if skipped else []
     return "\n".join(head + [""] + lines + note)
 
 
 def query_language_gap(l1, l2, measures: Sequence[str] | None = None, resamples: int = 1000, seed: int = 42,
-                       permutations: int = 10000) -> dict:
+                       permutations: int = 10000) -> Gap:
     """Gap = measure with queries in L2 minus with queries in L1, for bilingual pool (L1, L2).
 
     ``l1``/``l2`` are the results (files or in-memory) of one bilingual pool for the two query
-    languages, paired by question id, which parallel tasks share across languages. Returns
-    ``{pool fields, measures: {name: {diff, ci_low, ci_high, p_value, n}}}``.
+    languages, paired by question id, which parallel tasks share across languages.
     """
     s1, s2 = side(l1), side(l2)
     r1, r2 = s1.record, s2.record
@@ -203,12 +291,9 @@ def query_language_gap(l1, l2, measures: Sequence[str] | None = None, resamples:
         raise ClirbenchError(f"{s1.label} and {s2.label} have different question ids: not parallel")
     names = [m for m in (measures or s1.values) if m in s1.values and m in s2.values]
     rows = paired_rows(*_aligned(s1, s2, names), names, resamples, seed, permutations)
-    keep = ("diff", "ci_low", "ci_high", "p_value", "n")
-    return {"task": r1.task.id, "subset": r1.subset, "scenario": r1.scenario, "pool_mode": r1.pool_mode,
-            "doc_langs": [lang1, lang2], "retriever": r1.retriever.spec, "system": r1.system_key.label,
-            "definition": f"mean with queries in {lang2} minus mean with queries in {lang1}, paired by question",
-            "bootstrap": {"resamples": resamples, "seed": seed, "permutations": permutations},
-            "measures": {name: {k: row[k] for k in keep} for name, row in rows.items()}}
+    return Gap(r1.task.id, r1.subset, r1.scenario, r1.pool_mode, (lang1, lang2), r1.retriever.spec,
+               r1.system_key.label, resamples, seed, permutations,
+               {name: dataclasses.replace(row, mean_a=None, mean_b=None) for name, row in rows.items()})
 
 
 def gap_path(result_l1: str | Path) -> Path:
@@ -217,9 +302,9 @@ def gap_path(result_l1: str | Path) -> Path:
     return path.with_name(path.name.split(".q-")[0] + ".gap.json")
 
 
-def write_gap(path_l1, path_l2, measures=None, resamples=1000, seed=42) -> tuple[Path, dict]:
+def write_gap(path_l1, path_l2, measures=None, resamples=1000, seed=42) -> tuple[Path, Gap]:
     """Compute the gap and write it atomically beside the two results."""
-    report = query_language_gap(path_l1, path_l2, measures, resamples, seed)
+    gap = query_language_gap(path_l1, path_l2, measures, resamples, seed)
     target = gap_path(path_l1)
-    write_text_atomic(target, json.dumps(report, indent=2) + "\n")
-    return target, report
+    write_text_atomic(target, json.dumps(gap.to_dict(), indent=2) + "\n")
+    return target, gap
