@@ -46,7 +46,7 @@ def _task_summaries(records: list[dict]) -> list[str]:
     return lines
 
 
-def legend(records: list[dict], names: list[str], gaps: bool = False) -> list[str]:
+def legend(records: list[dict], names: list[str], gaps: bool = False, gap_family: str = "") -> list[str]:
     """What a newcomer needs to read the tables: the interval, the columns, each measure's direction."""
     from .measures import parse
 
@@ -66,7 +66,8 @@ def legend(records: list[dict], names: list[str], gaps: bool = False) -> list[st
     if groups:
         lines.append("; ".join(f"{label}: {', '.join(members)}" for (_, label), members in sorted(groups.items())))
     if gaps:
-        lines.append("gap: paired difference by question, its bootstrap interval, p from a randomisation test")
+        lines.append("gap: paired difference by question, its bootstrap interval, p from a randomisation test"
+                     + (f"; p_adj: {gap_family}" if gap_family else ""))
     return lines
 
 
@@ -82,6 +83,18 @@ class _Row(NamedTuple):
     record: dict  # the record's JSON form: this is the CLI's edge
     path: object
     reused: bool
+
+
+def _gap_family(gaps) -> str:
+    """How the gaps' p-values were adjusted, and over how many tests ("" when not adjusted)."""
+    from .stats.correction import describe
+
+    rows = [row for gap in gaps for row in gap.measures.values()]
+    methods = {row.correction for row in rows}
+    if not rows or methods & {None, "none"}:
+        return ""
+    (method,) = methods
+    return describe(method, sum(row.p_value == row.p_value for row in rows), "every measure of every gap of this run")
 
 
 def format_outcomes(report) -> str:
@@ -112,11 +125,13 @@ def format_outcomes(report) -> str:
     for gap in report.gaps:
         l1, l2 = gap.doc_langs
         cells = ", ".join(f"{name} {g.diff:+.2f} [{g.ci_low:+.2f},{g.ci_high:+.2f}] p={g.p_value:.3g}"
+                          + (f" p_adj={g.p_adjusted:.3g}" if g.correction not in (None, "none") else "")
                           for name, g in gap.measures.items())
         lines.append(f"gap {gap.scenario} {l1}+{l2} (q {l2} minus q {l1}): {cells}")
     gap_names = [name for gap in report.gaps for name in gap.measures]
     if outcomes:
-        lines += [""] * bool(report.gaps) + legend([o.record for o in outcomes], shown + gap_names, bool(report.gaps))
+        lines += [""] * bool(report.gaps) + legend([o.record for o in outcomes], shown + gap_names, bool(report.gaps),
+                                                   _gap_family(report.gaps))
     reused = sum(o.reused for o in outcomes)
     first = next((o.path for o in outcomes if o.path is not None), None)
     where = f"results under {first.parents[3]}" if first is not None else "no result written"

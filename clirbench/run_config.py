@@ -95,15 +95,19 @@ class RankingOptions:
 
 @dataclass(frozen=True)
 class StatisticsOptions:
-    """The measures (None: the default set) and their bootstrap (``resamples``, ``seed``)."""
+    """The measures (None: the default set), their bootstrap (``resamples``, ``seed``), and the
+    multiple-testing ``correction`` of the run's query-language gaps (``holm``, ``bh``, ``none``)."""
 
     measures: Sequence[str] | None = None
     resamples: int = 1000
     seed: int = 42
+    correction: str = "holm"
 
     def __post_init__(self) -> None:
         from .checks import check_resamples, check_seed
+        from .stats.correction import check_correction
 
+        check_correction(self.correction)
         if self.measures is not None:
             object.__setattr__(self, "measures", tuple(self.measures) or None)
         object.__setattr__(self, "resamples", check_resamples(self.resamples))

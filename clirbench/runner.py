@@ -101,7 +101,8 @@ def run(model, task="xquad", config: RunConfig | None = None, **options) -> RunR
                                    path, False))
     order = {p.name: i for i, p in enumerate(pools)}
     outcomes.sort(key=lambda o: order[o.name])
-    gaps = write_gaps(outcomes, resamples=c.statistics.resamples, seed=c.statistics.seed)
+    gaps = write_gaps(outcomes, resamples=c.statistics.resamples, seed=c.statistics.seed,
+                      correction=c.statistics.correction)
     main = task_obj.card.main_measures if task_obj is not None else _main_measures(pools)
     encoded = None if encoded is None else _encoded(retriever) - encoded
     return RunResult(pools=tuple(outcomes), gaps=tuple(g for _, g in gaps), main_measures=dict(main),
@@ -308,9 +309,12 @@ def _write(result, evaluation, path: Path):
     return write_result(result, (evaluation.query_ids, evaluation.columns()), path)
 
 
-def write_gaps(outcomes: Sequence[PoolResult], resamples: int = 1000, seed: int = 42) -> list[tuple]:
-    """Query-language gaps for every bilingual pool finished for both query languages."""
-    from .stats.paired import BILINGUAL_SCENARIOS, query_language_gap, write_gap
+def write_gaps(outcomes: Sequence[PoolResult], resamples: int = 1000, seed: int = 42,
+               correction: str = "holm") -> list[tuple]:
+    """Query-language gaps for every bilingual pool finished for both query languages, their
+    p-values adjusted as one family (every measure of every gap of this run) by ``correction``;
+    each written beside its results when those were written. ``[(path or None, Gap)]``."""
+    from .stats.paired import BILINGUAL_SCENARIOS, correct_gaps, query_language_gap, write_gap
     from .measures import MAIN_MEASURES
 
     from .identity import PoolKey
@@ -320,7 +324,7 @@ def write_gaps(outcomes: Sequence[PoolResult], resamples: int = 1000, seed: int 
         r = o.record
         if r.scenario in BILINGUAL_SCENARIOS and len(r.doc_langs) == 2:
             by_pool.setdefault(PoolKey.of(r).documents, {})[r.query_lang] = o
-    gaps = []
+    pairs, gaps = [], []
     for key, found in by_pool.items():
         scenario, (l1, l2) = key.scenario, key.doc_langs
         if l1 in found and l2 in found:
@@ -328,8 +332,8 @@ def write_gaps(outcomes: Sequence[PoolResult], resamples: int = 1000, seed: int 
                      and all(str(m) in found[l].record.measures for l in (l1, l2))]
             if not names:  # none of the scenario's main measures was computed (e.g. --measures nDCG@10)
                 continue
-            if found[l1].path is None or found[l2].path is None:  # not written: in memory only
-                gaps.append((None, query_language_gap(found[l1], found[l2], names, resamples, seed)))
-            else:
-                gaps.append(write_gap(found[l1].path, found[l2].path, names, resamples, seed))
-    return gaps
+            pairs.append((found[l1], found[l2]))
+            gaps.append(query_language_gap(found[l1], found[l2], names, resamples, seed))
+    gaps = correct_gaps(gaps, correction)
+    return [(None if first.path is None or second.path is None else write_gap(first.path, gap), gap)
+            for (first, second), gap in zip(pairs, gaps)]

@@ -267,3 +267,21 @@ def test_ci_apt_gives_up_on_other_errors_and_after_its_limit(tmp_path):
     env = {**_fake_apt(tmp_path / "b", busy=10**6), "APT_WAIT_S": "1"}
     proc = subprocess.run([str(script), "update"], env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 100 and "Could not get lock" in proc.stderr.splitlines()[-1]
+
+
+def test_run_adjusts_the_gaps_of_a_run_as_one_family(tmp_path, capsys):
+    """`clirbench run --correction bh`: every gap measure of the run in one family, printed and written."""
+    from statsmodels.stats.multitest import multipletests
+
+    out = tmp_path / "out"
+    assert main(["run", "--model", "bm25", "--task", "xquad", "--langs", "en,de", "--scenario", "multi,multi-1",
+                 "--data-dir", str(XQUAD), "--output", str(out), "--resamples", "50", "--no-progress",
+                 "--correction", "bh"]) == 0
+    text = capsys.readouterr().out
+    gaps = [json.loads(p.read_text()) for p in sorted(out.rglob("*.gap.json"))]
+    rows = [row for gap in gaps for row in gap["measures"].values()]
+    assert len(gaps) == 2 and len(rows) == 4 + 2  # multi: MaxR, MaxR_norm, Complete@10, SameLangFirst; multi-1: nDCG@1, RR
+    assert all(row["correction"] == "bh" for row in rows)
+    raw = [row["p_value"] for row in rows]
+    assert [row["p_adjusted"] for row in rows] == pytest.approx(multipletests(raw, method="fdr_bh")[1], abs=1e-12)
+    assert "p_adj=" in text and "Benjamini-Hochberg over a family of 6 tests (every measure of every gap" in text

@@ -1,6 +1,9 @@
 """Paired comparison of two result files."""
 from __future__ import annotations
 
+import json
+import math
+
 import numpy as np
 import pytest
 
@@ -125,9 +128,68 @@ def test_format_comparison(tmp_path, systems):
     text = format_comparison(report)
     lines = text.splitlines()
     assert lines[0].startswith("A: A") and lines[1].startswith("B: B") and "B - A" in lines[2]
-    table = lines[4:]
-    assert table[0].split() == ["measure", "A", "B", "B-A", "95%", "CI", "p", "n"]
+    table, legend = lines[4:-1], lines[-1]
+    assert table[0].split() == ["measure", "A", "B", "B-A", "95%", "CI", "p", "p", "adj", "d_z", "W/T/L", "n"]
     assert len(table) == 4 and table[1].startswith("nDCG@10")
     nd = report.measures["nDCG@10"]
     assert f"{nd.diff:.4f}" in table[1] and "0.0010" in table[1] and table[1].endswith(str(N))
+    assert f"{nd.wins}/{nd.ties}/{nd.losses}" in table[1] and f"{nd.d_z:.2f}" in table[1]
     assert len({len(line) for line in table}) == 1  # aligned columns
+    assert legend.startswith("p adjusted by Holm over a family of 3 tests (the measures of this comparison)")
+
+
+# ------------------------------------------------------------------ multiple testing and effect sizes
+
+
+@pytest.mark.parametrize("method, theirs", [("holm", "holm"), ("bh", "fdr_bh")])
+def test_adjusted_p_values_equal_statsmodels(method, theirs):
+    from statsmodels.stats.multitest import multipletests
+
+    from clirbench.stats.correction import adjust
+
+    rng = np.random.default_rng(11)
+    for size in (1, 2, 5, 17, 200):
+        p = rng.random(size) ** 3
+        p[rng.random(size) < 0.2] = p[0]  # ties
+        np.testing.assert_allclose(adjust(p, method), multipletests(p, method=theirs)[1], rtol=0, atol=1e-12)
+    with_nan = np.array([0.01, np.nan, 0.04, 0.03])
+    got = adjust(with_nan, method)
+    assert np.isnan(got[1])
+    np.testing.assert_allclose(got[[0, 2, 3]], multipletests(with_nan[[0, 2, 3]], method=theirs)[1], atol=1e-12)
+    assert np.array_equal(adjust(with_nan, "none"), with_nan, equal_nan=True)
+
+
+def test_compare_adjusts_its_measures_as_one_family_and_gives_effect_sizes(tmp_path, systems):
+    from statsmodels.stats.multitest import multipletests
+
+    a, b = systems
+    pa, pb = write(tmp_path, "A", a), write(tmp_path, "B", b)
+    report = compare(pa, pb, resamples=200, permutations=500)
+    raw = [row.p_value for row in report.measures.values()]
+    assert [row.p_adjusted for row in report.measures.values()] == pytest.approx(multipletests(raw, method="holm")[1],
+                                                                                 abs=1e-12)
+    assert report.correction == "holm" and "Holm over a family of 3 tests" in report.family
+    as_json = report.to_dict()["measures"]["nDCG@10"]
+    assert {"p_value", "p_adjusted", "correction", "d_z", "wins", "ties", "losses"} <= set(as_json)
+    d = b["nDCG@10"] - a["nDCG@10"]
+    nd = report.measures["nDCG@10"]
+    assert nd.d_z == pytest.approx(np.mean(d) / np.std(d, ddof=1), abs=1e-12)
+    assert (nd.wins, nd.ties, nd.losses) == (int((d > 0).sum()), int((d == 0).sum()), int((d < 0).sum()))
+    assert math.isnan(report.measures["MaxR"].d_z)  # identical columns: no variation, no standardised effect
+    assert compare(pa, pb, permutations=500, correction="none").measures["RR"].p_adjusted == report.measures["RR"].p_value
+    bh = compare(pa, pb, permutations=500, correction="bh")
+    assert [r.p_adjusted for r in bh.measures.values()] == pytest.approx(multipletests(raw, method="fdr_bh")[1], abs=1e-12)
+
+
+def test_compare_cli_prints_and_writes_the_correction(tmp_path, systems, capsys):
+    from clirbench.cli import main
+
+    a, b = systems
+    pa, pb = write(tmp_path, "A", a), write(tmp_path, "B", b)
+    assert main(["compare", str(pa), str(pb), "--resamples", "100", "--permutations", "200", "--correction", "bh"]) == 0
+    text = capsys.readouterr().out
+    assert "p adj" in text and "Benjamini-Hochberg over a family of 3 tests" in text and "W/T/L" in text
+    assert main(["compare", str(pa), str(pb), "--resamples", "100", "--permutations", "200", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["correction"]["method"] == "holm" and out["measures"]["RR"]["correction"] == "holm"
+    assert out["measures"]["RR"]["p_adjusted"] >= out["measures"]["RR"]["p_value"]

@@ -19,6 +19,8 @@ def add_compare_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--resamples", type=checks.resample_count, default=1000)
     p.add_argument("--permutations", type=checks.resample_count, default=10000)
     p.add_argument("--seed", type=checks.seed, default=42)
+    p.add_argument("--correction", choices=("holm", "bh", "none"), default="holm",
+                   help="multiple-testing correction over the measures compared (default holm)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_compare)
     return p
@@ -28,6 +30,6 @@ def cmd_compare(args) -> int:
     from ..stats.paired import compare, format_comparison
 
     report = compare(args.a, args.b, measures=split_list(args.measures, "--measures"), resamples=args.resamples,
-                     seed=args.seed, permutations=args.permutations)
+                     seed=args.seed, permutations=args.permutations, correction=args.correction)
     print(json.dumps(report.to_dict(), indent=2) if args.json else format_comparison(report))
     return 0

@@ -32,6 +32,8 @@ def add_run_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--device", default=None, help="cpu, cuda, ... (default: cuda when present)")
     p.add_argument("--resamples", type=checks.resample_count, default=1000, help="bootstrap resamples")
     p.add_argument("--seed", type=checks.seed, default=42)
+    p.add_argument("--correction", choices=("holm", "bh", "none"), default="holm",
+                   help="multiple-testing correction of the query-language gaps' p-values (one family per run)")
     p.add_argument("--overwrite", action="store_true", help="recompute finished pools")
     p.add_argument("--no-progress", action="store_true")
     add_translation_arguments(p)
@@ -86,5 +88,6 @@ def run_config(args):
         ranking=RankingOptions(shards=args.shards, index=args.index, executor=args.executor, address=args.address,
                                workers=args.workers),
         statistics=StatisticsOptions(measures=split_list(args.measures, "--measures"), resamples=args.resamples,
+                                     correction=args.correction,
                                      seed=args.seed),
         output=OutputOptions(output_dir=args.output, overwrite=args.overwrite, progress=not args.no_progress))

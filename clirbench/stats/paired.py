@@ -26,7 +26,7 @@ from ..results import Result, read_per_query, read_result
 from .bootstrap import paired_bootstrap, randomization_test
 
 __all__ = ["compare", "format_comparison", "query_language_gap", "gap_path", "write_gap", "paired_rows",
-           "BILINGUAL_SCENARIOS", "Comparison", "Compared", "Gap", "PairedDifference"]
+           "BILINGUAL_SCENARIOS", "Comparison", "Compared", "Gap", "PairedDifference", "corrected", "correct_gaps"]
 
 BILINGUAL_SCENARIOS = ("multi", "multi-1")
 _POOL_FIELDS = ("task", "subset", "scenario", "pool_mode", "pool_size", "doc_langs", "query_lang", "qrels_sha256")
@@ -62,7 +62,10 @@ def side(x) -> Side:
 @dataclass(frozen=True)
 class PairedDifference:
     """One measure of a paired test: B − A over the queries where both are defined, its
-    paired-bootstrap interval, the randomisation p-value, n, and (in a comparison) both means."""
+    paired-bootstrap interval, the randomisation p-value (raw, and adjusted within its family by
+    ``correction``), n, the standardised effect ``d_z`` (mean / sample sd of the per-query
+    differences; NaN when they do not vary), the queries where B is higher, equal, lower
+    (``wins``, ``ties``, ``losses``), and (in a comparison) both means."""
 
     diff: float
     ci_low: float
@@ -71,15 +74,27 @@ class PairedDifference:
     n: int
     mean_a: float | None = None
     mean_b: float | None = None
+    d_z: float | None = None
+    wins: int | None = None
+    ties: int | None = None
+    losses: int | None = None
+    p_adjusted: float | None = None
+    correction: str | None = None
 
     def to_dict(self) -> dict:
         head = {} if self.mean_a is None else {"mean_a": self.mean_a, "mean_b": self.mean_b}
-        return {**head, "diff": self.diff, "ci_low": self.ci_low, "ci_high": self.ci_high,
-                "p_value": self.p_value, "n": self.n}
+        out = {**head, "diff": self.diff, "ci_low": self.ci_low, "ci_high": self.ci_high,
+               "p_value": self.p_value, "n": self.n}
+        for name in ("d_z", "wins", "ties", "losses", "p_adjusted", "correction"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        return out
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "PairedDifference":
-        return cls(d["diff"], d["ci_low"], d["ci_high"], d["p_value"], int(d["n"]), d.get("mean_a"), d.get("mean_b"))
+        return cls(d["diff"], d["ci_low"], d["ci_high"], d["p_value"], int(d["n"]), d.get("mean_a"), d.get("mean_b"),
+                   d.get("d_z"), d.get("wins"), d.get("ties"), d.get("losses"), d.get("p_adjusted"),
+                   d.get("correction"))
 
 
 @dataclass(frozen=True)
@@ -105,6 +120,15 @@ class Comparison:
     permutations: int
     measures: Mapping[str, PairedDifference]
     undefined: tuple[str, ...] = ()
+    correction: str = "none"
+
+    @property
+    def family(self) -> str:
+        """What the correction ran over: this comparison's measures."""
+        from .correction import describe, family_size
+
+        return describe(self.correction, family_size([r.p_value for r in self.measures.values()]),
+                        "the measures of this comparison")
 
     def to_dict(self) -> dict:
         """The JSON form (``clirbench compare --json``)."""
@@ -113,6 +137,7 @@ class Comparison:
                 "bootstrap": {"resamples": self.resamples, "seed": self.seed, "confidence": self.confidence,
                               "method": "percentile"},
                 "permutations": self.permutations,
+                "correction": {"method": self.correction, "family": self.family},
                 "measures": {name: row.to_dict() for name, row in self.measures.items()},
                 "undefined": list(self.undefined)}
 
@@ -181,25 +206,55 @@ def paired_rows(a: np.ndarray, b: np.ndarray, names: Sequence[str], resamples: i
     rows = {}
     for j, name in enumerate(names):
         n = int(both[:, j].sum())
+        d = b[both[:, j], j] - a[both[:, j], j]
+        sd = float(d.std(ddof=1)) if n > 1 else math.nan
+        d_z = float(d.mean()) / sd if n > 1 and sd > 0 else math.nan
         rows[name] = PairedDifference(float(boot["diff"][j]), float(boot["ci_low"][j]), float(boot["ci_high"][j]),
                                       float(p[j]), n, float(a[both[:, j], j].mean()) if n else math.nan,
-                                      float(b[both[:, j], j].mean()) if n else math.nan)
+                                      float(b[both[:, j], j].mean()) if n else math.nan, d_z,
+                                      int((d > 0).sum()), int((d == 0).sum()), int((d < 0).sum()))
     return rows
 
 
+def corrected(rows: Mapping[str, PairedDifference], method: str) -> dict[str, PairedDifference]:
+    """``rows`` (one family of tests) with ``p_adjusted`` by ``method`` (``stats.correction``)."""
+    from .correction import adjust
+
+    names = list(rows)
+    adjusted = adjust([rows[n].p_value for n in names], method)
+    return {n: dataclasses.replace(rows[n], p_adjusted=float(q), correction=method) for n, q in zip(names, adjusted)}
+
+
+def correct_gaps(gaps: Sequence["Gap"], method: str) -> list["Gap"]:
+    """The gaps of one run (or sweep) with their p-values adjusted as one family: every measure of
+    every gap."""
+    from .correction import adjust
+
+    keys = [(i, name) for i, g in enumerate(gaps) for name in g.measures]
+    adjusted = adjust([gaps[i].measures[name].p_value for i, name in keys], method)
+    new = [dict(g.measures) for g in gaps]
+    for (i, name), q in zip(keys, adjusted):
+        new[i][name] = dataclasses.replace(new[i][name], p_adjusted=float(q), correction=method)
+    return [dataclasses.replace(g, measures=m) for g, m in zip(gaps, new)]
+
+
 def compare(a, b, measures: Sequence | None = None, resamples: int = 1000, seed: int = 42,
-            permutations: int = 10000, confidence: float = 0.95) -> Comparison:
+            permutations: int = 10000, confidence: float = 0.95, correction: str = "holm") -> Comparison:
     """Compare result B with result A query by query (each a file path or an in-memory result).
 
     Refuses (ClirbenchError, a ValueError) results on different pools or query sets. For each
     measure (``measures``, default: every column both per-query tables share, in A's order):
     means of A and B over the queries where both are defined, their difference B − A, its
-    paired-bootstrap interval and the paired randomisation-test p-value. Measures undefined for
+    paired-bootstrap interval, the paired randomisation-test p-value, adjusted for the family of this
+    call's measures by ``correction`` (``holm``, ``bh`` or ``none``), and the effect sizes
+    (``d_z``, wins / ties / losses). Measures undefined for
     every query of both results (SameLangFirst on a one-language pool) are left out and listed
     under ``undefined``.
     """
+    from .correction import check_correction
+
     resamples, permutations = check_resamples(resamples), check_resamples(permutations, "permutations")
-    seed = check_seed(seed)
+    seed, correction = check_seed(seed), check_correction(correction)
     if not 0.0 < check_float(confidence, "confidence") < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     sa, sb = side(a), side(b)
@@ -232,13 +287,13 @@ def compare(a, b, measures: Sequence | None = None, resamples: int = 1000, seed:
         if not names:
             raise ClirbenchError(f"{', '.join(skipped)}: undefined on this pool for both results; nothing to compare")
         a_values, b_values = a_values[:, ~undefined], b_values[:, ~undefined]
-    rows = paired_rows(a_values, b_values, names, resamples, seed, permutations, confidence)
+    rows = corrected(paired_rows(a_values, b_values, names, resamples, seed, permutations, confidence), correction)
     from ..identity import labels
 
     label_a, label_b = labels([sa.record.system_key, sb.record.system_key])
     return Comparison(Compared(sa.path, sa.record.retriever.spec, label_a),
                       Compared(sb.path, sb.record.retriever.spec, label_b), pa, len(sa.query_ids),
-                      resamples, seed, confidence, permutations, rows, tuple(skipped))
+                      resamples, seed, confidence, permutations, rows, tuple(skipped), correction)
 
 
 def _num(x: float, digits: int = 4) -> str:
@@ -260,16 +315,20 @@ def format_comparison(report: Comparison) -> str:
             f" queries {pool['query_lang']}, {report.num_queries} queries; "
             f"diff = B - A, {conf:.0%} paired bootstrap CI ({report.resamples} resamples), "
             f"randomisation p ({report.permutations} sign flips)"]
-    table = [("measure", "A", "B", "B-A", f"{conf:.0%} CI", "p", "n")]
+    table = [("measure", "A", "B", "B-A", f"{conf:.0%} CI", "p", "p adj", "d_z", "W/T/L", "n")]
     for name, row in report.measures.items():
         table.append((name, _num(row.mean_a), _num(row.mean_b), _num(row.diff),
-                      f"[{_num(row.ci_low)}, {_num(row.ci_high)}]", _p(row.p_value), str(row.n)))
+                      f"[{_num(row.ci_low)}, {_num(row.ci_high)}]", _p(row.p_value),
+                      _p(row.p_adjusted if row.p_adjusted is not None else math.nan), _num(row.d_z if row.d_z is not None else math.nan, 2),
+                      f"{row.wins}/{row.ties}/{row.losses}", str(row.n)))
     from ..report import format_table
 
     lines = format_table(list(table[0]), table[1:], right=tuple(range(1, len(table[0]))), rule=False)
     skipped = report.undefined
     note = [f"not compared (undefined on this pool for both results): {', '.join(skipped)}"] if skipped else []
-    return "\n".join(head + [""] + lines + note)
+    legend = [f"{report.family}; d_z: mean / sd of the per-query differences; W/T/L: queries where B is "
+              f"higher / equal / lower"]
+    return "\n".join(head + [""] + lines + note + legend)
 
 
 def query_language_gap(l1, l2, measures: Sequence[str] | None = None, resamples: int = 1000, seed: int = 42,
@@ -302,9 +361,8 @@ def gap_path(result_l1: str | Path) -> Path:
     return path.with_name(path.name.split(".q-")[0] + ".gap.json")
 
 
-def write_gap(path_l1, path_l2, measures=None, resamples=1000, seed=42) -> tuple[Path, Gap]:
-    """Compute the gap and write it atomically beside the two results."""
-    gap = query_language_gap(path_l1, path_l2, measures, resamples, seed)
+def write_gap(path_l1, gap: Gap) -> Path:
+    """Write ``gap`` atomically beside the two results (``path_l1``: the result with queries in L1)."""
     target = gap_path(path_l1)
     write_text_atomic(target, json.dumps(gap.to_dict(), indent=2) + "\n")
-    return target, gap
+    return target
