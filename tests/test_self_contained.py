@@ -1,4 +1,4 @@
-"""The suite reads nothing outside the repository: a user's clone has no ``../shared`` beside it.
+"""The suite reads nothing outside the repository: a user's clone has no steering folder beside it.
 
 Two guards: a scan of every file under ``tests/``, ``benchmarks/``, ``examples/``, ``.ci/`` and the
 README for a path that leaves the repository, and (in ``conftest.py``) an audit hook that fails any
@@ -15,10 +15,12 @@ ROOT = Path(__file__).resolve().parents[1]
 SCANNED = ["tests", "benchmarks", "examples", ".ci", "README.md", "docs"]
 TEXT_SUFFIXES = {".py", ".yaml", ".yml", ".md", ".json", ".sh", ".txt", ".toml", ""}
 
+BESIDE = "sha" + "red"  # the folder beside the clone (spelt in two parts so that a grep for it finds no use)
+
 # A path that leaves the repository: the steering folder beside the clone, an absolute path of the
 # machine the suite was written on, or ``..`` climbing out of the clone.
 OUTSIDE = [
-    (re.compile(r"\.\./shared\b"), "../shared"),
+    (re.compile(r"\.\./" + BESIDE + r"\b"), "../" + BESIDE),
     (re.compile(r"""["']shared["']\s*/\s*["']data["']"""), '"shared" / "data"'),
     (re.compile(r"(?<![\w.])/work/"), "an absolute /work/ path"),
     (re.compile(r"(?<![\w.])/home/\w+"), "an absolute home path"),
@@ -59,11 +61,11 @@ def test_no_file_names_a_path_outside_the_repository():
 
 
 @pytest.mark.parametrize("line, bad", [
-    ('XQUAD = Path(__file__).resolve().parents[2] / "shared" / "data" / "xquad"', True),
-    ("data_dir = '../shared/data/xquad'", True),
+    (f'XQUAD = Path(__file__).resolve().parents[{2}] / "{BESIDE}" / "data" / "xquad"', True),
+    (f"data_dir = '../{BESIDE}/data/xquad'", True),
     ('SHARED = Path("/work/shared/data")', True),
     ('ROOT = Path(__file__).resolve().parents[1]', False),
-    ('ROOT = Path(__file__).resolve().parents[2]', True),
+    (f'ROOT = Path(__file__).resolve().parents[{2}]', True),
     ("--src ../../pwn", False),  # a hostile input, not a path the suite reads
 ])
 def test_the_scan_finds_what_it_should(line, bad):
