@@ -1,7 +1,7 @@
 """clirbench: a benchmark harness for cross-lingual information retrieval.
 
 The public API mirrors the CLI and works in memory: ``get_task``, ``list_tasks``,
-``register_task``, ``run``, ``evaluate``, ``compare``, ``load_results``, the measure objects (``parse("nDCG@10")``, ``nDCG``,
+``register_task``, ``run`` (its settings: ``RunConfig``), ``evaluate``, ``compare``, ``load_results``, the measure objects (``parse("nDCG@10")``, ``nDCG``,
 ``MaxR``, …), the data types ``Text`` and ``Pool``, the ``Retriever`` protocol and
 ``RunRetriever`` (a ``{qid: {docid: score}}`` run as a retriever). See docs/python-api.md.
 Nothing heavy is imported until a name is used.
@@ -28,6 +28,7 @@ _LAZY = {
     "RunResult": ("clirbench.api", "RunResult"),
     "PoolResult": ("clirbench.api", "PoolResult"),
     "Evaluation": ("clirbench.api", "Evaluation"),
+    "RunConfig": ("clirbench.run_config", "RunConfig"),
     "Retriever": ("clirbench.retrievers.base", "Retriever"),
     "RunRetriever": ("clirbench.retrievers.run_adapter", "RunRetriever"),
     "Text": ("clirbench.collection", "Text"),

@@ -75,9 +75,10 @@ def test_import_is_light_and_dir_lists_the_api():
     heavy, names = proc.stdout.splitlines()
     assert heavy == "[]"
     for name in ("run", "evaluate", "compare", "get_task", "list_tasks", "register_task", "Retriever", "Text", "Pool",
-                 "RunRetriever", "nDCG", "MaxR", "parse", "load_results"):
+                 "RunRetriever", "nDCG", "MaxR", "parse", "load_results", "RunConfig"):
         assert repr(name) in names
     assert clirbench.Pool is Pool and clirbench.Text is Text and str(clirbench.nDCG @ 10) == "nDCG@10"
+    assert clirbench.RunConfig.of(resamples=200).statistics.resamples == 200
 
 
 def test_the_verbs_survive_importing_their_modules():
@@ -229,3 +230,23 @@ def test_evaluate_keeps_the_old_report_and_adds_per_query_values(tmp_path):
     assert ev["nDCG@10"] == pytest.approx(np.mean(ev.per_query.values["nDCG@10"]))
     pq = ev.to_pandas(per_query=True)
     assert list(pq.columns) == ["query_id", "measure", "value"] and len(pq) == len(measures) * len(ev.per_query.query_ids)
+
+
+def test_run_config_is_the_keyword_options_as_one_checked_value():
+    from clirbench.errors import ClirbenchError
+
+    config = clirbench.RunConfig.of(langs="en,de", scenarios="mono-cross", query_langs=["de"], data_dir=XQUAD,
+                                    resamples=50, correction="bh", output_dir=None, progress=False)
+    assert (config.data.langs, config.statistics.resamples, config.statistics.correction) == ("en,de", 50, "bh")
+    assert clirbench.RunConfig.of(**config.options()) == config
+    with pytest.raises(TypeError, match=r"unknown run option 'resample'; options: langs, scenarios"):
+        clirbench.RunConfig.of(resample=2)
+    for bad, error in [({"resamples": 0}, ValueError), ({"address": "h:1"}, ClirbenchError),
+                       ({"shards": 0}, ValueError), ({"correction": "sidak"}, ClirbenchError),
+                       ({"executor": "spark"}, ClirbenchError)]:
+        with pytest.raises(error):
+            config.with_options(**bad)
+    by_config = clirbench.run("bm25", "xquad", config)
+    by_keywords = clirbench.run("bm25", task="xquad", langs="en,de", scenarios="mono-cross", query_langs=["de"],
+                                data_dir=XQUAD, resamples=50, correction="bh", progress=False)
+    assert [p.record.measures for p in by_config] == [p.record.measures for p in by_keywords]
