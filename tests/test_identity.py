@@ -102,7 +102,8 @@ def test_translated_run_is_its_own_row(qt_results, tmp_path, capsys):
     assert {p.name for p in qt_results.iterdir()} == {"bm25", "bm25+qt-gold"}
     _run(["leaderboard", "build", str(qt_results), "--dir", str(tmp_path / "lb"), "--data-dir", str(XQUAD)], capsys)
     text = _run(["leaderboard", "show", "xquad", "--dir", str(tmp_path / "lb"), "--measure", "RR"], capsys)
-    rows = {line.split()[2]: float(line.split()[3]) for line in text.splitlines()
+    # rank, its interval ("rank 1" or "rank 1–2"), group, system, value, ...
+    rows = {line.split()[4]: float(line.split()[5]) for line in text.splitlines()
             if line.split() and line.split()[0].isdigit()}
     assert set(rows) == {"bm25", "bm25+qt:gold"}
     assert rows["bm25"] < 0.5 < rows["bm25+qt:gold"]  # cross-language bm25 is poor; gold QT makes it monolingual

@@ -224,6 +224,55 @@ def test_significance_groups_overlapping_systems():
         assert r.ci_low < r.value < r.ci_high
 
 
+def test_rank_intervals_equal_a_plain_loop_bootstrap_with_the_same_seed():
+    """Each resample: every pool's queries drawn as stats.bootstrap_means draws them (per pool seed),
+    the macro mean per system, ranks (1 + systems strictly better); then the quantiles, outwards."""
+    from clirbench.leaderboard.significance import _seed
+
+    rng = np.random.default_rng(4)
+    base = [rng.random(200).round(2) for _ in range(2)]
+    values = {"a": base, "a-twin": [np.clip(b + rng.normal(0, 0.02, 200), 0, 1) for b in base],
+              "b": [b * 0.8 for b in base], "c": [b * 0.3 for b in base]}
+    data = _synthetic(values)
+    (board,) = boards(data)
+    sig = data["significance"]
+    pids = sorted(data["pools"])
+    boot = np.zeros((sig["resamples"], len(values)))
+    for pid in pids:
+        draw = np.random.default_rng(_seed(sig["seed"], data["pools"][pid]["query_ids_sha256"]))
+        vecs = [v[pids.index(pid)].astype(np.float32).astype(np.float64) for v in values.values()]
+        for b in range(sig["resamples"]):
+            idx = draw.integers(0, 200, size=200)
+            boot[b] += [vec[idx].mean() / len(pids) for vec in vecs]
+    ranks = np.array([[1 + sum(row[k] > row[j] for k in range(len(row))) for j in range(len(row))] for row in boot])
+    alpha = (1 - sig["confidence"]) / 2
+    for j, system in enumerate(values):
+        got = next(r for r in board.rows if r.system == system)
+        assert (got.rank_low, got.rank_high) == (int(np.quantile(ranks[:, j], alpha, method="lower")),
+                                                 int(np.quantile(ranks[:, j], 1 - alpha, method="higher")))
+    by = {r.system: r for r in board.rows}
+    assert by["c"].rank_interval == "rank 4" and by["a"].rank_interval == "rank 1–2"  # the twins trade places
+    assert by["a"].rank_low <= by["a"].rank <= by["a"].rank_high
+
+
+def test_show_and_the_page_print_rank_intervals(tmp_path, capsys):
+    from clirbench.cli import main
+
+    rng = np.random.default_rng(4)
+    base = [rng.random(200).round(2) for _ in range(2)]
+    data = _synthetic({"a": base, "a-twin": [np.clip(b + rng.normal(0, 0.02, 200), 0, 1) for b in base],
+                       "c": [b * 0.3 for b in base]})
+    (tmp_path / "lb").mkdir()
+    (tmp_path / "lb" / "xquad.json").write_text(store.dumps(data), encoding="utf-8")
+    assert main(["leaderboard", "show", "xquad", "--dir", str(tmp_path / "lb")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split()[:4] == ["rank", "95%", "rank", "group"]
+    assert any(line.split()[:4] == ["3", "rank", "3", "b"] for line in lines)  # c: always third
+    assert any("rank 1–2" in line for line in lines)
+    assert main(["leaderboard", "html", "--dir", str(tmp_path / "lb"), "--out", str(tmp_path / "site")]) == 0
+    assert "rank 1–2" in (tmp_path / "site" / "xquad.html").read_text(encoding="utf-8")
+
+
 def test_a_system_missing_pools_is_listed_but_not_ranked():
     rng = np.random.default_rng(1)
     vecs = [rng.random(200) for _ in range(2)]

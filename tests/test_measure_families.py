@@ -79,7 +79,7 @@ def test_leaderboard_ranks_same_lang_first_by_distance_from_50(tmp_path, capsys)
     out = capsys.readouterr().out
     assert "multi · SameLangFirst (best at 50," in out
     lines = [line for line in out.splitlines() if line.lstrip().startswith(("1 ", "2 ", "3 "))]
-    assert lines[0].split()[:3] == ["1", "a", "neutral"]
+    assert lines[0].split()[:5] == ["1", "rank", "1", "a", "neutral"]  # rank, its 95% interval, group, system
     assert main(["leaderboard", "html", "--dir", str(tmp_path), "--out", str(tmp_path / "site")]) == 0
     page = (tmp_path / "site" / "xquad.html").read_text()
     assert "SameLangFirst best at 50</th>" in page and "SameLangFirst ↑" not in page

@@ -27,12 +27,12 @@ def format_boards(items: list[Board]) -> str:
     blocks = []
     for board in items:
         arrow = board.direction_label
-        table = [("rank", "group", "system", board.measure, "95% CI", "pools")]
+        table = [("rank", "95% rank", "group", "system", board.measure, "95% CI", "pools")]
         for r in board.rows:
-            table.append((str(r.rank) if r.rank else "-", r.group or "-", r.system, _num(r.value),
-                          f"[{_num(r.ci_low)}, {_num(r.ci_high)}]" if r.rank else "(incomplete)",
+            table.append((str(r.rank) if r.rank else "-", r.rank_interval or "-", r.group or "-", r.system,
+                          _num(r.value), f"[{_num(r.ci_low)}, {_num(r.ci_high)}]" if r.rank else "(incomplete)",
                           f"{r.pools}/{len(board.pools)}"))
-        lines = format_table(list(table[0]), table[1:], right=(0, 3, 4, 5), rule=False)
+        lines = format_table(list(table[0]), table[1:], right=(0, 4, 5, 6), rule=False)
         blocks.append(f"{board.title} ({arrow}, macro mean over {len(board.pools)} pools)\n" + "\n".join(lines))
     return "\n\n".join(blocks)
 

@@ -225,6 +225,8 @@ def _table(group_boards: Sequence[Board], table_id: str) -> str:
             half = (row.ci_high - row.ci_low) / 2 if not math.isnan(row.ci_low) else math.nan
             ci = f' <span class="ci">± {_fmt(half)}</span>' if not math.isnan(half) else ' <span class="ci">(partial)</span>'
             group = f'<sup class="g">{esc(row.group)}</sup>' if row.group else ""
+            if row.rank_interval:
+                group += f' <span class="ci">{esc(row.rank_interval)}</span>'
             # click-sorting ranks a best-at-target column by distance from the target
             key = row.value if b.family.direction != "target" else b.family.goodness(row.value)
             cells.append(f'<td data-v="{_num_attr(key)}" title="95% CI [{_fmt(row.ci_low)}, {_fmt(row.ci_high)}], '

@@ -8,6 +8,11 @@ same query ids (parallel data) share their indices, so a question is one unit ac
 Groups, as in the CLIRudit paper's appendix tables: systems sorted best first; the best starts
 group ``a``; each next system stays in the current group while the paired-bootstrap interval of
 its difference with the group's leader contains 0, else it leads a new group.
+
+Rank intervals: in every bootstrap resample (the same paired resamples as the scores' intervals)
+each system gets a rank, 1 + the number of systems strictly better in that resample; a system's
+interval is the (1 − confidence)/2 and (1 + confidence)/2 quantiles of its ranks, rounded outwards
+to whole ranks ("rank 1–3": it could be first or third).
 """
 from __future__ import annotations
 
@@ -19,7 +24,7 @@ import numpy as np
 
 from . import store
 
-__all__ = ["Row", "Board", "boards", "gaps", "group_letter"]
+__all__ = ["Row", "Board", "boards", "gaps", "group_letter", "rank_intervals"]
 
 
 @dataclass(frozen=True)
@@ -31,6 +36,15 @@ class Row:
     rank: int | None      # None: the system lacks some of the board's pools (not ranked)
     group: str            # "a", "b", ...; "" when not ranked
     pools: int
+    rank_low: int | None = None   # the rank's bootstrap interval (None when not ranked)
+    rank_high: int | None = None
+
+    @property
+    def rank_interval(self) -> str:
+        """``rank 1–3`` (``rank 2`` when both ends agree); "" when not ranked."""
+        if self.rank_low is None:
+            return ""
+        return f"rank {self.rank_low}" if self.rank_low == self.rank_high else f"rank {self.rank_low}–{self.rank_high}"
 
 
 @dataclass(frozen=True)
@@ -134,6 +148,16 @@ def _quantiles(x: np.ndarray, confidence: float) -> tuple:
     return percentile_interval(x, confidence)
 
 
+def rank_intervals(good_boots: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per system (column of ``good_boots``: resamples × systems, higher is better), the bootstrap
+    interval of its rank: quantiles of 1 + #systems strictly better in each resample, outwards."""
+    good = np.where(np.isnan(good_boots), -np.inf, good_boots)
+    ranks = 1 + (good[:, None, :] > good[:, :, None]).sum(axis=2)  # [b, j]: systems better than j
+    alpha = (1.0 - confidence) / 2
+    return (np.quantile(ranks, alpha, axis=0, method="lower").astype(int),
+            np.quantile(ranks, 1 - alpha, axis=0, method="higher").astype(int))
+
+
 def _rank(board_systems: list[str], point: np.ndarray, boots: np.ndarray, goodness, confidence: float):
     """Order by ``goodness`` (the family's: x, -x or -|x - target|) and group against each leader."""
     good, good_boots = goodness(point), goodness(boots)
@@ -185,9 +209,10 @@ def boards(leaderboard: Mapping, measures: Mapping[str, list[str]] | None = None
                 point, boots = _macro(leaderboard, complete, pids, measure, resamples, seed)
                 low, high = _quantiles(boots, confidence)
                 order, letters = _rank(complete, point, boots, goodness, confidence)
+                rank_low, rank_high = rank_intervals(goodness(boots), confidence)
                 for rank, j in enumerate(order, start=1):
                     rows.append(Row(complete[j], float(point[j]), float(low[j]), float(high[j]), rank,
-                                    letters[j], len(pids)))
+                                    letters[j], len(pids), int(rank_low[j]), int(rank_high[j])))
             for s, sysd in sorted(leaderboard["systems"].items()):
                 if s in complete:
                     continue
