@@ -12,7 +12,8 @@ import numbers
 __all__ = ["MAX_RESAMPLES", "MAX_SEED", "MAX_COUNT", "MAX_BATCH_SIZE", "MAX_WORKERS", "MAX_SHARDS", "MAX_ITERATIONS",
            "check_int", "check_float", "check_resamples", "check_seed", "int_in", "float_in",
            "positive_int", "nonnegative_int", "resample_count", "seed", "probability", "finite_float",
-           "positive_float", "nonnegative_float", "batch_size", "worker_count", "shard_count", "iteration_count"]
+           "positive_float", "nonnegative_float", "batch_size", "worker_count", "shard_count", "iteration_count",
+           "CORRECTIONS", "check_correction"]
 
 #: upper limit on bootstrap resamples and randomisation-test permutations (documented in docs/measures.md)
 MAX_RESAMPLES = 1_000_000
@@ -24,6 +25,8 @@ MAX_BATCH_SIZE = 65_536  # texts per encoder or translator batch
 MAX_WORKERS = 4_096  # Ray workers, requests in flight
 MAX_SHARDS = 1_000_000  # document shards of exact ranking
 MAX_ITERATIONS = 1_000  # EM iterations (psq train)
+#: multiple-testing corrections of a family of p-values (stats.correction), the default first
+CORRECTIONS = ("holm", "bh", "none")
 
 
 def _span(low, high) -> str:
@@ -59,6 +62,15 @@ def check_float(value, name: str, low: float | None = None, high: float | None =
 
 def check_resamples(value, name: str = "resamples") -> int:
     return check_int(value, name, 1, MAX_RESAMPLES)
+
+
+def check_correction(method: str) -> str:
+    """``method`` if it is one of ``CORRECTIONS``; else an UnknownNameError naming them."""
+    if method not in CORRECTIONS:
+        from .errors import UnknownNameError
+
+        raise UnknownNameError(f"unknown correction {method!r}; expected {', '.join(CORRECTIONS)}")
+    return method
 
 
 def check_seed(value, name: str = "seed") -> int:

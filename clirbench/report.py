@@ -87,14 +87,14 @@ class _Row(NamedTuple):
 
 def _gap_family(gaps) -> str:
     """How the gaps' p-values were adjusted, and over how many tests ("" when not adjusted)."""
-    from .stats.correction import describe
+    from .stats.correction import describe, family_size
 
     rows = [row for gap in gaps for row in gap.measures.values()]
     methods = {row.correction for row in rows}
     if not rows or methods & {None, "none"}:
         return ""
     (method,) = methods
-    return describe(method, sum(row.p_value == row.p_value for row in rows), "every measure of every gap of this run")
+    return describe(method, family_size([row.p_value for row in rows]), "every measure of every gap of this run")
 
 
 def format_outcomes(report) -> str:

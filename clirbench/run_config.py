@@ -81,7 +81,7 @@ class RankingOptions:
         from .errors import ClirbenchError
 
         if self.executor not in EXECUTORS:
-            raise ClirbenchError(f"unknown executor {self.executor!r}; expected local or ray")
+            raise ClirbenchError(f"unknown executor {self.executor!r}; expected {' or '.join(EXECUTORS)}")
         if self.address is not None and self.executor != "ray":
             raise ClirbenchError("--address needs --executor ray")
         if self.index is not None and (self.shards is not None or self.executor == "ray"):
@@ -104,8 +104,7 @@ class StatisticsOptions:
     correction: str = "holm"
 
     def __post_init__(self) -> None:
-        from .checks import check_resamples, check_seed
-        from .stats.correction import check_correction
+        from .checks import check_correction, check_resamples, check_seed
 
         check_correction(self.correction)
         if self.measures is not None:

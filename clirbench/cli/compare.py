@@ -19,7 +19,7 @@ def add_compare_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--resamples", type=checks.resample_count, default=1000)
     p.add_argument("--permutations", type=checks.resample_count, default=10000)
     p.add_argument("--seed", type=checks.seed, default=42)
-    p.add_argument("--correction", choices=("holm", "bh", "none"), default="holm",
+    p.add_argument("--correction", choices=checks.CORRECTIONS, default=checks.CORRECTIONS[0],
                    help="multiple-testing correction over the measures compared (default holm)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_compare)

@@ -32,7 +32,7 @@ def add_run_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--device", default=None, help="cpu, cuda, ... (default: cuda when present)")
     p.add_argument("--resamples", type=checks.resample_count, default=1000, help="bootstrap resamples")
     p.add_argument("--seed", type=checks.seed, default=42)
-    p.add_argument("--correction", choices=("holm", "bh", "none"), default="holm",
+    p.add_argument("--correction", choices=checks.CORRECTIONS, default=checks.CORRECTIONS[0],
                    help="multiple-testing correction of the query-language gaps' p-values (one family per run)")
     p.add_argument("--overwrite", action="store_true", help="recompute finished pools")
     p.add_argument("--no-progress", action="store_true")

@@ -7,19 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..checks import CORRECTIONS, check_correction
+
 __all__ = ["CORRECTIONS", "DEFAULT_CORRECTION", "adjust", "family_size", "describe"]
 
-CORRECTIONS = ("holm", "bh", "none")
-DEFAULT_CORRECTION = "holm"
+DEFAULT_CORRECTION = CORRECTIONS[0]
 _NAMES = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no correction"}
-
-
-def check_correction(method: str) -> str:
-    from ..errors import UnknownNameError
-
-    if method not in CORRECTIONS:
-        raise UnknownNameError(f"unknown correction {method!r}; expected {', '.join(CORRECTIONS)}")
-    return method
 
 
 def family_size(p_values) -> int:

@@ -20,7 +20,7 @@ from typing import Mapping, NamedTuple, Sequence
 import numpy as np
 
 from ..atomic import write_text_atomic
-from ..checks import check_float, check_resamples, check_seed
+from ..checks import check_correction, check_float, check_resamples, check_seed
 from ..errors import ClirbenchError
 from ..results import Result, read_per_query, read_result
 from .bootstrap import paired_bootstrap, randomization_test
@@ -251,8 +251,6 @@ def compare(a, b, measures: Sequence | None = None, resamples: int = 1000, seed:
     every query of both results (SameLangFirst on a one-language pool) are left out and listed
     under ``undefined``.
     """
-    from .correction import check_correction
-
     resamples, permutations = check_resamples(resamples), check_resamples(permutations, "permutations")
     seed, correction = check_seed(seed), check_correction(correction)
     if not 0.0 < check_float(confidence, "confidence") < 1.0:
