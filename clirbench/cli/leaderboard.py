@@ -27,11 +27,21 @@ def add_leaderboard_parser(subparsers) -> argparse.ArgumentParser:
     s.add_argument("task")
     s.add_argument("--scenario", default=None)
     s.add_argument("--measure", default=None)
+    _add_correction(s)
     s = sub.add_parser("html", help="write one self-contained HTML page per leaderboard", parents=[common])
     s.add_argument("--out", required=True, help="output folder (index.html and one page per task, <task>.html)")
     s.add_argument("--task", action="append", default=None, help="only this task (repeatable)")
+    _add_correction(s)
     p.set_defaults(handler=cmd_leaderboard)
     return p
+
+
+def _add_correction(parser) -> None:
+    from .. import checks
+
+    parser.add_argument("--correction", choices=checks.CORRECTIONS, default=checks.CORRECTIONS[0],
+                        help="multiple-testing correction of the significance groups' pairwise p-values "
+                             "(one family per scenario: every pair of systems × every measure; default holm)")
 
 
 def cmd_leaderboard(args) -> int:
@@ -58,9 +68,9 @@ def cmd_leaderboard(args) -> int:
         else:
             print(f"{path}: {sub.system} on {sub.pool_id} {'merged' if sub.merged else 'already there (unchanged)'}")
     elif command == "show":
-        print(lb.show(args.task, args.dir, args.scenario, args.measure))
+        print(lb.show(args.task, args.dir, args.scenario, args.measure, args.correction))
     elif command == "html":
-        for page in lb.html(args.out, args.dir, args.task):
+        for page in lb.html(args.out, args.dir, args.task, args.correction):
             print(page)
     else:
         raise ClirbenchError("clirbench leaderboard: expected a subcommand: build, submit, show or html")

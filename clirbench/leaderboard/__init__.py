@@ -6,12 +6,12 @@ import math
 import os
 from pathlib import Path
 
-from .significance import Board, boards, gaps
+from .significance import DEFAULT_CORRECTION, Board, boards, gaps, headlines, overall_table
 from .store import SCHEMA_VERSION, load, path_for
 from .submit import build, submit, validate_result
 
-__all__ = ["SCHEMA_VERSION", "build", "submit", "validate_result", "show", "format_boards", "html", "load",
-           "boards", "gaps", "Board", "path_for"]
+__all__ = ["SCHEMA_VERSION", "build", "submit", "validate_result", "show", "format_boards", "format_overall",
+           "html", "load", "boards", "gaps", "Board", "path_for", "main_measures"]
 
 
 def _num(x: float) -> str:
@@ -33,17 +33,43 @@ def format_boards(items: list[Board]) -> str:
                           _num(r.value), f"[{_num(r.ci_low)}, {_num(r.ci_high)}]" if r.rank else "(incomplete)",
                           f"{r.pools}/{len(board.pools)}"))
         lines = format_table(list(table[0]), table[1:], right=(0, 4, 5, 6), rule=False)
-        blocks.append(f"{board.title} ({arrow}, macro mean over {len(board.pools)} pools)\n" + "\n".join(lines))
+        note = f"\ngroups: {board.correction_note}" if board.pairs else ""
+        blocks.append(f"{board.title} ({arrow}, macro mean over {len(board.pools)} pools)\n" + "\n".join(lines) + note)
     return "\n\n".join(blocks)
 
 
+def format_overall(items: list[Board]) -> str:
+    """The overall table: per system, its 95% rank interval on each headline board with pools and
+    queries resampled (two-level bootstrap); systems by mean rank."""
+    from ..report import format_table
+
+    if not items:
+        return ""
+    rows = overall_table(items)
+    body = [[s] + [cells[b.title].overall_interval or "-" if b.title in cells else "-" for b in items] for s, cells in rows]
+    lines = format_table(["system"] + [b.title for b in items], body, rule=False)
+    return ("overall: 95% rank interval with pools and queries resampled (two-level bootstrap), "
+            "one headline measure per scenario\n" + "\n".join(lines))
+
+
+def main_measures(task: str) -> dict:
+    """The task card's main measures per scenario ({} for a task this clirbench does not know)."""
+    from ..tasks import get_task
+
+    try:
+        return {k: [str(m) for m in v] for k, v in get_task(task).card.main_measures.items()}
+    except Exception:  # an unknown task: boards keep their stored order
+        return {}
+
+
 def show(task: str, leaderboard_dir: str | os.PathLike = "leaderboards", scenario: str | None = None,
-         measure: str | None = None) -> str:
-    """The ranked tables of ``<leaderboard_dir>/<task>.json`` as text."""
+         measure: str | None = None, correction: str = DEFAULT_CORRECTION) -> str:
+    """The ranked tables of ``<leaderboard_dir>/<task>.json`` as text (significance groups with
+    pairwise p-values adjusted by ``correction``), then the overall table."""
     from ..errors import UnknownNameError
 
     path = path_for(task, leaderboard_dir)
-    every = list(boards(load(path)))
+    every = list(boards(load(path), correction=correction))
     for option, asked, have in (("--scenario", scenario, sorted({b.scenario for b in every})),
                                 ("--measure", measure, sorted({b.measure for b in every if scenario in (None, b.scenario)}))):
         if asked is not None and asked not in have:
@@ -52,12 +78,13 @@ def show(task: str, leaderboard_dir: str | os.PathLike = "leaderboards", scenari
              and (measure is None or b.measure == measure)]
     if not items:
         return f"{task}: no ranked results" + (" for that scenario/measure" if scenario or measure else "")
-    return format_boards(items)
+    tops = headlines(items, main_measures(task)) if measure is None else items
+    return format_boards(items) + "\n\n" + format_overall(tops)
 
 
 def html(out_dir: str | os.PathLike, leaderboard_dir: str | os.PathLike = "leaderboards",
-         tasks: list[str] | None = None) -> list[Path]:
+         tasks: list[str] | None = None, correction: str = DEFAULT_CORRECTION) -> list[Path]:
     """Write ``<out_dir>/<task>.html`` for each leaderboard (and ``index.html``); returns the paths."""
     from .page import write_site
 
-    return write_site(out_dir, leaderboard_dir, tasks)
+    return write_site(out_dir, leaderboard_dir, tasks, correction)

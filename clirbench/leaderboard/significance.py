@@ -5,26 +5,44 @@ mean over the board's pools of its per-pool mean. Its interval is a percentile b
 each pool's queries are resampled, the same indices for every system (paired); pools with the
 same query ids (parallel data) share their indices, so a question is one unit across languages.
 
+Pairwise tests: for every pair of ranked systems, the two-sided paired-bootstrap p-value of their
+difference (``pair_p_values``: the difference over its bootstrap standard error, the same paired
+resamples, against the normal; a count of resamples past 0 could not go below 1/B, which a
+correction over many pairs would push above any level). The pairs of every
+measure of one (subset, scenario, pool mode) are one family, adjusted by Holm (default), BH or none
+(``stats.correction``).
+
 Groups, as in the CLIRudit paper's appendix tables: systems sorted best first; the best starts
-group ``a``; each next system stays in the current group while the paired-bootstrap interval of
-its difference with the group's leader contains 0, else it leads a new group.
+group ``a``; each next system stays in the current group while the adjusted p-value of its
+difference with the group's leader is at least 1 − confidence, else it leads a new group.
 
 Rank intervals: in every bootstrap resample (the same paired resamples as the scores' intervals)
 each system gets a rank, 1 + the number of systems strictly better in that resample; a system's
 interval is the (1 − confidence)/2 and (1 + confidence)/2 quantiles of its ranks, rounded outwards
 to whole ranks ("rank 1–3": it could be first or third).
+
+Overall rank intervals generalise over pools as well (``two_level``): each resample b draws the
+board's pools with replacement (``numpy.random.default_rng(seed)``, P draws of P pools per resample),
+and each drawn pool contributes its query-resampled mean of row b (the same paired query draws as
+above); a system's overall value in resample b is the mean over the drawn pools, its interval the
+quantiles of its ranks over those resamples.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import numpy as np
 
+from ..checks import CORRECTIONS
+from ..stats.correction import family_size
 from . import store
 
-__all__ = ["Row", "Board", "boards", "gaps", "group_letter", "rank_intervals"]
+__all__ = ["Row", "Pair", "Board", "boards", "gaps", "group_letter", "rank_intervals", "pair_p_values",
+           "two_level", "headlines", "overall_table", "DEFAULT_CORRECTION"]
+
+DEFAULT_CORRECTION = CORRECTIONS[0]
 
 
 @dataclass(frozen=True)
@@ -38,13 +56,34 @@ class Row:
     pools: int
     rank_low: int | None = None   # the rank's bootstrap interval (None when not ranked)
     rank_high: int | None = None
+    overall_low: int | None = None   # the rank's interval with pools resampled too (two_level)
+    overall_high: int | None = None
 
     @property
     def rank_interval(self) -> str:
         """``rank 1–3`` (``rank 2`` when both ends agree); "" when not ranked."""
-        if self.rank_low is None:
-            return ""
-        return f"rank {self.rank_low}" if self.rank_low == self.rank_high else f"rank {self.rank_low}–{self.rank_high}"
+        return _span(self.rank_low, self.rank_high)
+
+    @property
+    def overall_interval(self) -> str:
+        """The overall rank interval (pools and queries resampled), as ``rank 1–3``."""
+        return _span(self.overall_low, self.overall_high)
+
+
+def _span(low: int | None, high: int | None) -> str:
+    if low is None:
+        return ""
+    return f"rank {low}" if low == high else f"rank {low}–{high}"
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One pairwise test of a board: ``better`` (ranked higher) against ``worse``."""
+
+    better: str
+    worse: str
+    p_value: float
+    p_adjusted: float
 
 
 @dataclass(frozen=True)
@@ -55,6 +94,17 @@ class Board:
     measure: str
     pools: tuple[str, ...]
     rows: tuple[Row, ...]
+    pairs: tuple[Pair, ...] = ()
+    correction: str = DEFAULT_CORRECTION
+    family_size: int = 0   # tests in the family the pairs were adjusted over
+
+    @property
+    def correction_note(self) -> str:
+        """One line: the test, the correction and the family it ran over."""
+        from ..stats.correction import describe
+
+        return ("paired bootstrap, two-sided; " + describe(self.correction, self.family_size,
+                "every pair of systems × every measure of this scenario"))
 
     @property
     def family(self):
@@ -130,16 +180,52 @@ def _boot(cols: np.ndarray, resamples: int, seed: int) -> np.ndarray:
 
 
 def _macro(leaderboard: Mapping, systems: list[str], pids: list[str], measure: str, resamples: int, seed: int):
+    """Macro means over ``pids``: the point (systems,), the resamples (resamples × systems) and each
+    pool's resampled means (pools × resamples × systems)."""
     from ..stats import quiet_float_warnings
 
     point = np.zeros(len(systems))
-    boots = np.zeros((resamples, len(systems)))
-    for pid in pids:
+    per_pool = np.empty((len(pids), resamples, len(systems)))
+    for k, pid in enumerate(pids):
         cols = np.stack([_vector(leaderboard, s, pid, measure) for s in systems], axis=1)
         with quiet_float_warnings():
             point += np.nanmean(cols, axis=0)
-        boots += _boot(cols, resamples, _seed(seed, leaderboard["pools"][pid]["query_ids_sha256"]))
-    return point / len(pids), boots / len(pids)
+        per_pool[k] = _boot(cols, resamples, _seed(seed, leaderboard["pools"][pid]["query_ids_sha256"]))
+    return point / len(pids), per_pool.sum(axis=0) / len(pids), per_pool
+
+
+def two_level(per_pool: np.ndarray, resamples: int, seed: int) -> np.ndarray:
+    """(resamples × systems) means over pools drawn with replacement: resample b draws P of the P
+    pools (``default_rng(seed)``) and averages their query-resampled means of row b."""
+    pools = per_pool.shape[0]
+    rng = np.random.default_rng(seed)
+    draws = np.empty((resamples, pools))
+    for b in range(resamples):
+        draws[b] = np.bincount(rng.integers(0, pools, size=pools), minlength=pools)
+    undefined = np.isnan(per_pool)
+    total = np.einsum("bp,pbs->bs", draws, np.where(undefined, 0.0, per_pool))
+    missing = np.einsum("bp,pbs->bs", draws, undefined.astype(np.float64)) > 0
+    return np.where(missing, np.nan, total / pools)
+
+
+def pair_p_values(good: np.ndarray, good_boots: np.ndarray) -> np.ndarray:
+    """(systems × systems) two-sided paired-bootstrap p-values of the differences of ``good``
+    (systems, higher is better): ``erfc(|z| / sqrt 2)`` with ``z = (good_i - good_j) / se``, ``se`` the
+    standard deviation of the difference over the paired resamples ``good_boots`` (resamples ×
+    systems; resamples where either is NaN left out). NaN on the diagonal and where fewer than two
+    resamples are defined; a difference that never varies has p 1 when it is 0, else 0."""
+    k = good_boots.shape[1]
+    d = good_boots[:, :, None] - good_boots[:, None, :]
+    from ..stats import quiet_float_warnings
+
+    with quiet_float_warnings():
+        se = np.nanstd(d, axis=0, ddof=1)
+        diff = np.abs(good[:, None] - good[None, :])
+        z = np.where(se > 0, diff / np.where(se > 0, se, 1.0), np.where(diff > 0, np.inf, 0.0))
+    p = np.array([[math.erfc(v / math.sqrt(2)) if not math.isnan(v) else math.nan for v in row] for row in z])
+    p[(~np.isnan(d)).sum(axis=0) < 2] = np.nan
+    p[np.arange(k), np.arange(k)] = np.nan
+    return p
 
 
 def _quantiles(x: np.ndarray, confidence: float) -> tuple:
@@ -158,15 +244,15 @@ def rank_intervals(good_boots: np.ndarray, confidence: float) -> tuple[np.ndarra
             np.quantile(ranks, 1 - alpha, axis=0, method="higher").astype(int))
 
 
-def _rank(board_systems: list[str], point: np.ndarray, boots: np.ndarray, goodness, confidence: float):
-    """Order by ``goodness`` (the family's: x, -x or -|x - target|) and group against each leader."""
-    good, good_boots = goodness(point), goodness(boots)
+def _rank(board_systems: list[str], good: np.ndarray, adjusted: np.ndarray, alpha: float):
+    """Order by goodness (the family's: x, -x or -|x - target|) and group against each leader:
+    a system joins the leader's group while their adjusted p-value is >= ``alpha`` (or NaN)."""
     order = sorted(range(len(board_systems)), key=lambda j: (-good[j], board_systems[j]))
     groups, leader, g = {}, None, -1
     for j in order:
         if leader is not None:
-            lo, hi = _quantiles(good_boots[:, leader] - good_boots[:, j], confidence)
-            same = not (lo > 0 or hi < 0) or (math.isnan(lo) and math.isnan(hi))
+            p = adjusted[leader, j]
+            same = bool(math.isnan(p) or p >= alpha)
         else:
             same = False
         if not same:
@@ -175,14 +261,39 @@ def _rank(board_systems: list[str], point: np.ndarray, boots: np.ndarray, goodne
     return order, groups
 
 
-def boards(leaderboard: Mapping, measures: Mapping[str, list[str]] | None = None) -> list[Board]:
+def _complete(leaderboard: Mapping, pids: list[str], measure: str) -> list[str]:
+    return [s for s, sysd in sorted(leaderboard["systems"].items())
+            if all(measure in sysd["results"].get(p, {}).get("per_query", {}).get("measures", {}) for p in pids)]
+
+
+def _partial_rows(leaderboard: Mapping, complete: list[str], pids: list[str], measure: str) -> list[Row]:
+    rows = []
+    for s, sysd in sorted(leaderboard["systems"].items()):
+        if s in complete:
+            continue
+        have = [p for p in pids if p in sysd["results"] and measure in sysd["results"][p]["measures"]]
+        if have:
+            vals = [sysd["results"][p]["measures"][measure]["value"] for p in have]
+            vals = [v for v in vals if v is not None]
+            mean = float(np.mean(vals)) if vals else math.nan
+            rows.append(Row(s, mean, math.nan, math.nan, None, "", len(have)))
+    return rows
+
+
+def boards(leaderboard: Mapping, measures: Mapping[str, list[str]] | None = None,
+           correction: str = DEFAULT_CORRECTION) -> list[Board]:
     """Every board of the leaderboard: one per (subset, scenario, pool mode) and ranking measure.
 
     Ranking measures are those with per-query vectors stored (the task card's main measures
-    that have a per-query column), unless ``measures`` maps scenarios to other names.
+    that have a per-query column), unless ``measures`` maps scenarios to other names. The pairwise
+    p-values of the boards of one (subset, scenario, pool mode) are one family, adjusted by
+    ``correction`` (``holm``, ``bh`` or ``none``) before the groups are drawn.
     """
+    from ..checks import check_correction
     from ..measures import parse
+    from ..stats.correction import adjust
 
+    check_correction(correction)
     sig = leaderboard["significance"]
     resamples, seed, confidence = sig["resamples"], sig["seed"], sig["confidence"]
     groups: dict[tuple, list[str]] = {}
@@ -199,32 +310,71 @@ def boards(leaderboard: Mapping, measures: Mapping[str, list[str]] | None = None
                         names.append(m)
         if measures and scenario in measures:
             names = [m for m in measures[scenario] if m in names]
+        found = []  # (measure, complete systems, point, goodness of the resamples, overall resamples)
         for measure in names:
-            complete = [s for s, sysd in sorted(leaderboard["systems"].items())
-                        if all(measure in sysd["results"].get(p, {}).get("per_query", {}).get("measures", {})
-                               for p in pids)]
-            goodness = parse(measure).record.goodness
-            rows = []
+            complete = _complete(leaderboard, pids, measure)
             if complete:
-                point, boots = _macro(leaderboard, complete, pids, measure, resamples, seed)
+                goodness = parse(measure).record.goodness
+                point, boots, per_pool = _macro(leaderboard, complete, pids, measure, resamples, seed)
+                overall = two_level(per_pool, resamples, seed)
+                found.append((measure, complete, goodness(point), point, boots, goodness(boots), goodness(overall)))
+            else:
+                found.append((measure, [], None, None, None, None, None))
+        raw = [pair_p_values(f[2], f[5]) if f[1] else np.zeros((0, 0)) for f in found]
+        upper = [np.triu_indices(len(f[1]), 1) for f in found]
+        flat = adjust(np.concatenate([r[u] for r, u in zip(raw, upper)] or [np.zeros(0)]), correction)
+        size = family_size(np.concatenate([r[u] for r, u in zip(raw, upper)] or [np.zeros(0)]))
+        start = 0
+        for (measure, complete, good, point, boots, good_boots, good_overall), p, u in zip(found, raw, upper):
+            adjusted = np.full(p.shape, math.nan)
+            adjusted[u] = flat[start:start + len(u[0])]
+            adjusted[(u[1], u[0])] = adjusted[u]
+            start += len(u[0])
+            rows, pairs = [], []
+            if complete:
                 low, high = _quantiles(boots, confidence)
-                order, letters = _rank(complete, point, boots, goodness, confidence)
-                rank_low, rank_high = rank_intervals(goodness(boots), confidence)
+                order, letters = _rank(complete, good, adjusted, 1.0 - confidence)
+                rank_low, rank_high = rank_intervals(good_boots, confidence)
+                all_low, all_high = rank_intervals(good_overall, confidence)
                 for rank, j in enumerate(order, start=1):
                     rows.append(Row(complete[j], float(point[j]), float(low[j]), float(high[j]), rank,
-                                    letters[j], len(pids), int(rank_low[j]), int(rank_high[j])))
-            for s, sysd in sorted(leaderboard["systems"].items()):
-                if s in complete:
-                    continue
-                have = [p for p in pids if p in sysd["results"] and measure in sysd["results"][p]["measures"]]
-                if have:
-                    vals = [sysd["results"][p]["measures"][measure]["value"] for p in have]
-                    vals = [v for v in vals if v is not None]
-                    mean = float(np.mean(vals)) if vals else math.nan
-                    rows.append(Row(s, mean, math.nan, math.nan, None, "", len(have)))
+                                    letters[j], len(pids), int(rank_low[j]), int(rank_high[j]),
+                                    int(all_low[j]), int(all_high[j])))
+                position = {j: k for k, j in enumerate(order)}
+                for i, j in zip(*u):
+                    a, b = sorted((i, j), key=position.get)
+                    pairs.append(Pair(complete[a], complete[b], float(p[a, b]), float(adjusted[a, b])))
+            rows += _partial_rows(leaderboard, complete, pids, measure)
             if rows:
-                out.append(Board(subset, scenario, mode, measure, tuple(pids), tuple(rows)))
+                out.append(Board(subset, scenario, mode, measure, tuple(pids), tuple(rows), tuple(pairs),
+                                 correction, size))
     return out
+
+
+def headlines(items, main_measures: Mapping[str, Sequence[str]] | None = None) -> list[Board]:
+    """One board per (subset, scenario, pool mode): the one whose measure comes first in
+    ``main_measures[scenario]`` (a task card's), else the first."""
+    out: dict[tuple, Board] = {}
+    for b in items:
+        order = list((main_measures or {}).get(b.scenario, ()))
+        key = (b.subset, b.scenario, b.pool_mode)
+        pos = order.index(b.measure) if b.measure in order else len(order)
+        if key not in out or pos < (order.index(out[key].measure) if out[key].measure in order else len(order)):
+            out[key] = b
+    return list(out.values())
+
+
+def overall_table(items) -> list[tuple[str, dict[str, Row]]]:
+    """``[(system, {board title: row})]`` over ``items`` (headline boards), systems in order of their
+    mean rank over the boards that rank them (unranked last)."""
+    systems = sorted({r.system for b in items for r in b.rows})
+    cells = {s: {b.title: r for b in items for r in b.rows if r.system == s} for s in systems}
+
+    def key(s):
+        ranks = [r.rank for r in cells[s].values() if r.rank is not None]
+        return (not ranks, sum(ranks) / len(ranks) if ranks else 0.0, s)
+
+    return [(s, cells[s]) for s in sorted(systems, key=key)]
 
 
 def gaps(leaderboard: Mapping, scenario: str, measure: str, subset: str = "", pool_mode: str = "unique"
