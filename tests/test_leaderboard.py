@@ -355,3 +355,105 @@ def test_html_can_be_called_twice(tmp_path):
     first = lb.html(tmp_path / "a", root, ["xquad"])
     second = lb.html(tmp_path / "b", root, ["xquad"])
     assert [p.name for p in first] == [p.name for p in second] and (tmp_path / "b" / "xquad.html").exists()
+
+
+def _four_systems(seed: int = 4, pools: int = 2):
+    rng = np.random.default_rng(seed)
+    base = [rng.random(200).round(2) for _ in range(pools)]
+    return {"a": base, "a-twin": [np.clip(b + rng.normal(0, 0.02, 200), 0, 1) for b in base],
+            "b": [b * 0.8 for b in base], "c": [np.clip(b * 0.78 + rng.normal(0, 0.05, 200), 0, 1) for b in base]}
+
+
+@pytest.mark.parametrize("method, statsmodels_name", [("holm", "holm"), ("bh", "fdr_bh"), ("none", None)])
+def test_group_p_values_are_adjusted_as_statsmodels_does(method, statsmodels_name):
+    """The pairs of a board are one family; adjusted p-values equal multipletests' on the raw ones."""
+    from statsmodels.stats.multitest import multipletests
+
+    (board,) = boards(_synthetic(_four_systems()), correction=method)
+    raw = np.array([p.p_value for p in board.pairs])
+    got = np.array([p.p_adjusted for p in board.pairs])
+    assert len(raw) == 6 == board.family_size and board.correction == method
+    want = raw if statsmodels_name is None else multipletests(raw, method=statsmodels_name)[1]
+    assert np.max(np.abs(got - want)) <= 1e-12
+    # the groups follow the adjusted p-values: a system joins its leader's group while p_adj >= 0.05
+    by = {r.system: r for r in board.rows}
+    leader = {}
+    for r in sorted(board.rows, key=lambda r: r.rank):
+        leader.setdefault(r.group, r.system)
+    for p in board.pairs:
+        if leader[by[p.worse].group] == p.better and p.better != p.worse:
+            assert p.p_adjusted >= 0.05
+
+
+def test_pair_p_values_equal_a_plain_loop():
+    """p of a pair: the difference of the point values over the standard deviation of the paired
+    resampled differences, two-sided against the normal."""
+    import math
+
+    from clirbench.leaderboard.significance import pair_p_values
+
+    rng = np.random.default_rng(3)
+    boots = rng.normal(0, 1, (500, 3)) + [0.0, 0.1, 0.5]
+    good = np.array([0.02, 0.15, 0.4])
+    p = pair_p_values(good, boots)
+    for i in range(3):
+        for j in range(3):
+            if i == j:
+                assert math.isnan(p[i, j])
+                continue
+            d = [boots[b, i] - boots[b, j] for b in range(500)]
+            mean = sum(d) / len(d)
+            se = math.sqrt(sum((x - mean) ** 2 for x in d) / (len(d) - 1))
+            z = abs(good[i] - good[j]) / se
+            assert p[i, j] == pytest.approx(2 * (1 - 0.5 * (1 + math.erf(z / math.sqrt(2)))), abs=1e-12)
+
+
+def test_overall_rank_intervals_equal_a_plain_loop_two_level_bootstrap():
+    """Each resample b: P pools drawn with replacement (default_rng(seed)); each drawn pool gives
+    its queries' mean under draw b of that pool's own stream (as the per-board intervals); the mean
+    over the drawn pools per system; ranks; quantiles outwards."""
+    from clirbench.leaderboard.significance import _seed
+
+    values = _four_systems(seed=7, pools=2)
+    values = {s: v + [np.clip(v[0][::-1] * 0.9, 0, 1)] for s, v in values.items()}  # a third pool
+    data = _synthetic(values)
+    (board,) = boards(data)
+    sig = data["significance"]
+    pids = sorted(data["pools"])
+    B = sig["resamples"]
+    per_pool = np.zeros((len(pids), B, len(values)))
+    for k, pid in enumerate(pids):
+        draw = np.random.default_rng(_seed(sig["seed"], data["pools"][pid]["query_ids_sha256"]))
+        vecs = [v[k].astype(np.float32).astype(np.float64) for v in values.values()]
+        for b in range(B):
+            idx = draw.integers(0, 200, size=200)
+            per_pool[k, b] = [vec[idx].mean() for vec in vecs]
+    pick = np.random.default_rng(sig["seed"])
+    boot = np.zeros((B, len(values)))
+    for b in range(B):
+        drawn = pick.integers(0, len(pids), size=len(pids))
+        boot[b] = [np.mean([per_pool[k, b, j] for k in drawn]) for j in range(len(values))]
+    ranks = np.array([[1 + sum(row[k] > row[j] for k in range(len(row))) for j in range(len(row))] for row in boot])
+    alpha = (1 - sig["confidence"]) / 2
+    for j, system in enumerate(values):
+        got = next(r for r in board.rows if r.system == system)
+        assert (got.overall_low, got.overall_high) == (int(np.quantile(ranks[:, j], alpha, method="lower")),
+                                                       int(np.quantile(ranks[:, j], 1 - alpha, method="higher")))
+
+
+def test_show_and_html_take_a_correction(tmp_path, capsys):
+    from clirbench.cli import main
+
+    (tmp_path / "lb").mkdir()
+    (tmp_path / "lb" / "xquad.json").write_text(store.dumps(_synthetic(_four_systems())), encoding="utf-8")
+    for method, words in (("holm", "by Holm over a family of 6 tests"), ("bh", "Benjamini-Hochberg"),
+                          ("none", "not corrected for multiple testing (6 tests")):
+        assert main(["leaderboard", "show", "xquad", "--dir", str(tmp_path / "lb"), "--correction", method]) == 0
+        out = capsys.readouterr().out
+        assert words in out and "overall: 95% rank interval" in out
+        assert main(["leaderboard", "html", "--dir", str(tmp_path / "lb"), "--out", str(tmp_path / method),
+                     "--correction", method]) == 0
+        capsys.readouterr()
+        assert words in (tmp_path / method / "xquad.html").read_text(encoding="utf-8")
+    assert main(["leaderboard", "show", "xquad", "--dir", str(tmp_path / "lb"), "--correction", "bonferroni"]) == 2
+    assert "invalid choice: 'bonferroni'" in capsys.readouterr().err
