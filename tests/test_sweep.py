@@ -7,6 +7,7 @@ import sys
 import types
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -363,3 +364,24 @@ def test_ray_executor_runs_one_task_per_cell(tmp_path, local_ray):
     again = run_sweep(config, RayExecutor(), progress=False)
     assert [o.status for o in again.outcomes] == ["skipped", "skipped", "failed"]
     assert again.outcomes[0].worker == ""
+
+
+def test_sweep_adjusts_its_gaps_as_one_family(tmp_path, bag_family, capsys):
+    """Every measure of every gap of every cell is one family; p_adjusted equal statsmodels' on the raw p."""
+    from statsmodels.stats.multitest import multipletests
+
+    cfg = _write(tmp_path, _base(tmp_path))
+    assert _cli([str(cfg), "--no-progress", "--correction", "bh"]) == 0
+    out = capsys.readouterr().out
+    body = json.loads((tmp_path / "out" / "_sweep" / "sweep.gap.json").read_text(encoding="utf-8"))
+    rows = [m for g in body["gaps"] for m in g["measures"].values()]
+    assert {g["system"] for g in body["gaps"]} >= {"bm25"} and len(body["gaps"]) == 2  # multi en-de of both cells
+    raw = np.array([m["p_value"] for m in rows])
+    assert body["correction"]["method"] == "bh" and body["correction"]["size"] == len(rows) > 4
+    assert np.max(np.abs(np.array([m["p_adjusted"] for m in rows]) - multipletests(raw, method="fdr_bh")[1])) <= 1e-12
+    assert all(m["correction"] == "bh" for m in rows)
+    assert f"Benjamini-Hochberg over a family of {len(rows)} tests" in body["correction"]["family"]
+    assert f"2 query-language gaps ({len(rows)} tests)" in out and "sweep.gap.json" in out
+    # the cells' own gap files keep their run's family (each cell alone)
+    cell = json.loads((tmp_path / "out" / body["gaps"][0]["file"]).read_text(encoding="utf-8"))
+    assert len(cell["measures"]) < len(rows)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .. import checks
 from ..checks import float_in, resample_count
 
 __all__ = ["add_sweep_parser", "cmd_sweep"]
@@ -43,6 +44,9 @@ def add_sweep_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true", help="recompute finished cells and pools")
     p.add_argument("--no-leaderboard", action="store_true", help="do not build the leaderboards afterwards")
     p.add_argument("--leaderboard-dir", default=None, help="override the config's leaderboard_dir (default: leaderboards)")
+    p.add_argument("--correction", choices=checks.CORRECTIONS, default=checks.CORRECTIONS[0],
+                   help="multiple-testing correction of the query-language gaps, one family over the whole sweep "
+                        "(written to OUTPUT/_sweep/sweep.gap.json; default holm)")
     p.add_argument("--dry-run", action="store_true", help="list the cells and which are finished; run nothing")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(handler=cmd_sweep)
@@ -77,7 +81,8 @@ def cmd_sweep(args) -> int:
     command = " ".join(["clirbench", "sweep", *map(_quote, sys.argv[2:])]) if sys.argv[1:2] == ["sweep"] \
         else f"clirbench sweep {_quote(args.config)}"
     report = run_sweep(config, executor, overwrite=args.overwrite, progress=not args.no_progress,
-                       leaderboard=False if args.no_leaderboard else None, command=command)
+                       leaderboard=False if args.no_leaderboard else None, command=command,
+                       correction=args.correction)
     for o in report.outcomes:
         if o.status == "failed":
             continue
@@ -86,6 +91,9 @@ def cmd_sweep(args) -> int:
     counts = {s: sum(o.status == s for o in report.outcomes) for s in ("done", "skipped", "failed")}
     print(f"{len(report.outcomes)} cells: {counts['done']} run, {counts['skipped']} finished before, "
           f"{counts['failed']} failed; results in {config.output} ({report.seconds:.1f} s)")
+    if report.gaps:
+        tests = sum(len(g.measures) for g in report.gaps)
+        print(f"{len(report.gaps)} query-language gaps ({tests} tests): {report.gap_family}; in {report.gaps_path}")
     print(_leaderboard_line(report))
     if not args.config:
         print(format_grid(grid_rows(cells(config), report.outcomes, config.output)))

@@ -8,7 +8,9 @@ from typing import Any
 from .config import SweepConfig, cells
 from .executors import CellOutcome, LocalExecutor, finished
 
-__all__ = ["SweepReport", "run_sweep", "build_leaderboard"]
+__all__ = ["SweepReport", "run_sweep", "build_leaderboard", "sweep_gaps", "GAPS_FILE"]
+
+GAPS_FILE = "sweep.gap.json"  # under <output>/_sweep; ends in .gap.json so no result reader takes it
 
 
 @dataclass(frozen=True)
@@ -19,6 +21,9 @@ class SweepReport:
     leaderboard: Any = None
     leaderboard_note: str = ""
     seconds: float = 0.0
+    gaps: tuple = ()          # the sweep's query-language gaps (stats.paired.Gap), adjusted as one family
+    gap_family: str = ""      # which correction, over how many tests
+    gaps_path: Any = None     # where they were written (None: no gap)
 
     @property
     def failed(self) -> tuple[CellOutcome, ...]:
@@ -26,10 +31,15 @@ class SweepReport:
 
 
 def run_sweep(config: SweepConfig, executor=None, overwrite: bool = False, progress: bool = True,
-              leaderboard: bool | None = None, command: str | None = None) -> SweepReport:
+              leaderboard: bool | None = None, command: str | None = None, correction: str = "holm") -> SweepReport:
     """Run every unfinished cell of ``config`` (paths made absolute first); failed cells are reported,
-    never raised. ``leaderboard`` (default: the config's) then builds the leaderboards from the output
-    into ``config.leaderboard_dir``, recording ``command``."""
+    never raised. The query-language gaps of every finished cell are then adjusted as one family by
+    ``correction`` and written to ``<output>/_sweep/sweep.gap.json`` (``sweep_gaps``). ``leaderboard``
+    (default: the config's) then builds the leaderboards from the output into
+    ``config.leaderboard_dir``, recording ``command``."""
+    from ..checks import check_correction
+
+    check_correction(correction)
     t0 = time.perf_counter()
     config = config.resolved()
     todo, outcomes = [], {}
@@ -44,13 +54,43 @@ def run_sweep(config: SweepConfig, executor=None, overwrite: bool = False, progr
     for outcome in executor.map(todo, config, overwrite=overwrite, progress=progress):
         outcomes[by_key[outcome.key].index] = outcome
     ordered = tuple(outcomes[i] for i in sorted(outcomes))
+    gaps, family, gaps_path = sweep_gaps(config.output, ordered, correction)
     board, note = None, "leaderboard not built (disabled)"
     if config.leaderboard if leaderboard is None else leaderboard:
         data_dirs = {t.data_dir for t in config.tasks if t.data_dir}
         board, note = build_leaderboard(config.output, leaderboard_dir=config.leaderboard_dir,
                                         data_dir=data_dirs.pop() if len(data_dirs) == 1 else None,
                                         command=command, replace=overwrite)
-    return SweepReport(ordered, board, note, time.perf_counter() - t0)
+    return SweepReport(ordered, board, note, time.perf_counter() - t0, tuple(gaps), family, gaps_path)
+
+
+def sweep_gaps(output, outcomes, correction: str = "holm"):
+    """The gap files beside the results of ``outcomes`` (each written by its cell's run), their
+    p-values adjusted as one family (every measure of every gap of the sweep: ``correct_gaps``, as
+    ``run`` does for one run), written to ``<output>/_sweep/sweep.gap.json``: ``(gaps, family line,
+    path)``; no gap: ``((), "", None)``."""
+    import json
+    from pathlib import Path
+
+    from ..atomic import write_text_atomic
+    from ..stats.correction import describe, family_size
+    from ..stats.paired import Gap, correct_gaps
+    from .executors import STATE_DIR
+
+    out = Path(output)
+    files = sorted({p for o in outcomes for rel in o.results for p in (out / rel).parent.glob("*.gap.json")})
+    if not files:
+        return (), "", None
+    gaps = correct_gaps([Gap.from_dict(json.loads(f.read_text(encoding="utf-8"))) for f in files], correction)
+    size = family_size([row.p_value for g in gaps for row in g.measures.values()])
+    family = describe(correction, size, "every measure of every query-language gap of this sweep")
+    body = {"correction": {"method": correction, "family": family, "size": size},
+            "gaps": [{"file": str(f.relative_to(out)), **g.to_dict()} for f, g in zip(files, gaps)]}
+    path = out / STATE_DIR / GAPS_FILE
+    text = json.dumps(body, indent=1) + "\n"
+    if not path.is_file() or path.read_text(encoding="utf-8") != text:  # a resumed sweep rewrites nothing
+        write_text_atomic(path, text)
+    return gaps, family, path
 
 
 def build_leaderboard(results_dir, **options) -> tuple[Any, str]:
