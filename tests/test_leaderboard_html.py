@@ -189,7 +189,7 @@ def test_the_layout_check_finds_overflow_and_cut_svg_text(wide_browser, tmp_path
     """The check below can fail: a nowrap text in a narrow box, and an SVG label past its viewport."""
     page = tmp_path / "bad.html"
     page.write_text('<!DOCTYPE html><html><body data-ready="1"><div style="width:120px">'
-                    '<p style="white-space:nowrap;overflow:hidden">dense:/work/checkpoints/a-long-model-name</p>'
+                    '<p style="white-space:nowrap;overflow:hidden">dense:/srv/checkpoints/a-long-model-name</p>'
                     '<span style="display:block;width:300px">wide block</span></div>'
                     '<svg width="100" height="30"><text x="60" y="20">cut at the right edge</text></svg>'
                     '</body></html>', encoding="utf-8")

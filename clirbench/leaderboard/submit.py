@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import contextlib
-import copy
 import datetime as _dt
 import functools
 import hashlib
@@ -352,7 +351,10 @@ def merge(leaderboard: Mapping, sub: Submission, commands: Iterable[str] = (), r
     """
     from ..redact import redact_command
 
-    out = copy.deepcopy(dict(leaderboard))
+    # copy on write along the path this merge changes (top, pools, systems, the one system, its
+    # commands and results): the input is untouched, and a build of many files stays linear
+    out = dict(leaderboard)
+    out["pools"], out["systems"] = dict(out["pools"]), dict(out["systems"])
     registered = out["pools"].get(sub.pool_id)
     if registered is None:
         out["pools"][sub.pool_id] = dict(sub.pool)
@@ -369,6 +371,9 @@ def merge(leaderboard: Mapping, sub: Submission, commands: Iterable[str] = (), r
                                   f"{', '.join(diff)}; pass --replace to drop its results")
         if old != new:
             system = None
+    if system is not None:
+        system = {**system, "commands": list(system.get("commands") or []), "results": dict(system["results"])}
+        out["systems"][sub.system] = system
     if system is None:
         system = {"key": key.to_dict(), "retriever": sub.retriever, "commands": [], "results": {}}
         out["systems"][sub.system] = system
