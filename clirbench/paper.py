@@ -23,7 +23,8 @@ SIGNIFICANCE_LEVEL = 0.05
 
 _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
                   "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-                  "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}"}
+                  "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}", "±": r"$\pm$",
+                  "×": r"$\times$", "−": "-", "–": "--"}
 _MARKDOWN_SPECIAL = "\\`*_[]<>|"
 
 

@@ -27,11 +27,27 @@ def add_leaderboard_parser(subparsers) -> argparse.ArgumentParser:
     s.add_argument("task")
     s.add_argument("--scenario", default=None)
     s.add_argument("--measure", default=None)
+    _add_table_options(s)
     s = sub.add_parser("html", help="write one self-contained HTML page per leaderboard", parents=[common])
     s.add_argument("--out", required=True, help="output folder (index.html and one page per task, <task>.html)")
     s.add_argument("--task", action="append", default=None, help="only this task (repeatable)")
     p.set_defaults(handler=cmd_leaderboard)
     return p
+
+
+def _add_table_options(s) -> None:
+    """``show``'s paper-table options (``leaderboard/tables.py``)."""
+    from .. import checks
+    from ..leaderboard.tables import FORMATS
+    from ..paper import CI_STYLES
+
+    s.add_argument("--format", choices=FORMATS, default="text", help="text (default), markdown, latex or csv")
+    s.add_argument("--ci", choices=CI_STYLES, default=CI_STYLES[0],
+                   help="markdown/latex: the interval as ± half its length (pm, default) or [low, high] (bracket)")
+    s.add_argument("--baseline", default=None, metavar="SYSTEM",
+                   help="mark (†) systems significantly different from SYSTEM after correction")
+    s.add_argument("--correction", choices=checks.CORRECTIONS, default=checks.CORRECTIONS[0],
+                   help="over every system compared with the baseline × every board shown (default holm)")
 
 
 def cmd_leaderboard(args) -> int:
@@ -57,7 +73,14 @@ def cmd_leaderboard(args) -> int:
                 print(f"  {describe_changes([change])}")
         else:
             print(f"{path}: {sub.system} on {sub.pool_id} {'merged' if sub.merged else 'already there (unchanged)'}")
+    elif command == "show" and args.format != "text":
+        from ..leaderboard.tables import render
+
+        print(render(args.task, args.dir, args.scenario, args.measure, args.format, args.ci, args.baseline,
+                     args.correction))
     elif command == "show":
+        if args.baseline is not None:
+            raise ClirbenchError("--baseline marks significant differences in --format markdown, latex or csv")
         print(lb.show(args.task, args.dir, args.scenario, args.measure))
     elif command == "html":
         for page in lb.html(args.out, args.dir, args.task):
