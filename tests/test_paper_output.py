@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import csv
 import json
-import lzma
-import math
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
