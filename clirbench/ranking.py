@@ -40,12 +40,13 @@ class RankTable:
     grade: np.ndarray  # (m,) float64 > 0
     same_lang: np.ndarray | None = None  # (m,) bool: doc language == query language
     doc_lang: np.ndarray | None = None  # (m,) str: language tag of the judged document (PEER)
+    doc_id: np.ndarray | None = None  # (m,) str: the judged document's id (a pool's ranks file)
 
     def __post_init__(self) -> None:
         n, m = len(self.query_ids), len(self.qidx)
         if self.num_docs.shape != (n,):
             raise ValueError(f"num_docs has shape {self.num_docs.shape}, expected ({n},)")
-        optional = tuple(a for a in ("same_lang", "doc_lang") if getattr(self, a) is not None)
+        optional = tuple(a for a in ("same_lang", "doc_lang", "doc_id") if getattr(self, a) is not None)
         for name in ("rank", "grade") + optional:
             if getattr(self, name).shape != (m,):
                 raise ValueError(f"{name} has shape {getattr(self, name).shape}, expected ({m},)")
@@ -95,7 +96,7 @@ def _doc_index(doc_ids: Sequence[str]) -> dict[str, int]:
     return index
 
 
-def finish_table(query_ids, num_docs, t, rank, grade, same, doc_lang=None) -> RankTable:
+def finish_table(query_ids, num_docs, t, rank, grade, same, doc_lang=None, doc_id=None) -> RankTable:
     order = np.lexsort((np.asarray(rank, dtype=np.float64), t))
     arrays = dict(
         num_docs=np.array(num_docs, dtype=np.float64),
@@ -104,6 +105,7 @@ def finish_table(query_ids, num_docs, t, rank, grade, same, doc_lang=None) -> Ra
         grade=np.asarray(grade, dtype=np.float64)[order],
         same_lang=None if same is None else np.asarray(same, dtype=bool)[order],
         doc_lang=None if doc_lang is None else np.asarray(doc_lang, dtype=str)[order],
+        doc_id=None if doc_id is None else np.asarray(doc_id, dtype=object)[order],
     )
     for a in arrays.values():
         if a is not None:
@@ -127,6 +129,7 @@ class JudgedPairs:
     rel_grade: list
     ex_row: np.ndarray
     ex_col: np.ndarray
+    rel_doc: tuple[str, ...] = ()  # the document id of each relevant pair, in ``rel_*`` order
 
     def finish(self, rank: np.ndarray, doc_langs: Sequence[str] | None = None,
                query_lang: str | None = None) -> RankTable:
@@ -139,8 +142,9 @@ class JudgedPairs:
             doc_lang = np.asarray(doc_langs, dtype=object)[rel_col] if len(rel_col) else np.zeros(0, str)
             if query_lang is not None:
                 same = doc_lang == query_lang if len(rel_col) else np.zeros(0, bool)
+        doc_id = self.rel_doc if len(self.rel_doc) == len(rel_col) else None
         return finish_table([self.query_ids[i] for i in self.evaluated], self.num_docs, t_of_row[self.rel_row],
-                       rank, self.rel_grade, same, doc_lang)
+                       rank, self.rel_grade, same, doc_lang, doc_id)
 
 
 def judged_pairs(
@@ -160,7 +164,7 @@ def judged_pairs(
         raise ValueError("duplicate query ids")
 
     evaluated = [i for i, q in enumerate(query_ids) if qrels.get(q)]
-    rel_row, rel_col, rel_grade, ex_row, ex_col = [], [], [], [], []
+    rel_row, rel_col, rel_grade, rel_doc, ex_row, ex_col = [], [], [], [], [], []
     num_docs = np.full(len(evaluated), float(n_docs))
     for t, i in enumerate(evaluated):
         q = query_ids[i]
@@ -181,9 +185,10 @@ def judged_pairs(
                 rel_row.append(i)
                 rel_col.append(dindex[d])
                 rel_grade.append(g)
+                rel_doc.append(d)
     return JudgedPairs(tuple(query_ids), evaluated, num_docs, np.asarray(rel_row, dtype=np.int64),
                        np.asarray(rel_col, dtype=np.int64), rel_grade, np.asarray(ex_row, dtype=np.int64),
-                       np.asarray(ex_col, dtype=np.int64))
+                       np.asarray(ex_col, dtype=np.int64), tuple(rel_doc))
 
 
 def rank_relevant(

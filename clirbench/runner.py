@@ -303,10 +303,11 @@ def _evaluate_pool(pool: Pool, retriever, settings: _Settings, groups: Mapping |
 
 
 def _write(result, evaluation, path: Path):
-    """Write a pool's record and its per-query table (atomically); returns the record as written."""
+    """Write a pool's record, its per-query table and its ranks table (atomically); returns the record
+    as written."""
     from .results import write_result
 
-    return write_result(result, (evaluation.query_ids, evaluation.columns()), path)
+    return write_result(result, (evaluation.query_ids, evaluation.columns()), path, ranks=evaluation.table)
 
 
 def write_gaps(outcomes: Sequence[PoolResult], resamples: int = 1000, seed: int = 42,

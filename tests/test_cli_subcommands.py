@@ -166,7 +166,7 @@ def test_one_module_and_one_handler_per_subcommand(capsys):
 
     modules = {"tasks": "tasks", "validate": "validate", "run": "run", "evaluate": "evaluate", "compare": "compare",
                "leaderboard": "leaderboard", "psq": "psq", "sweep": "sweep", "cache": "cache", "train": "train",
-               "merge": "train"}
+               "merge": "train", "plot": "plot"}
     assert main(["--help"]) == 0
     listed = capsys.readouterr().out.split("{", 1)[1].split("}", 1)[0].split(",")
     assert sorted(listed) == sorted(modules)

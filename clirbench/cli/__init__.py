@@ -1,7 +1,7 @@
 """The ``clirbench`` command: one parser, a subparser per subcommand module, one dispatch.
 
 Each module (``run``, ``evaluate``, ``compare``, ``tasks``, ``validate``, ``leaderboard``, ``psq``,
-``sweep``, ``train``/``merge``, ``cache``) adds its parser and sets its handler
+``sweep``, ``train``/``merge``, ``cache``, ``plot``) adds its parser and sets its handler
 (``set_defaults(handler=...)``); ``main`` calls it. User errors: one line, exit code 2.
 """
 from __future__ import annotations
@@ -16,6 +16,7 @@ from .cache import add_cache_parser
 from .compare import add_compare_parser
 from .evaluate import add_evaluate_parser
 from .leaderboard import add_leaderboard_parser
+from .plot import add_plot_parser
 from .psq import add_psq_parser
 from .run import add_run_parser
 from .sweep import add_sweep_parser
@@ -27,7 +28,7 @@ __all__ = ["main", "EXIT_USAGE"]
 
 # in the order `clirbench --help` lists them
 _SUBCOMMANDS = (add_tasks_parser, add_validate_parser, add_run_parser, add_evaluate_parser, add_psq_parser,
-                add_leaderboard_parser, add_sweep_parser, add_cache_parser, add_train_parser, add_merge_parser,
+                add_leaderboard_parser, add_plot_parser, add_sweep_parser, add_cache_parser, add_train_parser, add_merge_parser,
                 add_compare_parser)
 
 

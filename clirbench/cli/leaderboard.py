@@ -28,6 +28,7 @@ def add_leaderboard_parser(subparsers) -> argparse.ArgumentParser:
     s.add_argument("--scenario", default=None)
     s.add_argument("--measure", default=None)
     _add_correction(s)
+    _add_table_options(s)
     s = sub.add_parser("html", help="write one self-contained HTML page per leaderboard", parents=[common])
     s.add_argument("--out", required=True, help="output folder (index.html and one page per task, <task>.html)")
     s.add_argument("--task", action="append", default=None, help="only this task (repeatable)")
@@ -40,8 +41,21 @@ def _add_correction(parser) -> None:
     from .. import checks
 
     parser.add_argument("--correction", choices=checks.CORRECTIONS, default=checks.CORRECTIONS[0],
-                        help="multiple-testing correction of the significance groups' pairwise p-values "
-                             "(one family per scenario: every pair of systems × every measure; default holm)")
+                        help="multiple-testing correction (default holm) of the significance groups' pairwise "
+                             "p-values (one family per scenario: every pair of systems × every measure) and, "
+                             "with --baseline, of the tests against it (every system × every board shown)")
+
+
+def _add_table_options(s) -> None:
+    """``show``'s paper-table options (``leaderboard/tables.py``)."""
+    from ..leaderboard.tables import FORMATS
+    from ..paper import CI_STYLES
+
+    s.add_argument("--format", choices=FORMATS, default="text", help="text (default), markdown, latex or csv")
+    s.add_argument("--ci", choices=CI_STYLES, default=CI_STYLES[0],
+                   help="markdown/latex: the interval as ± half its length (pm, default) or [low, high] (bracket)")
+    s.add_argument("--baseline", default=None, metavar="SYSTEM",
+                   help="mark (†) systems significantly different from SYSTEM after correction")
 
 
 def cmd_leaderboard(args) -> int:
@@ -67,7 +81,14 @@ def cmd_leaderboard(args) -> int:
                 print(f"  {describe_changes([change])}")
         else:
             print(f"{path}: {sub.system} on {sub.pool_id} {'merged' if sub.merged else 'already there (unchanged)'}")
+    elif command == "show" and args.format != "text":
+        from ..leaderboard.tables import render
+
+        print(render(args.task, args.dir, args.scenario, args.measure, args.format, args.ci, args.baseline,
+                     args.correction))
     elif command == "show":
+        if args.baseline is not None:
+            raise ClirbenchError("--baseline marks significant differences in --format markdown, latex or csv")
         print(lb.show(args.task, args.dir, args.scenario, args.measure, args.correction))
     elif command == "html":
         for page in lb.html(args.out, args.dir, args.task, args.correction):

@@ -7,7 +7,8 @@
 from __future__ import annotations
 
 from .breakdown import breakdown
-from .files import PerQuery, per_query_name, read_per_query, read_result, result_path, write_result
+from .files import (PerQuery, RankedDoc, per_query_name, ranks_name, read_per_query, read_ranks, read_result,
+                    result_path, write_result)
 from .hardware import hardware_info
 from .records import (SCHEMA_VERSION, BootstrapSettings, Hardware, MeasureValue, Result, RetrieverRef,
                       TaskRef, Timings)
@@ -16,7 +17,8 @@ from .run_report import Evaluation, Metric
 
 __all__ = [
     "SCHEMA_VERSION", "TaskRef", "RetrieverRef", "MeasureValue", "BootstrapSettings", "Timings",
-    "Hardware", "Result", "PerQuery", "write_result", "read_result", "read_per_query",
+    "Hardware", "Result", "PerQuery", "RankedDoc", "write_result", "read_result", "read_per_query", "read_ranks",
+    "ranks_name",
     "hardware_info", "result_path", "per_query_name", "breakdown", "PoolResult", "RunResult",
     "Evaluation", "Metric",
 ]

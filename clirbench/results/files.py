@@ -2,7 +2,10 @@
 
 A result ``<stem>.json`` names its per-query table ``<stem>.perquery.tsv`` (header
 ``query_id<TAB><measure>…``, one row per query, floats as Python ``repr``, NaN as ``nan``).
-Both are written atomically; the table first, so a JSON on disk always has its table.
+Beside them, when the ranks are known, the ranks table ``<stem>.ranks.tsv`` (header
+``query_id<TAB>doc_id<TAB>doc_lang<TAB>grade<TAB>rank``, one row per relevant judgement; results
+written by older versions have none). All are written atomically; the tables first, so a JSON on
+disk always has its tables.
 """
 from __future__ import annotations
 
@@ -18,9 +21,12 @@ from ..atomic import write_text_atomic
 from ..errors import DataNotFoundError, MalformedDataError
 from .records import Result
 
-__all__ = ["PerQuery", "per_query_name", "write_result", "read_result", "read_per_query", "result_path"]
+__all__ = ["PerQuery", "RankedDoc", "per_query_name", "ranks_name", "write_result", "read_result", "read_per_query",
+           "read_ranks", "result_path"]
 
 _PER_QUERY_SUFFIX = ".perquery.tsv"
+_RANKS_SUFFIX = ".ranks.tsv"
+_RANKS_HEADER = ("query_id", "doc_id", "doc_lang", "grade", "rank")
 
 
 class PerQuery(NamedTuple):
@@ -30,11 +36,29 @@ class PerQuery(NamedTuple):
     values: dict[str, np.ndarray]
 
 
+class RankedDoc(NamedTuple):
+    """One relevant judgement of a query in a ranks table: the document, its language ("" when
+    unknown), its grade and its rank under the tie rule (``inf``: not retrieved)."""
+
+    doc_id: str
+    doc_lang: str
+    grade: float
+    rank: float
+
+
+def _stem(result_file: str | os.PathLike) -> str:
+    name = Path(result_file).name
+    return name[:-5] if name.endswith(".json") else name
+
+
 def per_query_name(result_file: str | os.PathLike) -> str:
     """``x/en-zh.q-zh.json`` -> ``en-zh.q-zh.perquery.tsv`` (the name, relative to its folder)."""
-    name = Path(result_file).name
-    stem = name[:-5] if name.endswith(".json") else name
-    return stem + _PER_QUERY_SUFFIX
+    return _stem(result_file) + _PER_QUERY_SUFFIX
+
+
+def ranks_name(result_file: str | os.PathLike) -> str:
+    """``x/en-zh.q-zh.json`` -> ``en-zh.q-zh.ranks.tsv`` (the name, relative to its folder)."""
+    return _stem(result_file) + _RANKS_SUFFIX
 
 
 def _bad_field(text: str) -> bool:
@@ -62,11 +86,26 @@ def _per_query_text(per_query) -> tuple[str, int]:
     return "\n".join(lines) + "\n", len(ids)
 
 
-def write_result(result: Result, per_query: PerQuery | tuple, path: str | os.PathLike) -> Result:
-    """Write ``path`` (JSON) and its per-query table beside it, both atomically.
+def _ranks_text(table) -> str:
+    """The ranks table of a ``ranking.RankTable`` that carries its documents' ids."""
+    ids = [str(d) for d in table.doc_id]
+    bad = [d for d in ids if _bad_field(d)]
+    if bad:
+        raise ValueError(f"doc id {bad[0]!r} is empty or contains a tab or newline")
+    langs = [""] * len(ids) if table.doc_lang is None else [str(l) for l in table.doc_lang]
+    lines = ["\t".join(_RANKS_HEADER)]
+    for t, d, lang, g, r in zip(table.qidx.tolist(), ids, langs, table.grade.tolist(), table.rank.tolist()):
+        rank = str(int(r)) if np.isfinite(r) else "inf"
+        lines.append("\t".join((table.query_ids[t], d, lang, repr(float(g)), rank)))
+    return "\n".join(lines) + "\n"
 
-    ``per_query`` is ``(query_ids, {measure: vector})``. Returns the record as written (with
-    ``per_query_file`` set).
+
+def write_result(result: Result, per_query: PerQuery | tuple, path: str | os.PathLike, ranks=None) -> Result:
+    """Write ``path`` (JSON) and its per-query table beside it, all atomically.
+
+    ``per_query`` is ``(query_ids, {measure: vector})``; ``ranks`` (optional) a ``ranking.RankTable``
+    with document ids, written as the ranks table (a stale one from an earlier write is removed when
+    there is none). Returns the record as written (with ``per_query_file`` set).
     """
     path = Path(path)
     text, rows = _per_query_text(per_query)
@@ -74,6 +113,11 @@ def write_result(result: Result, per_query: PerQuery | tuple, path: str | os.Pat
         raise ValueError(f"per-query table has {rows} rows but the result says num_queries={result.num_queries}")
     result = dataclasses.replace(result, per_query_file=per_query_name(path))
     body = json.dumps(result.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    ranks_path = path.parent / ranks_name(path)
+    if ranks is not None and getattr(ranks, "doc_id", None) is not None:
+        write_text_atomic(ranks_path, _ranks_text(ranks))
+    else:
+        ranks_path.unlink(missing_ok=True)
     write_text_atomic(path.parent / result.per_query_file, text)
     write_text_atomic(path, body)
     return result
@@ -146,6 +190,47 @@ def read_per_query(path: str | os.PathLike) -> PerQuery:
     except ValueError as exc:
         raise bad(f"a value is not a number ({_one_line(exc)})") from None
     return PerQuery(tuple(ids), {n: matrix[:, j].copy() for j, n in enumerate(names)})
+
+
+def read_ranks(path: str | os.PathLike) -> dict[str, tuple[RankedDoc, ...]] | None:
+    """The ranks table beside the result JSON ``path`` (or the table at ``path``): ``{query id:
+    (RankedDoc, …) best rank first}``; None when a result has none (written before ranks tables)."""
+    from ..formats.jsonl import numbered_lines
+    from ..strict import check_id
+
+    path = Path(path)
+    if path.suffix == ".json":
+        path = path.parent / ranks_name(path)
+        if not path.exists():
+            return None
+    if not path.is_file():
+        raise DataNotFoundError(f"{path}: no such ranks table")
+
+    def bad(why: str) -> MalformedDataError:
+        return MalformedDataError(f"{path}: malformed ranks table: {why}")
+
+    out: dict[str, list[RankedDoc]] = {}
+    try:
+        for lineno, line in numbered_lines(path):
+            parts = line.rstrip("\r\n").split("\t")
+            if lineno == 1:
+                if tuple(parts) != _RANKS_HEADER:
+                    raise bad(f"the header must be {' '.join(_RANKS_HEADER)}")
+                continue
+            if len(parts) != len(_RANKS_HEADER):
+                raise bad(f"line {lineno} has {len(parts)} fields, expected {len(_RANKS_HEADER)}")
+            qid = check_id(parts[0], f"{path}:{lineno}", "query id")
+            doc = check_id(parts[1], f"{path}:{lineno}", "doc id")
+            try:
+                grade, rank = float(parts[3]), float(parts[4])
+            except ValueError:
+                raise bad(f"line {lineno}: grade and rank must be numbers") from None
+            if not (grade > 0 and rank >= 1):
+                raise bad(f"line {lineno}: grade must be > 0 and rank >= 1")
+            out.setdefault(qid, []).append(RankedDoc(doc, parts[2], grade, rank))
+    except OSError as exc:
+        raise MalformedDataError(f"{path}: cannot read ranks table: {_one_line(exc)}") from None
+    return {q: tuple(sorted(docs, key=lambda d: (d.rank, d.doc_id))) for q, docs in out.items()}
 
 
 def result_path(output_dir: str | os.PathLike, system, task: str | None = None, scenario: str | None = None,

@@ -1,0 +1,84 @@
+"""``clirbench plot ecdf | ranks | gaps``: figures of results and leaderboards (SVG or PNG by the
+``--out`` suffix), one sub-subcommand per figure module of ``clirbench.plots``.
+
+A figure is added with an ``_add_<name>(sub)`` function that adds its parser and sets ``figure``
+to a handler calling its ``clirbench.plots`` module, listed in ``_FIGURES``.
+"""
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["add_plot_parser", "cmd_plot"]
+
+
+def _leaderboard_args(s) -> None:
+    s.add_argument("task")
+    s.add_argument("--dir", default="leaderboards", help="leaderboard folder (default: leaderboards)")
+
+
+def _add_ecdf(sub) -> None:
+    s = sub.add_parser("ecdf", help="the distribution of a per-query measure (default MaxR) per query language")
+    s.add_argument("results", nargs="+", metavar="RESULT.json")
+    s.add_argument("--measure", default="MaxR")
+
+    def figure(args):
+        from ..plots.ecdf import plot_ecdf
+
+        return plot_ecdf(args.results, args.out, args.measure)
+
+    s.set_defaults(figure=figure)
+    s.add_argument("--out", required=True, help="the figure's file (.svg or .png)")
+
+
+def _add_ranks(sub) -> None:
+    s = sub.add_parser("ranks", help="each system's rank and 95%% rank interval per leaderboard board")
+    _leaderboard_args(s)
+    s.add_argument("--scenario", default=None)
+    s.add_argument("--measure", default=None)
+
+    def figure(args):
+        from ..plots.rank_intervals import plot_rank_intervals
+
+        return plot_rank_intervals(args.task, args.out, args.dir, args.scenario, args.measure)
+
+    s.set_defaults(figure=figure)
+    s.add_argument("--out", required=True, help="the figure's file (.svg or .png)")
+
+
+def _add_gaps(sub) -> None:
+    s = sub.add_parser("gaps", help="the query-language gap per system and language pair (heatmap)")
+    _leaderboard_args(s)
+    s.add_argument("--scenario", default="multi")
+    s.add_argument("--measure", default=None, help="default: the scenario's first higher-is-better measure")
+
+    def figure(args):
+        from ..plots.gap_heatmap import plot_gap_heatmap
+
+        return plot_gap_heatmap(args.task, args.out, args.dir, args.scenario, args.measure)
+
+    s.set_defaults(figure=figure)
+    s.add_argument("--out", required=True, help="the figure's file (.svg or .png)")
+
+
+_FIGURES = (_add_ecdf, _add_ranks, _add_gaps)
+
+
+def add_plot_parser(subparsers) -> argparse.ArgumentParser:
+    """Add ``plot`` and its figures to the ``clirbench`` subparsers; returns its parser."""
+    p = subparsers.add_parser("plot", help="figures (SVG or PNG) of results and leaderboards")
+    sub = p.add_subparsers(dest="figure_name", parser_class=type(p))
+    for add in _FIGURES:
+        add(sub)
+    p.set_defaults(handler=cmd_plot)
+    return p
+
+
+def cmd_plot(args) -> int:
+    from ..errors import ClirbenchError
+    from ..plots.figure import check_output
+
+    if getattr(args, "figure", None) is None:
+        raise ClirbenchError("clirbench plot: expected a figure: ecdf, ranks or gaps")
+    check_output(args.out)
+    print(args.figure(args))
+    return 0

@@ -1,0 +1,178 @@
+"""Paper-ready leaderboard tables (``clirbench leaderboard show --format markdown|latex|csv``).
+
+One row per system, one column per board (scenario × measure) for LaTeX and Markdown: the board's
+value with its bootstrap interval, the best ranked value of each column in bold. With a baseline,
+each ranked system's difference with it on each board is tested: a paired randomisation test of
+the board's macro-mean difference (each pool's per-query differences weighted by one over its
+number of queries, so the test statistic is the board's difference; the board's seed,
+``PERMUTATIONS`` sign flips), the p-values of the family (every system compared with the baseline
+× every board shown) adjusted by ``stats.correction``; a marker (†) flags an adjusted p below 0.05.
+CSV: one row per system × board with the numbers as stored (value, interval, rank and its
+interval, group, raw and adjusted p against the baseline).
+"""
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from . import store
+from .significance import Board, boards
+
+__all__ = ["FORMATS", "PERMUTATIONS", "CSV_COLUMNS", "select", "baseline_tests", "render"]
+
+FORMATS = ("text", "markdown", "latex", "csv")
+PERMUTATIONS = 10000
+CSV_COLUMNS = ("task", "subset", "scenario", "pool_mode", "measure", "system", "value", "ci_low", "ci_high", "rank",
+               "rank_low", "rank_high", "group", "pools", "baseline", "p_value", "p_adjusted")
+
+
+def select(leaderboard: Mapping, path, scenario: str | None = None, measure: str | None = None,
+           correction: str = "holm") -> list[Board]:
+    """The boards of ``leaderboard`` for ``scenario`` and ``measure`` (None: all), their groups under
+    ``correction``; an unknown one is a one-line error listing what the file has."""
+    from ..errors import UnknownNameError
+
+    every = list(boards(leaderboard, correction=correction))
+    for option, asked, have in (("--scenario", scenario, sorted({b.scenario for b in every})),
+                                ("--measure", measure, sorted({b.measure for b in every if scenario in (None, b.scenario)}))):
+        if asked is not None and asked not in have:
+            raise UnknownNameError(f"{option} {asked[:60]!r}: not in {path}; available: {', '.join(have) or 'none'}")
+    return [b for b in every if (scenario is None or b.scenario == scenario) and (measure is None or b.measure == measure)]
+
+
+def _vectors(leaderboard: Mapping, system: str, board: Board) -> list[np.ndarray]:
+    out = []
+    for pid in board.pools:
+        text = leaderboard["systems"][system]["results"][pid]["per_query"]["measures"][board.measure]
+        out.append(store.decode_vector(text, leaderboard["pools"][pid]["num_queries"], f"{system} {pid}"))
+    return out
+
+
+def _weighted(base: list[np.ndarray], other: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Both systems' per-query values, each pool's weighted by 1 / its queries defined for both."""
+    a, b = [], []
+    for va, vb in zip(base, other):
+        both = ~(np.isnan(va) | np.isnan(vb))
+        w = 1.0 / max(int(both.sum()), 1)
+        a.append(np.where(both, va, np.nan) * w)
+        b.append(np.where(both, vb, np.nan) * w)
+    return np.concatenate(a), np.concatenate(b)
+
+
+def baseline_tests(leaderboard: Mapping, items: Sequence[Board], baseline: str, correction: str = "holm",
+                   permutations: int = PERMUTATIONS) -> dict[tuple[int, str], tuple[float, float]]:
+    """``{(board index, system): (p, adjusted p)}`` for every ranked system but ``baseline`` on each
+    board where the baseline is ranked; one family, adjusted by ``correction``."""
+    from ..errors import UnknownNameError
+    from ..stats.bootstrap import randomization_test
+    from ..stats.correction import adjust
+
+    if baseline not in leaderboard["systems"]:
+        raise UnknownNameError(f"--baseline {baseline[:60]!r}: no such system; systems: "
+                               f"{', '.join(sorted(leaderboard['systems']))}")
+    seed = int(leaderboard["significance"]["seed"])
+    keys, p = [], []
+    for i, board in enumerate(items):
+        ranked = [r.system for r in board.rows if r.rank is not None]
+        if baseline not in ranked:
+            continue
+        base = _vectors(leaderboard, baseline, board)
+        for system in ranked:
+            if system != baseline:
+                keys.append((i, system))
+                p.append(float(randomization_test(*_weighted(base, _vectors(leaderboard, system, board)),
+                                                  resamples=permutations, seed=seed, name="permutations")))
+    adjusted = adjust(p, correction)
+    return {k: (pv, float(q)) for k, pv, q in zip(keys, p, adjusted)}
+
+
+def _header(board: Board, scenarios: int) -> str:
+    where = board.title.rsplit(" · ", 1)[0]
+    return board.measure if scenarios == 1 else f"{where} {board.measure}"
+
+
+def _order(items: Sequence[Board]) -> list[str]:
+    """Systems in the first board's order, then any others by name."""
+    seen = [r.system for b in items for r in b.rows]
+    return list(dict.fromkeys(seen))
+
+
+def _note(items: Sequence[Board], leaderboard: Mapping, baseline: str | None, tests: Mapping, correction: str,
+          ci: str) -> str:
+    from ..stats.correction import describe, family_size
+
+    sig = leaderboard["significance"]
+    pools = sorted({len(b.pools) for b in items})
+    parts = [f"Macro mean over each board's pools ({'/'.join(map(str, pools))} pools) with its "
+             f"{float(sig['confidence']):.0%} bootstrap interval ({sig['resamples']} resamples, "
+             f"{'± half its length' if ci == 'pm' else '[low, high]'}); best in bold"]
+    if baseline is not None and not tests:
+        parts.append(f"no system was compared with {baseline} (it is not ranked, or ranked alone, on these boards)")
+    elif baseline is not None:
+        systems, tested = len({s for _, s in tests}), len({i for i, _ in tests})
+        family = describe(correction, family_size([p for p, _ in tests.values()]),
+                          f"{systems} system{'s' * (systems != 1)} compared with {baseline} × {tested} "
+                          f"board{'s' * (tested != 1)} shown")
+        parts.append(f"† adjusted p < 0.05 against {baseline}: paired randomisation test of the macro-mean "
+                     f"difference ({PERMUTATIONS} sign flips, each pool's queries weighted by 1/its count); {family}")
+    return ". ".join(parts) + "."
+
+
+def _csv(task: str, items: Sequence[Board], baseline: str | None, tests: Mapping) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    num = lambda x: "" if x is None or (isinstance(x, float) and math.isnan(x)) else repr(float(x))
+    for i, board in enumerate(items):
+        for r in board.rows:
+            p, q = tests.get((i, r.system), (None, None))
+            writer.writerow([task, board.subset, board.scenario, board.pool_mode, board.measure, r.system,
+                             num(r.value), num(r.ci_low), num(r.ci_high), r.rank or "",
+                             "" if r.rank_low is None else r.rank_low, "" if r.rank_high is None else r.rank_high,
+                             r.group, r.pools, baseline or "", num(p), num(q)])
+    return out.getvalue().rstrip("\n")
+
+
+def render(task: str, leaderboard_dir: str | os.PathLike = "leaderboards", scenario: str | None = None,
+           measure: str | None = None, fmt: str = "latex", ci: str = "pm", baseline: str | None = None,
+           correction: str = "holm") -> str:
+    """The boards of ``<leaderboard_dir>/<task>.json`` as a Markdown, LaTeX or CSV table."""
+    from ..checks import check_correction
+    from ..errors import ClirbenchError
+    from ..paper import SIGNIFICANCE_LEVEL, Cell, check_ci_style, latex_table, markdown_table
+
+    if fmt not in FORMATS[1:]:
+        raise ClirbenchError(f"unknown table format {fmt!r}; choose one of {', '.join(FORMATS[1:])}")
+    check_ci_style(ci)
+    correction = check_correction(correction)
+    path = store.path_for(task, leaderboard_dir)
+    leaderboard = store.load(path)
+    items = select(leaderboard, path, scenario, measure, correction)
+    tests = baseline_tests(leaderboard, items, baseline, correction) if baseline is not None else {}
+    if fmt == "csv":
+        return _csv(task, items, baseline, tests)
+    if not items:
+        return f"{task}: no ranked results"
+    scenarios = len({b.title.rsplit(' · ', 1)[0] for b in items})
+    header = ["System"] + [_header(b, scenarios) for b in items]
+    rows = []
+    for system in _order(items):
+        row: list = [system]
+        for i, board in enumerate(items):
+            r = next((r for r in board.rows if r.system == system), None)
+            if r is None:
+                row.append("–")
+                continue
+            good = board.family.goodness
+            best = max(float(good(x.value)) for x in board.rows if x.rank is not None) if board.rows[0].rank else None
+            p = tests.get((i, system), (None, None))[1]
+            row.append(Cell(r.value, r.ci_low, r.ci_high, bold=r.rank is not None and float(good(r.value)) == best,
+                            marked=p is not None and p < SIGNIFICANCE_LEVEL))
+        rows.append(row)
+    note = _note(items, leaderboard, baseline, tests, correction, ci)
+    return (latex_table if fmt == "latex" else markdown_table)(header, rows, note, ci)

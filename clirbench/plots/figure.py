@@ -1,0 +1,57 @@
+"""What every figure shares: matplotlib on the Agg backend (imported lazily, through
+``optional.require``), the output format from the file's suffix, and a deterministic write (SVG
+ids from a fixed hash salt, no date in the metadata: two renders of one figure are identical
+bytes), atomic."""
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+__all__ = ["SUFFIXES", "STYLE", "check_output", "pyplot", "subplots", "save"]
+
+SUFFIXES = (".svg", ".png")
+STYLE = {"svg.hashsalt": "clirbench", "svg.fonttype": "path", "font.size": 9, "axes.grid": True,
+         "grid.alpha": 0.3, "figure.dpi": 100}
+
+
+def check_output(path: str | os.PathLike) -> Path:
+    """``path`` if it ends in .svg or .png; a one-line error otherwise (before any work)."""
+    path = Path(path)
+    if path.suffix.lower() not in SUFFIXES:
+        raise ValueError(f"--out {str(path)[:80]!r}: the file name must end in .svg or .png")
+    return path
+
+
+def pyplot():
+    """``matplotlib.pyplot`` on the Agg backend (a missing matplotlib: one line naming the extra)."""
+    from ..optional import require
+
+    matplotlib = require("matplotlib")
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def subplots(rows: int = 1, width: float = 6.0, height: float = 3.5):
+    """``(figure, axes)`` in clirbench's style; ``axes`` a list of ``rows`` stacked axes."""
+    plt = pyplot()
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(rows, 1, figsize=(width, height * rows), squeeze=False)
+    return fig, [row[0] for row in axes]
+
+
+def save(fig, path: str | os.PathLike) -> Path:
+    """Write ``fig`` to ``path`` (SVG or PNG by the suffix) atomically, then close it."""
+    from ..atomic import write_bytes_atomic
+
+    path = check_output(path)
+    plt = pyplot()
+    fmt = path.suffix.lower()[1:]
+    buffer = io.BytesIO()
+    metadata = {"Date": None} if fmt == "svg" else {"Software": None}
+    with plt.rc_context(STYLE):
+        fig.savefig(buffer, format=fmt, metadata=metadata, bbox_inches="tight")
+    plt.close(fig)
+    return write_bytes_atomic(path, buffer.getvalue())
