@@ -97,7 +97,7 @@ def bars_svg(board: Board) -> str:
     lo = min(0.0, min(r.value for r in rows))
     scale = lambda v: label_w + (v - lo) / (hi - lo) * plot_w  # noqa: E731
     height = top + row_h * len(rows) + 18
-    target = board.family.target  # SameLangFirst: best at 50, marked by a dashed line
+    target = board.target  # SameLangFirst: best at 100/k (50 for two languages), marked by a dashed line
     title = board.title if target is None else f"{board.title} ({board.direction_label})"
     parts = [f'<svg class="bars" xmlns="http://www.w3.org/2000/svg" width="{label_w + plot_w + 60}" '
              f'height="{height}" role="img" aria-label="{esc(title)}">',
@@ -213,7 +213,7 @@ def _table(group_boards: Sequence[Board], table_id: str) -> str:
     head = ['<th data-type="text">system</th>']
     for b in group_boards:
         head.append(f'<th data-type="num" title="{esc(b.measure)}, {esc(b.direction_label)}; ± half the 95% CI; '
-                    f'letters: significance groups">{esc(b.measure)} {esc(b.family.arrow)}</th>')
+                    f'letters: significance groups">{esc(b.measure)} {esc(b.arrow)}</th>')
     body = []
     for s in systems:
         cells = [f'<td data-v="{esc(s)}">{esc(s)}</td>']
@@ -228,7 +228,7 @@ def _table(group_boards: Sequence[Board], table_id: str) -> str:
             if row.rank_interval:
                 group += f' <span class="ci">{esc(row.rank_interval)}</span>'
             # click-sorting ranks a best-at-target column by distance from the target
-            key = row.value if b.family.direction != "target" else b.family.goodness(row.value)
+            key = row.value if b.family.direction != "target" else b.goodness(row.value)
             cells.append(f'<td data-v="{_num_attr(key)}" title="95% CI [{_fmt(row.ci_low)}, {_fmt(row.ci_high)}], '
                          f'{row.pools} pools">{_fmt(row.value)}{ci}{group}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")

@@ -55,6 +55,20 @@ class Board:
     measure: str
     pools: tuple[str, ...]
     rows: tuple[Row, ...]
+    num_langs: tuple[int, ...] = ()  # document languages of each pool (a target measure's best value)
+
+    @property
+    def target(self) -> float | None:
+        """The best value of a "target" measure on this board: the mean over its pools of the
+        family's ``target_for(k)`` (SameLangFirst: 100/k), as the board's value is the pools' mean."""
+        f = self.family
+        if f.direction != "target":
+            return None
+        return float(np.mean([f.target_for(k) for k in self.num_langs])) if self.num_langs else f.target
+
+    def goodness(self, value):
+        """The family's ranking key at this board's ``target``."""
+        return self.family.goodness(value, self.target)
 
     @property
     def family(self):
@@ -69,8 +83,16 @@ class Board:
 
     @property
     def direction_label(self) -> str:
-        """``higher is better``, ``lower is better`` or ``best at 50``."""
-        return self.family.direction_label
+        """``higher is better``, ``lower is better`` or ``best at 50`` (``best at 33.3``: three languages)."""
+        target = self.target
+        if target is None or target == self.family.target:
+            return self.family.direction_label
+        return f"best at {round(target, 1):g}"
+
+    @property
+    def arrow(self) -> str:
+        """Column marker: ↑, ↓ or ``best at <target>`` (this board's)."""
+        return self.family.arrow if self.family.direction != "target" else self.direction_label
 
     @property
     def title(self) -> str:
@@ -203,7 +225,10 @@ def boards(leaderboard: Mapping, measures: Mapping[str, list[str]] | None = None
             complete = [s for s, sysd in sorted(leaderboard["systems"].items())
                         if all(measure in sysd["results"].get(p, {}).get("per_query", {}).get("measures", {})
                                for p in pids)]
-            goodness = parse(measure).record.goodness
+            family = parse(measure).record
+            num_langs = tuple(len(leaderboard["pools"][p]["doc_langs"]) for p in pids)
+            target = float(np.mean([family.target_for(k) for k in num_langs])) if family.direction == "target" else None
+            goodness = lambda x, family=family, target=target: family.goodness(x, target)  # noqa: E731
             rows = []
             if complete:
                 point, boots = _macro(leaderboard, complete, pids, measure, resamples, seed)
@@ -223,7 +248,7 @@ def boards(leaderboard: Mapping, measures: Mapping[str, list[str]] | None = None
                     mean = float(np.mean(vals)) if vals else math.nan
                     rows.append(Row(s, mean, math.nan, math.nan, None, "", len(have)))
             if rows:
-                out.append(Board(subset, scenario, mode, measure, tuple(pids), tuple(rows)))
+                out.append(Board(subset, scenario, mode, measure, tuple(pids), tuple(rows), num_langs))
     return out
 
 

@@ -53,7 +53,7 @@ def _rebuild(name: str, subsets: Sequence[str], data_dir):
                 langs = [q, langs[0]]
             if len(langs) == 1:  # mono-same: paired with another language of the result, not with every one
                 langs = [q, next((l for l in named if l != q), q)]
-            call = dict(langs=",".join(langs), query_langs=[q]) if len(set(langs)) == 2 else dict()
+            call = dict(langs=",".join(langs), query_langs=[q]) if len(set(langs)) >= 2 else dict()
             if call not in calls:
                 calls.append(call)
     pools, measures = {}, None
