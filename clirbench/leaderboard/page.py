@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from . import store
+from .preference import preference_section
 from .significance import Board, boards, gaps
 
 __all__ = ["esc", "render_page", "write_site", "SCRIPT"]
@@ -272,6 +273,7 @@ def render_page(data: Mapping) -> str:
                 out.append("<h3>Query-language gap</h3>" + heatmap_svg(gap, f"{title}: gap in {measure} per language pair"))
         for (fld, measure), values in sorted(_breakdowns(data, group_boards[0].pools).items()):
             out.append(f"<h3>By {esc(fld)}</h3>" + dots_svg(values, f"{title}: {measure} by {fld}"))
+        out.append(preference_section(data, group_boards[0].pools))  # multi pools: query × document language heatmaps
         out.append("</section>")
     out.append("<h2>Systems</h2><table class=\"sortable\" id=\"systems\"><thead><tr><th data-type=\"text\">system</th>"
                "<th data-type=\"text\">model</th><th data-type=\"text\">revision</th><th data-type=\"num\">pools</th>"

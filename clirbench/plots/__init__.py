@@ -1,0 +1,1 @@
+"""Figures of clirbench results (matplotlib, imported only inside the plotting functions)."""
