@@ -305,15 +305,13 @@ def _evaluate_pool(pool: Pool, retriever, settings: _Settings, groups: Mapping |
 
 
 def _preference(pool: Pool, evaluation, settings: _Settings):
-    """The pool's row of the language-preference matrix (``stats.preference``): ``multi`` pools of two
-    or more languages ranked exactly (an approximate index gives no exact rank of every passage)."""
-    table = evaluation.table
-    if pool.scenario != "multi" or len(pool.doc_langs) < 2 or table.doc_lang is None or settings.index is not None \
-            or not len(table.qidx):
+    """The pool's row of the language-preference matrix (``stats.preference``), when its ranks are
+    exact (an approximate index does not rank every relevant passage exactly)."""
+    if settings.index is not None:
         return None
-    from .stats.preference import preference_row
+    from .stats.preference import pool_preference
 
-    return preference_row(table, pool.doc_langs, settings.resamples, settings.seed)
+    return pool_preference(pool, evaluation.table, settings.resamples, settings.seed)
 
 
 def _write(result, evaluation, path: Path):

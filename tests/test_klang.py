@@ -241,3 +241,19 @@ def test_leaderboard_keeps_the_matrix_and_refuses_a_broken_one(tmp_path):
     entry["preference"]["mean_rank"]["en"]["value"] = 0.5  # below rank 1
     with pytest.raises(ValueError, match="preference.mean_rank.en out of range"):
         store.validate(board, "board")
+
+
+def test_matplotlib_figure_of_the_matrix(tmp_path):
+    from clirbench.plots.preference import preference_figure
+
+    report = run("bm25", task="xquad", langs="en,zh,ar", scenarios="multi", data_dir=XQUAD, output_dir=None,
+                 resamples=20, progress=False, cache_dir=tmp_path / "c")
+    (matrix,) = preference_matrix(o.record for o in report.pools)
+    fig = preference_figure(matrix, "bm25")
+    ax = fig.axes[0]
+    shown = [t.get_text() for t in ax.texts]
+    first = matrix["best_share"][0][0]["value"]
+    assert len(shown) == 9 and shown[0].startswith(f"{first:.1f}%")
+    assert [t.get_text() for t in ax.get_xticklabels()] == list(LANGS)
+    fig.savefig(tmp_path / "m.png")
+    assert (tmp_path / "m.png").stat().st_size > 5_000

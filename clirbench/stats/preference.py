@@ -16,7 +16,7 @@ import numpy as np
 
 from ..ranking import RankTable
 
-__all__ = ["PARTS", "preference_columns", "preference_row", "preference_matrix"]
+__all__ = ["PARTS", "preference_columns", "preference_row", "pool_preference", "preference_matrix"]
 
 #: the two quantities of a matrix cell, in the order a record writes them
 PARTS = ("mean_rank", "best_share")
@@ -52,6 +52,14 @@ def preference_row(table: RankTable, doc_langs: Sequence[str], resamples: int = 
     columns = preference_columns(table, doc_langs)
     summary = summarise(list(columns), columns, resamples, seed)
     return {part: {lang: summary[f"{part}:{lang}"] for lang in doc_langs} for part in PARTS}
+
+
+def pool_preference(pool, table: RankTable, resamples: int = 1000, seed: int = 42) -> dict | None:
+    """The preference row of ``pool`` (a ``Pool``) from its exact ``table``: for ``multi`` pools of two
+    or more document languages whose table knows the languages of its documents; None otherwise."""
+    if pool.scenario != "multi" or len(pool.doc_langs) < 2 or table.doc_lang is None or not len(table.qidx):
+        return None
+    return preference_row(table, pool.doc_langs, resamples, seed)
 
 
 def _plain(record: Any) -> Mapping:
