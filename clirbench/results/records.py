@@ -332,9 +332,6 @@ class Result:
             object.__setattr__(self, "translation", _freeze(self.translation))
         if self.breakdown is not None:
             object.__setattr__(self, "breakdown", _check_breakdown(self.breakdown))
-        if self.preference is not None:
-            object.__setattr__(self, "preference", check_preference(self.preference, self.doc_langs,
-                                                                    self.pool_size))
         for name, cls in (*_COERCE.items(), ("hardware", Hardware)):
             if not isinstance(getattr(self, name), cls):
                 raise ValueError(f"{name} must be a {cls.__name__} or a dict")
@@ -347,6 +344,9 @@ class Result:
             raise ValueError(f"doc_langs must be non-empty language tags, got {self.doc_langs!r}")
         if not all(isinstance(mv, MeasureValue) for mv in self.measures.values()):
             raise ValueError("measures must map names to MeasureValue or dicts")
+        if self.preference is not None:
+            object.__setattr__(self, "preference", check_preference(self.preference, self.doc_langs,
+                                                                    self.pool_size))
 
     def to_dict(self) -> dict:
         """JSON-able dict in the on-disk key order (NaN written as null)."""
@@ -465,6 +465,8 @@ def check_preference(value: Mapping, doc_langs, pool_size: int) -> Mapping:
     within range (a rank in [1, pool size], a share in [0, 100], ci_low <= ci_high)."""
     if not isinstance(value, Mapping):
         raise ValueError("preference must be an object")
+    if len(set(doc_langs)) != len(doc_langs):
+        raise ValueError(f"doc_langs must be distinct languages to hold a preference row, got {list(doc_langs)}")
     _no_extra(value, PREFERENCE_PARTS, "preference.")
     out = {}
     for part in PREFERENCE_PARTS:
@@ -472,7 +474,8 @@ def check_preference(value: Mapping, doc_langs, pool_size: int) -> Mapping:
         if set(row) != set(doc_langs):
             raise ValueError(f"preference.{part} must have one cell per document language "
                              f"({', '.join(doc_langs)}), got {', '.join(map(str, row)) or 'none'}")
-        low, high = (1.0, float(max(pool_size, 1))) if part == "mean_rank" else (0.0, 100.0)
+        # a pool size below 1 is the record's own error (reported by its checks), not the row's
+        low, high = (1.0, float(pool_size) if pool_size >= 1 else math.inf) if part == "mean_rank" else (0.0, 100.0)
         cells = {}
         for lang in doc_langs:
             mv = row[lang]
