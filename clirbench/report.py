@@ -61,7 +61,8 @@ def legend(records: list[dict], names: list[str], gaps: bool = False, gap_family
             family = parse(name).record
         except ValueError:
             continue
-        label = family.direction_label if family.direction == "target" else f"{family.arrow} {family.direction_label}"
+        label = _target_label(family, name, records) if family.direction == "target" \
+            else f"{family.arrow} {family.direction_label}"
         groups.setdefault((("up", "down", "target").index(family.direction), label), []).append(name)
     if groups:
         lines.append("; ".join(f"{label}: {', '.join(members)}" for (_, label), members in sorted(groups.items())))
@@ -69,6 +70,34 @@ def legend(records: list[dict], names: list[str], gaps: bool = False, gap_family
         lines.append("gap: paired difference by question, its bootstrap interval, p from a randomisation test"
                      + (f"; p_adj: {gap_family}" if gap_family else ""))
     return lines
+
+
+def _target_label(family, name: str, records: list[dict]) -> str:
+    """``best at 50``, or the target on the run's pools of k document languages (SameLangFirst:
+    ``best at 33.3`` for three; ``best at 100/k`` when the run mixes pool sizes)."""
+    ks = sorted({len(r["doc_langs"]) for r in records if name in r.get("measures", {})})
+    if len(ks) == 1:
+        return family.label_for(ks[0])
+    if family.neutral is not None and ks:
+        return f"best at 100/k ({family.direction_label} with two languages; k: the pool's document languages)"
+    return family.direction_label
+
+
+def format_preference(matrix: dict) -> list[str]:
+    """A language-preference matrix (``stats.preference.preference_matrix``) as compact text: per
+    query language (row) and document language (column), the mean rank of the relevant passage in
+    that language / the % of queries whose best-ranked relevant passage is in it."""
+    def cell(i: int, j: int) -> str:
+        rank, share = matrix["mean_rank"][i][j], matrix["best_share"][i][j]
+        if rank is None or rank.get("value") is None or share is None or share.get("value") is None:
+            return "-"
+        return f"{rank['value']:.1f} / {share['value']:.1f}%"
+
+    header = ["q \\ docs", *matrix["doc_langs"]]
+    body = [[q, *(cell(i, j) for j in range(len(matrix["doc_langs"])))] for i, q in enumerate(matrix["query_langs"])]
+    return ([f"== language preference {matrix['pool']}: mean rank of the relevant passage in each document "
+             f"language / % of queries whose best-ranked relevant passage is in it (CIs in the result files)"]
+            + format_table(header, body, right=tuple(range(1, len(header)))) + [""])
 
 
 def _columns(report, scenario: str, rows: list) -> list[str]:
@@ -121,6 +150,11 @@ def format_outcomes(report) -> str:
                          str(r["pool_size"]), str(r["num_queries"])]
                         + [_cell(r["measures"].get(n)) for n in names])
         lines += [f"== {scenario}"] + format_table(header, body) + [""]
+        if scenario == "multi":
+            from .stats.preference import preference_matrix
+
+            for matrix in preference_matrix(o.record for o in rows):
+                lines += format_preference(matrix)
     lines += _task_summaries([o.record for o in outcomes])
     for gap in report.gaps:
         l1, l2 = gap.doc_langs

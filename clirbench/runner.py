@@ -164,6 +164,7 @@ class _Settings:
 
         self.retriever, self.translation, self.hardware = retriever, translation, hardware
         self.ranker = None  # the run's evaluation.Ranker (choose_ranker)
+        self.index = index  # an approximate index's spec (None: exact ranks)
         self.description = retriever.describe()
         self.system = SystemKey.of_run(retriever, translation, index, self.description)
         self.measures = measures
@@ -282,6 +283,7 @@ def _evaluate_pool(pool: Pool, retriever, settings: _Settings, groups: Mapping |
     ranking = evaluation.ranking  # how the ranks were obtained (sharded, Ray, ANN); None: full rows
     t_breakdown = time.perf_counter()
     breakdown = evaluation.breakdown(groups or {})
+    preference = _preference(pool, evaluation, settings)
     t_search = evaluation.seconds["search"]
     t_measure = evaluation.seconds["measure"] + time.perf_counter() - t_breakdown
     desc = dict(settings.description)
@@ -298,8 +300,18 @@ def _evaluate_pool(pool: Pool, retriever, settings: _Settings, groups: Mapping |
         bootstrap=BootstrapSettings(resamples=settings.resamples, seed=settings.seed),
         timings_s=Timings(encode=t1 - t0, translate=t_translate, search=t_search, measure=t_measure,
                           total=time.perf_counter() - t0 + t_translate), translation=translation,
-        hardware=settings.hardware, breakdown=breakdown)
+        hardware=settings.hardware, breakdown=breakdown, preference=preference)
     return result, evaluation
+
+
+def _preference(pool: Pool, evaluation, settings: _Settings):
+    """The pool's row of the language-preference matrix (``stats.preference``), when its ranks are
+    exact (an approximate index does not rank every relevant passage exactly)."""
+    if settings.index is not None:
+        return None
+    from .stats.preference import pool_preference
+
+    return pool_preference(pool, evaluation.table, settings.resamples, settings.seed)
 
 
 def _write(result, evaluation, path: Path):

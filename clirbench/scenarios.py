@@ -1,4 +1,5 @@
-"""Bilingual-pool scenarios (docs/scenarios.md): pure functions from a parallel collection to pools."""
+"""Parallel-pool scenarios (docs/scenarios.md): pure functions from a parallel collection to pools of
+two languages (bilingual) or of k >= 3 languages."""
 from __future__ import annotations
 
 import dataclasses
@@ -39,79 +40,108 @@ def _gold(lang: str, query: Text, pool_mode: str) -> str:
     return doc_id(lang, query.item, query.id if pool_mode == "per-query" else None)
 
 
-def build_pool(collection: ParallelCollection, pair: Sequence[str], scenario: str,
-               query_lang: str, pool_mode: str = "unique") -> Pool:
-    """The pool of ``scenario`` for language pair (L1, L2) and queries in ``query_lang``."""
-    l1, l2 = pair
+def build_pool(collection: ParallelCollection, langs: Sequence[str], scenario: str,
+               query_lang: str, pool_mode: str = "unique", doc_lang: str | None = None) -> Pool:
+    """The pool of ``scenario`` for the languages ``langs`` (a pair (L1, L2), or k >= 3 languages)
+    and queries in ``query_lang``.
+
+    ``mono-cross`` ranks one other language: ``doc_lang`` (default: the first of ``langs`` that is
+    not ``query_lang``; with two languages, the other one).
+    """
+    langs = tuple(langs)
     if scenario not in SCENARIOS:
         raise UnknownNameError(f"unknown scenario {scenario!r}; available: {', '.join(SCENARIOS)}")
     if pool_mode not in POOL_MODES:
         raise UnknownNameError(f"unknown pool mode {pool_mode!r}; available: {', '.join(POOL_MODES)}")
-    if l1 == l2:
-        raise UnknownNameError(f"a bilingual pool needs two different languages, got {l1},{l2}")
-    if query_lang not in (l1, l2):
-        raise UnknownNameError(f"query language {query_lang!r} is not in the pair {l1},{l2}")
-    other = l2 if query_lang == l1 else l1
-    doc_langs = {"multi": (l1, l2), "multi-1": (l1, l2), "mono-same": (query_lang,),
-                 "mono-cross": (other,)}[scenario]
+    check_group(langs)
+    if query_lang not in langs:
+        raise UnknownNameError(f"query language {query_lang!r} is not among {','.join(langs)}")
+    others = tuple(l for l in langs if l != query_lang)
+    other = others[0] if doc_lang is None else doc_lang
+    if other not in others:
+        raise UnknownNameError(f"mono-cross document language {other!r} is not another language of {','.join(langs)}")
+    doc_langs = {"multi": langs, "multi-1": langs, "mono-same": (query_lang,), "mono-cross": (other,)}[scenario]
     docs = tuple(d for lang in doc_langs for d in _documents(collection, lang, pool_mode))
     queries = collection.questions[query_lang]
     qrels, exclusions = {}, {}
     for q in queries:
-        same, cross = _gold(query_lang, q, pool_mode), _gold(other, q, pool_mode)
+        same = _gold(query_lang, q, pool_mode)
         if scenario == "multi":
-            qrels[q.id] = {same: 1, cross: 1}
+            qrels[q.id] = {_gold(lang, q, pool_mode): 1 for lang in langs}
         elif scenario == "multi-1":
-            qrels[q.id] = {cross: 1}
+            qrels[q.id] = {_gold(lang, q, pool_mode): 1 for lang in others}
             exclusions[q.id] = frozenset((same,))
         elif scenario == "mono-same":
             qrels[q.id] = {same: 1}
         else:
-            qrels[q.id] = {cross: 1}
+            qrels[q.id] = {_gold(other, q, pool_mode): 1}
     return Pool(task=collection.task, scenario=scenario, pool_mode=pool_mode, doc_langs=doc_langs,
                 query_lang=query_lang, docs=docs, queries=tuple(queries), qrels=qrels,
                 exclusions=exclusions)
 
 
-def build_pools(collection: ParallelCollection, pairs: Iterable[Sequence[str]],
+def check_group(langs: Sequence[str]) -> None:
+    """A pool's languages: two or more, all different."""
+    if len(langs) < 2 or len(set(langs)) != len(langs):
+        raise UnknownNameError(f"a pool needs two or more different languages, got {','.join(langs)}")
+
+
+def pool_specs(group: Sequence[str], scenario: str, query_lang: str) -> list[str | None]:
+    """The ``doc_lang`` arguments of ``build_pool`` for one (group, scenario, query language):
+    every other language for ``mono-cross`` (one pool each), else ``[None]`` (one pool)."""
+    if scenario != "mono-cross":
+        return [None]
+    return [l for l in group if l != query_lang]
+
+
+def build_pools(collection: ParallelCollection, groups: Iterable[Sequence[str]],
                 scenarios: Sequence[str] = SCENARIOS, query_langs: Sequence[str] | None = None,
                 pool_mode: str = "unique") -> list[Pool]:
-    """Every distinct pool of a sweep; mono pools shared by several pairs appear once.
+    """Every distinct pool of a sweep; mono pools shared by several groups appear once.
 
-    ``query_langs`` restricts the query languages (default: both languages of each pair).
+    ``groups`` are language pairs or groups of k >= 3 languages (``parse_langs``); ``query_langs``
+    restricts the query languages (default: every language of each group).
     """
     pools: dict[str, Pool] = {}
-    for pair in pairs:
+    for group in groups:
         for scenario in scenarios:
-            for query_lang in pair:
+            for query_lang in group:
                 if query_langs is not None and query_lang not in query_langs:
                     continue
-                pool = build_pool(collection, pair, scenario, query_lang, pool_mode)
-                pool = dataclasses.replace(pool, source=collection.source)
-                pools.setdefault(pool.name, pool)
+                for doc_lang in pool_specs(group, scenario, query_lang):
+                    pool = build_pool(collection, group, scenario, query_lang, pool_mode, doc_lang)
+                    pool = dataclasses.replace(pool, source=collection.source)
+                    pools.setdefault(pool.name, pool)
     return list(pools.values())
 
 
-def parse_langs(spec: str | Sequence[str], available: Sequence[str]) -> list[tuple[str, str]]:
-    """Language pairs from ``en,zh`` (one pair), ``en+all`` (en with every other) or ``en+de,zh``."""
+def parse_langs(spec: str | Sequence[str], available: Sequence[str]) -> list[tuple[str, ...]]:
+    """The language groups of ``--langs``: ``en,zh`` (one pair), ``en+all`` (en paired with every
+    other), ``en+de,zh`` (pairs), ``en,zh,ar`` (one pool group of three or more languages) or
+    ``all`` (one group of every available language)."""
     if not isinstance(spec, str):
         spec = ",".join(spec)
     spec = spec.replace(" ", "")
-    if "+" in spec:
+    if spec == "all":
+        groups = [tuple(available)]
+    elif "+" in spec:
         first, rest = spec.split("+", 1)
         others = [l for l in available if l != first] if rest == "all" else rest.split(",")
-        pairs = [(first, other) for other in others]
+        groups = [(first, other) for other in others]
     else:
-        parts = spec.split(",")
-        if len(parts) != 2:
-            raise UnknownNameError(f"--langs {spec!r}: expected two languages like en,zh or en+all")
-        pairs = [(parts[0], parts[1])]
-    unknown = sorted({l for pair in pairs for l in pair if l not in available})
+        parts = tuple(spec.split(","))
+        if len(parts) < 2:
+            raise UnknownNameError(f"--langs {spec!r}: expected two or more languages like en,zh or en,zh,ar, "
+                                   f"en+all or all")
+        groups = [parts]
+    unknown = sorted({l for group in groups for l in group if l not in available})
     if unknown:
         raise UnknownNameError(f"unknown language(s) {', '.join(unknown)}; available: {', '.join(available)}")
-    if any(a == b for a, b in pairs):
-        raise UnknownNameError(f"--langs {spec!r}: a pair needs two different languages")
-    return pairs
+    if any(len(set(g)) != len(g) for g in groups):
+        raise UnknownNameError(f"--langs {spec!r}: a pool's languages must all differ")
+    if any(len(g) < 2 for g in groups):
+        raise UnknownNameError(f"--langs {spec!r}: a pool needs two or more languages")
+    return groups
 
 
 def parse_scenarios(spec: str | Sequence[str]) -> tuple[str, ...]:

@@ -395,3 +395,32 @@ def test_builtin_id_from_files_under_ir_datasets_home(tmp_path):
     assert record["task"]["revision"] == f"ir_datasets=={ir_datasets.__version__}"
     assert "files_sha256" not in record["task"]  # downloads are pinned by the ir_datasets version
     assert not [p for p in home.rglob("*") if p.is_file() and p.suffix not in (".tsv",)]  # nothing written there
+
+
+def test_three_language_parallel_pools_equal_scenarios_build_pools(tmp_path):
+    """``{en,zh,fr}``: one pool of three languages per query language, as ``scenarios.build_pools``
+    builds it from the same collection; the CLI runs it and writes the preference row."""
+    one_gold = [("q1", "p1", 1), ("q2", "p2", 1), ("q3", "p4", 1)]
+    fr = {"p1": "Paris est la capitale de la France.", "p2": "Berlin est la capitale de l'Allemagne.",
+          "p3": "L'Allemagne borde la France.", "p4": "Le thé pousse au Yunnan."}
+    prefix = f"clirbench-test/{uuid.uuid4().hex[:8]}"
+    for lang in ("en", "zh", "fr"):
+        docs = list(fr.items()) if lang == "fr" else None
+        queries = [("q1", "capitale de la France"), ("q2", "Allemagne"), ("q3", "thé")] if lang == "fr" else None
+        ir_datasets.registry.register(f"{prefix}/{lang}/dev", make_dataset(tmp_path / lang, lang, docs, queries,
+                                                                          qrels=one_gold))
+    spec = prefix + "/{en,zh,fr}/dev"
+    task = get_task(f"irds:{spec}")
+    reference = {p.name: p for p in build_pools(task.load(["en", "zh", "fr"]), [("en", "zh", "fr")], SCENARIOS)}
+    ours = {p.name: p for p in task.pools("en,zh,fr")}
+    assert set(ours) == set(reference) and len(ours) == 3 + 3 + 3 + 6
+    for name, pool in ours.items():
+        ref = reference[name]
+        assert sorted(d.id for d in pool.docs) == sorted(d.id for d in ref.docs), name
+        assert {k: dict(v) for k, v in pool.qrels.items()} == {k: dict(v) for k, v in ref.qrels.items()}, name
+        assert dict(pool.exclusions) == dict(ref.exclusions) and pool.qrels_hash() == ref.qrels_hash()
+    assert set(ours) == {p.name for p in task.pools("all")}
+    assert main(run_args(tmp_path, f"irds:{spec}", "--langs", "en,zh,fr", "--scenario", "multi")) == 0
+    records = results(tmp_path / "out")
+    assert sorted(r["query_lang"] for r in records) == ["en", "fr", "zh"]
+    assert all(r["pool_size"] == 12 and set(r["preference"]["best_share"]) == {"en", "zh", "fr"} for r in records)

@@ -149,7 +149,8 @@ def test_parse_langs():
     assert parse_langs("en,zh", LANGS) == [("en", "zh")]
     assert parse_langs("en+all", LANGS) == [("en", l) for l in LANGS if l != "en"]
     assert parse_langs("en+de,zh", LANGS) == [("en", "de"), ("en", "zh")]
-    for bad in ("en,fr", "en", "en,en", "en,de,zh"):
+    assert parse_langs("en,de,zh", LANGS) == [("en", "de", "zh")]  # one pool of three languages
+    for bad in ("en,fr", "en", "en,en", "en,de,en"):
         with pytest.raises(UnknownNameError):
             parse_langs(bad, LANGS)
 

@@ -16,7 +16,7 @@ def add_run_parser(subparsers) -> argparse.ArgumentParser:
     p.epilog_from = _run_epilog
     p.add_argument("--model", required=True, help="retriever spec (families listed below)")
     p.add_argument("--task", default="xquad", help="task id (listed below; default: xquad)")
-    p.add_argument("--langs", default=None, help="parallel tasks: en,zh | en+all | en+de,zh (default: pivot+all); others: see the task")
+    p.add_argument("--langs", default=None, help="parallel tasks: en,zh | en+all | en+de,zh (pairs) | en,zh,ar | all (one pool of k languages) (default: pivot+all); others: see the task")
     p.add_argument("--scenario", default="all", help="all or a comma list of multi, multi-1, mono-same, mono-cross")
     p.add_argument("--query-lang", default=None, help="restrict query languages (comma list)")
     p.add_argument("--pool", default="unique", choices=["unique", "per-query"], help="pool mode")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from . import store
+from .preference import preference_section
 from .significance import DEFAULT_CORRECTION, Board, boards, gaps, headlines, main_measures, overall_table
 
 __all__ = ["esc", "render_page", "write_site", "short_names", "diverging", "SCRIPT"]
@@ -137,7 +138,7 @@ def bars_svg(board: Board) -> str:
     lo = min(0.0, min(r.value for r in rows))
     scale = lambda v: label_w + (v - lo) / (hi - lo) * plot_w  # noqa: E731
     height = top + row_h * len(rows) + 18
-    target = board.family.target  # SameLangFirst: best at 50, marked by a dashed line
+    target = board.target  # SameLangFirst: best at 100/k (50 for two languages), marked by a dashed line
     title = board.title if target is None else f"{board.title} ({board.direction_label})"
     value_w = max(_text_width(f"{_fmt(r.value)} {r.group}") for r in rows) + 10
     parts = [f'<svg class="bars" xmlns="http://www.w3.org/2000/svg" width="{label_w + plot_w + value_w:.0f}" '
@@ -276,7 +277,7 @@ def _table(group_boards: Sequence[Board], table_id: str, systems: Sequence[str])
     head = ['<th data-type="text">system</th>']
     for b in group_boards:
         head.append(f'<th data-type="num" title="{esc(b.measure)}, {esc(b.direction_label)}; ± half the 95% CI; '
-                    f'letters: significance groups; rank: its 95% interval">{esc(b.measure)} {esc(b.family.arrow)}</th>')
+                    f'letters: significance groups; rank: its 95% interval">{esc(b.measure)} {esc(b.arrow)}</th>')
     body = []
     for s in systems:
         cells = [f'<td data-v="{esc(s)}">{esc(s)}</td>']
@@ -291,7 +292,7 @@ def _table(group_boards: Sequence[Board], table_id: str, systems: Sequence[str])
             if row.rank_interval:
                 group += f'<br><span class="ci rank">{esc(row.rank_interval)}</span>'
             # click-sorting ranks a best-at-target column by distance from the target
-            key = row.value if b.family.direction != "target" else b.family.goodness(row.value)
+            key = row.value if b.family.direction != "target" else b.goodness(row.value)
             cells.append(f'<td data-v="{_num_attr(key)}" title="95% CI [{_fmt(row.ci_low)}, {_fmt(row.ci_high)}], '
                          f'{row.pools} pools">{_fmt(row.value)}{ci}{group}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
@@ -371,6 +372,7 @@ def render_page(data: Mapping, correction: str = DEFAULT_CORRECTION) -> str:
                 out.append("<h3>Query-language gap</h3>" + heatmap_svg(gap, f"{title}: gap in {measure} per language pair"))
         for (fld, measure), values in sorted(_breakdowns(data, group_boards[0].pools).items()):
             out.append(f"<h3>By {esc(fld)}</h3>" + dots_svg(values, f"{title}: {measure} by {fld}"))
+        out.append(preference_section(data, group_boards[0].pools))  # multi pools: query × document language heatmaps
         out.append("</section>")
     out.append(_systems_table(data, order))
     return _document(f"clirbench leaderboard · {task}", "".join(out))

@@ -105,6 +105,20 @@ class Board:
 
         return ("paired bootstrap, two-sided; " + describe(self.correction, self.family_size,
                 "every pair of systems × every measure of this scenario"))
+    num_langs: tuple[int, ...] = ()  # document languages of each pool (a target measure's best value)
+
+    @property
+    def target(self) -> float | None:
+        """The best value of a "target" measure on this board: the mean over its pools of the
+        family's ``target_for(k)`` (SameLangFirst: 100/k), as the board's value is the pools' mean."""
+        f = self.family
+        if f.direction != "target":
+            return None
+        return float(np.mean([f.target_for(k) for k in self.num_langs])) if self.num_langs else f.target
+
+    def goodness(self, value):
+        """The family's ranking key at this board's ``target``."""
+        return self.family.goodness(value, self.target)
 
     @property
     def family(self):
@@ -119,8 +133,16 @@ class Board:
 
     @property
     def direction_label(self) -> str:
-        """``higher is better``, ``lower is better`` or ``best at 50``."""
-        return self.family.direction_label
+        """``higher is better``, ``lower is better`` or ``best at 50`` (``best at 33.3``: three languages)."""
+        target = self.target
+        if target is None or target == self.family.target:
+            return self.family.direction_label
+        return f"best at {round(target, 1):g}"
+
+    @property
+    def arrow(self) -> str:
+        """Column marker: ↑, ↓ or ``best at <target>`` (this board's)."""
+        return self.family.arrow if self.family.direction != "target" else self.direction_label
 
     @property
     def title(self) -> str:
@@ -310,11 +332,14 @@ def boards(leaderboard: Mapping, measures: Mapping[str, list[str]] | None = None
                         names.append(m)
         if measures and scenario in measures:
             names = [m for m in measures[scenario] if m in names]
+        num_langs = tuple(len(leaderboard["pools"][p]["doc_langs"]) for p in pids)
         found = []  # (measure, complete systems, point, goodness of the resamples, overall resamples)
         for measure in names:
             complete = _complete(leaderboard, pids, measure)
             if complete:
-                goodness = parse(measure).record.goodness
+                family = parse(measure).record
+                target = float(np.mean([family.target_for(k) for k in num_langs])) if family.direction == "target" else None
+                goodness = lambda x, family=family, target=target: family.goodness(x, target)  # noqa: E731
                 point, boots, per_pool = _macro(leaderboard, complete, pids, measure, resamples, seed)
                 overall = two_level(per_pool, resamples, seed)
                 found.append((measure, complete, goodness(point), point, boots, goodness(boots), goodness(overall)))
@@ -347,7 +372,7 @@ def boards(leaderboard: Mapping, measures: Mapping[str, list[str]] | None = None
             rows += _partial_rows(leaderboard, complete, pids, measure)
             if rows:
                 out.append(Board(subset, scenario, mode, measure, tuple(pids), tuple(rows), tuple(pairs),
-                                 correction, size))
+                                 correction, size, num_langs))
     return out
 
 

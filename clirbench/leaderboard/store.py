@@ -314,6 +314,13 @@ def validate(data: Any, where: str = "leaderboard") -> dict:
                         for k in ("value", "ci_low", "ci_high")):
                     raise MalformedDataError(f"{w}.results.{pid}.measures.{m}: expected value, ci_low, ci_high")
                 _check_range(m, mv, pools[pid]["pool_size"], f"{w}.results.{pid}.measures.{m}")
+            if "preference" in res:
+                from ..results.records import check_preference
+
+                try:
+                    check_preference(res["preference"], pools[pid]["doc_langs"], pools[pid]["pool_size"])
+                except ValueError as exc:
+                    raise MalformedDataError(f"{w}.results.{pid}: {exc}") from None
             if "hardware" in res and not isinstance(res["hardware"], dict):
                 raise MalformedDataError(f"{w}.results.{pid}.hardware: expected an object")
             pq = _need(res, "per_query", (dict,), f"{w}.results.{pid}")

@@ -290,6 +290,9 @@ def validate_result(path: str | os.PathLike, leaderboard: Mapping, data_dir=None
         record["translation"] = _plain(result.translation)
     if breakdown is not None:
         record["breakdown"] = breakdown
+    if result.preference is not None:  # validated by Result.from_dict (languages, ranges)
+        record["preference"] = {part: {lang: mv.to_dict() for lang, mv in row.items()}
+                                for part, row in result.preference.items()}
     record["hardware"] = result.hardware.to_dict()  # per result: another machine never rewrites the others
     record["clirbench_version"] = result.clirbench_version
     key = result.system_key
@@ -307,7 +310,7 @@ def _plain(value: Any) -> Any:
 
 
 _IDENTITY = ("spec", "model_id", "revision", "prompts")
-_VALUES = ("measures", "per_query", "bootstrap", "breakdown")
+_VALUES = ("measures", "per_query", "bootstrap", "breakdown", "preference")
 
 
 def _changes(old: Mapping, new: Mapping) -> list[tuple[str, Any, Any]]:

@@ -168,7 +168,7 @@ def render(task: str, leaderboard_dir: str | os.PathLike = "leaderboards", scena
             if r is None:
                 row.append("–")
                 continue
-            good = board.family.goodness
+            good = board.goodness
             best = max(float(good(x.value)) for x in board.rows if x.rank is not None) if board.rows[0].rank else None
             p = tests.get((i, system), (None, None))[1]
             row.append(Cell(r.value, r.ci_low, r.ci_high, bold=r.rank is not None and float(good(r.value)) == best,

@@ -113,6 +113,8 @@ def complete(p: Prep, k: int) -> np.ndarray:
 
 
 def same_lang_first(p: Prep, k: None) -> np.ndarray:
+    """100 when the query's best-ranked same-language relevant document outranks every relevant
+    document in another language, else 0 (k languages: neutral at 100/k); NaN without both kinds."""
     rank, _, _, same = p.by_rank
     if same is None:
         return np.full(p.n, np.nan)

@@ -23,7 +23,10 @@ class Family:
 
     cutoff: "optional" (``nDCG`` or ``nDCG@10``), "required" (``R@100``) or "none" (``MaxR``).
     direction: "up" (higher is better), "down" (lower is better) or "target" (best at ``target``:
-    SameLangFirst's 50 = no language preference). high: the largest value of one query, or "pool"
+    SameLangFirst's 50 = no language preference between two languages). ``neutral`` (target families
+    only) gives the best value on a pool of k document languages when it depends on k: SameLangFirst
+    is neutral at 100/k (50 with two languages, 33.3 with three, 8.3 with twelve);
+    ``target_for(k)`` reads it. high: the largest value of one query, or "pool"
     for |D| (MaxR is a rank). unit: "fraction" (0..1), "percent" (0..100) or "rank".
     rank_set: exact only from the ranks of the relevant documents at any depth (no run cut at a fixed
     depth gives it): MaxR, MaxR_norm, MaxR_norm_of_mean, SameLangFirst. Complete@K and PEER@k are
@@ -44,6 +47,7 @@ class Family:
     of_mean: bool = False
     rank_set: bool = False
     target: float | None = None
+    neutral: Callable[[int], float] | None = None
 
     def __post_init__(self) -> None:
         if self.cutoff not in ("optional", "required", "none"):
@@ -53,9 +57,25 @@ class Family:
         if self.unit not in ("fraction", "percent", "rank"):
             raise ValueError(f"{self.name}: unit {self.unit!r}")
 
+    def target_for(self, num_langs: int | None = None) -> float | None:
+        """The best value on a pool of ``num_langs`` document languages (None: the two-language
+        ``target``); None for "up" and "down" families."""
+        if self.target is None:
+            return None
+        if num_langs is None or self.neutral is None:
+            return self.target
+        return float(self.neutral(int(num_langs)))
+
+    def label_for(self, num_langs: int | None = None) -> str:
+        """``direction_label`` on a pool of ``num_langs`` languages: ``best at 33.3`` for three."""
+        target = self.target_for(num_langs)
+        if self.direction != "target" or target is None:
+            return self.direction_label
+        return f"best at {round(target, 1):g}"
+
     @property
     def direction_label(self) -> str:
-        """``higher is better``, ``lower is better`` or ``best at 50``."""
+        """``higher is better``, ``lower is better`` or ``best at 50`` (two languages; see ``label_for``)."""
         return {"up": "higher is better", "down": "lower is better"}.get(
             self.direction, f"best at {self.target:g}" if self.target is not None else "")
 
@@ -64,11 +84,20 @@ class Family:
         """Column marker: ↑, ↓ or ``best at 50``."""
         return {"up": "↑", "down": "↓"}.get(self.direction, self.direction_label)
 
-    def goodness(self, value):
-        """A number that grows as ``value`` gets better (ranking key): x, -x or -|x - target|."""
+    def goodness(self, value, target: float | None = None):
+        """A number that grows as ``value`` gets better (ranking key): x, -x or -|x - target|
+        (``target`` default: the two-language ``target``; ``target_for(k)`` for k languages)."""
         x = np.asarray(value, dtype=np.float64)
-        out = x if self.direction == "up" else -x if self.direction == "down" else -np.abs(x - self.target)
+        target = self.target if target is None else target
+        out = x if self.direction == "up" else -x if self.direction == "down" else -np.abs(x - target)
         return out[()] if out.ndim == 0 else out
+
+
+def _one_in_k(num_langs: int) -> float:
+    """100/k: the share of queries whose same-language passage comes first when no language is preferred."""
+    if num_langs < 1:
+        raise ValueError(f"a pool has at least one language, got {num_langs}")
+    return 100.0 / num_langs
 
 
 _FRACTION = dict(low=0.0, high=1.0, unit="fraction")
@@ -93,8 +122,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            rank_set=True, **_PERCENT),
     Family("MaxR_norm_of_mean", "none", "up", func=max_rank, mteb_key="max_at_r_norm_of_mean",
            aliases=("Max@R_norm_of_mean",), of_mean=True, rank_set=True, **_PERCENT),
-    Family("SameLangFirst", "none", "target", target=50.0, func=same_lang_first, mteb_key="same_lang_first",
-           rank_set=True, **_PERCENT),
+    Family("SameLangFirst", "none", "target", target=50.0, neutral=_one_in_k, func=same_lang_first,
+           mteb_key="same_lang_first", rank_set=True, **_PERCENT),
     Family("PEER", "required", "up", func=peer_at, mteb_key="clirbench_peer", **_FRACTION),
 )}
 # alias -> family name ("Max@R…" spellings contain '@' and are matched before the grammar)

@@ -53,7 +53,7 @@ def _rebuild(name: str, subsets: Sequence[str], data_dir):
                 langs = [q, langs[0]]
             if len(langs) == 1:  # mono-same: paired with another language of the result, not with every one
                 langs = [q, next((l for l in named if l != q), q)]
-            call = dict(langs=",".join(langs), query_langs=[q]) if len(set(langs)) == 2 else dict()
+            call = dict(langs=",".join(langs), query_langs=[q]) if len(set(langs)) >= 2 else dict()
             if call not in calls:
                 calls.append(call)
     pools, measures = {}, None
@@ -125,9 +125,13 @@ def to_results(mteb_result, output_dir, *, tasks: Sequence | None = None, data_d
                 raise ClirbenchError(f"{path} exists; pass overwrite=True to replace it")
             stash = getattr(task, "per_query", {}).get((subset, SPLIT))
             measures = task.measures
+            preference = None
             if stash is not None:
+                from ..stats.preference import pool_preference
+
                 evaluation = evaluate_table(stash[0], measures, resamples, seed)
                 summary, query_ids, columns = evaluation.summary, evaluation.query_ids, evaluation.columns()
+                preference = pool_preference(pool, stash[0], resamples, seed)
             else:
                 query_ids = tuple(q.id for q in pool.queries if pool.qrels.get(q.id))
                 n = int(entry.get("clirbench_num_queries", len(query_ids)))
@@ -150,7 +154,7 @@ def to_results(mteb_result, output_dir, *, tasks: Sequence | None = None, data_d
                                                  "mteb_version": getattr(tr, "mteb_version", None),
                                                  "mteb_scores": mteb_scores}),
                 measures=summary, bootstrap=BootstrapSettings(resamples=resamples, seed=seed),
-                hardware=hardware)
+                hardware=hardware, preference=preference)
             write_result(result, (query_ids, {k: np.asarray(v) for k, v in columns.items()}), path)
             written.append(path)
     return written

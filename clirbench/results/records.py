@@ -19,7 +19,7 @@ import numpy as np
 from .. import __version__
 
 __all__ = ["SCHEMA_VERSION", "TaskRef", "RetrieverRef", "MeasureValue", "BootstrapSettings", "Timings",
-           "Hardware", "Result"]
+           "Hardware", "Result", "PREFERENCE_PARTS", "check_preference"]
 
 SCHEMA_VERSION = 1
 MAX_CORES = 1 << 20  # hardware.cores above this is not a machine
@@ -310,6 +310,9 @@ class Result:
     per_query_file: str = ""
     # optional: {field: {group: {"n": queries, measure: mean}}}, e.g. CLIRudit by discipline
     breakdown: Mapping[str, Mapping[str, Mapping[str, float]]] | None = None
+    # optional (multi pools): this query language's row of the language-preference matrix,
+    # {"mean_rank": {doc lang: MeasureValue}, "best_share": {doc lang: MeasureValue}} (stats.preference)
+    preference: Mapping[str, Mapping[str, MeasureValue]] | None = None
     clirbench_version: str = __version__
     schema_version: int = SCHEMA_VERSION
 
@@ -341,6 +344,9 @@ class Result:
             raise ValueError(f"doc_langs must be non-empty language tags, got {self.doc_langs!r}")
         if not all(isinstance(mv, MeasureValue) for mv in self.measures.values()):
             raise ValueError("measures must map names to MeasureValue or dicts")
+        if self.preference is not None:
+            object.__setattr__(self, "preference", check_preference(self.preference, self.doc_langs,
+                                                                    self.pool_size))
 
     def to_dict(self) -> dict:
         """JSON-able dict in the on-disk key order (NaN written as null)."""
@@ -365,6 +371,8 @@ class Result:
             "created_at": self.created_at,
             "per_query_file": self.per_query_file,
             **({} if self.breakdown is None else {"breakdown": _thaw(self.breakdown)}),
+            **({} if self.preference is None else {"preference": {
+                part: {lang: mv.to_dict() for lang, mv in row.items()} for part, row in self.preference.items()}}),
         }
 
     @classmethod
@@ -379,7 +387,8 @@ class Result:
             raise ValueError(f"schema_version must be >= 1, got {version}")
         known = ("schema_version", "clirbench_version", "task", "subset", "qrels_sha256", "scenario", "pool_mode",
                  "pool_size", "doc_langs", "query_lang", "num_queries", "retriever", "translation",
-                 "measures", "bootstrap", "timings_s", "hardware", "created_at", "per_query_file", "breakdown")
+                 "measures", "bootstrap", "timings_s", "hardware", "created_at", "per_query_file", "breakdown",
+                 "preference")
         _no_extra(data, known, "")
         doc_langs = _get(data, "doc_langs", (list,), "")
         if not all(isinstance(l, str) for l in doc_langs):
@@ -410,6 +419,7 @@ class Result:
             created_at=created,
             per_query_file=_get(data, "per_query_file", (str,), ""),
             breakdown=_get(data, "breakdown", (Mapping, type(None)), "", None),
+            preference=_get(data, "preference", (Mapping, type(None)), "", None),
             clirbench_version=_get(data, "clirbench_version", (str,), ""),
             schema_version=version,
         )
@@ -442,3 +452,41 @@ def _check_breakdown(value: Mapping) -> Mapping:
                     raise ValueError(f"breakdown.{fld}.{group}.{name} must be a number or null")
     return _freeze({f: {g: {k: (float(v) if k != "n" and v is not None else v) for k, v in c.items()}
                         for g, c in gs.items()} for f, gs in value.items()})
+
+
+#: the parts of a preference row: mean rank of the relevant passage per document language, and the
+#: percentage of queries whose best-ranked relevant passage is in that language (stats.preference)
+PREFERENCE_PARTS = ("mean_rank", "best_share")
+
+
+def check_preference(value: Mapping, doc_langs, pool_size: int) -> Mapping:
+    """Validate a preference row and freeze it: exactly the parts ``mean_rank`` and ``best_share``,
+    each with exactly the pool's document languages, each cell a ``MeasureValue`` (or its dict)
+    within range (a rank in [1, pool size], a share in [0, 100], ci_low <= ci_high)."""
+    if not isinstance(value, Mapping):
+        raise ValueError("preference must be an object")
+    if len(set(doc_langs)) != len(doc_langs):
+        raise ValueError(f"doc_langs must be distinct languages to hold a preference row, got {list(doc_langs)}")
+    _no_extra(value, PREFERENCE_PARTS, "preference.")
+    out = {}
+    for part in PREFERENCE_PARTS:
+        row = _get(value, part, (Mapping,), "preference.")
+        if set(row) != set(doc_langs):
+            raise ValueError(f"preference.{part} must have one cell per document language "
+                             f"({', '.join(doc_langs)}), got {', '.join(map(str, row)) or 'none'}")
+        # a pool size below 1 is the record's own error (reported by its checks), not the row's
+        low, high = (1.0, float(pool_size) if pool_size >= 1 else math.inf) if part == "mean_rank" else (0.0, 100.0)
+        cells = {}
+        for lang in doc_langs:
+            mv = row[lang]
+            mv = MeasureValue.from_dict(mv, f"preference.{part}.{lang}") if isinstance(mv, Mapping) else mv
+            if not isinstance(mv, MeasureValue):
+                raise ValueError(f"preference.{part}.{lang} must be an object with value, ci_low, ci_high, n")
+            nums = [x for x in (mv.value, mv.ci_low, mv.ci_high) if not math.isnan(x)]
+            if any(not low - 1e-6 <= x <= high + 1e-6 for x in nums):
+                raise ValueError(f"preference.{part}.{lang} out of range [{low:g}, {high:g}]")
+            if not math.isnan(mv.ci_low) and not math.isnan(mv.ci_high) and mv.ci_low > mv.ci_high + 1e-6:
+                raise ValueError(f"preference.{part}.{lang}: ci_low above ci_high")
+            cells[str(lang)] = mv
+        out[part] = MappingProxyType(cells)
+    return MappingProxyType(out)

@@ -2,8 +2,8 @@
 ``register_task``, and tasks other packages declare in the ``clirbench.tasks`` entry-point group.
 
 Ids are hierarchical, as pool names are (``Pool.name``): ``<task>[/<scenario>[+<pool mode>]
-[/<L1>-<L2>[/q-<Lq>]]]``, e.g. ``xquad/multi/en-zh``, ``belebele/multi-1/eng_Latn-kor_Hang/q-kor_Hang``
-or ``xquad/mono-cross+per-query``; ``get_task`` returns the task restricted to those pools
+[/<L1>-<L2>[-<L3>…][/q-<Lq>]]]``, e.g. ``xquad/multi/en-zh``, ``xquad/multi/en-zh-ar/q-zh``,
+``belebele/multi-1/eng_Latn-kor_Hang/q-kor_Hang`` or ``xquad/mono-cross+per-query``; ``get_task`` returns the task restricted to those pools
 (parallel tasks only). ``<kind>:<argument>`` (``parallel:items.jsonl``, ``beir:dir``) builds a
 task from the user's own files.
 """
@@ -31,14 +31,15 @@ class Task:
     """A task card plus its loader (a ``TaskLoader``, or ``"module:attribute"`` imported on first use).
 
     ``scenario``/``pool_mode``/``pair``/``query_lang`` restrict the pools when the task was
-    addressed by a hierarchical id (``xquad/multi/en-zh``).
+    addressed by a hierarchical id (``xquad/multi/en-zh``; ``pair`` holds k >= 2 languages:
+    ``xquad/multi/en-zh-ar``).
     """
 
     card: TaskCard
     loader_spec: Any = None  # a TaskLoader, or "module:attribute"; default clirbench.tasks.<id>:LOADER
     scenario: str | None = None
     pool_mode: str | None = None
-    pair: tuple[str, str] | None = None
+    pair: tuple[str, ...] | None = None
     query_lang: str | None = None
 
     @property
@@ -83,7 +84,8 @@ class Task:
     def pools(self, langs: str | Sequence[str] | None = None, scenarios: str | Sequence[str] = "all",
               query_langs: Sequence[str] | None = None, pool_mode: str = "unique", data_dir=None,
               **options) -> list[Pool]:
-        """Every distinct pool of a sweep over language pairs, scenarios and query languages."""
+        """Every distinct pool of a sweep over language groups (pairs, or k >= 3 languages: ``en,zh,ar``,
+        ``all``), scenarios and query languages."""
         from ..scenarios import build_pools, parse_langs, parse_scenarios
 
         langs, scenarios, query_langs, pool_mode = self._restricted(langs, scenarios, query_langs, pool_mode)
@@ -99,14 +101,14 @@ class Task:
         if pool_mode not in self.card.pool_modes:
             raise UnknownNameError(f"task {self.id} has no pool mode {pool_mode!r}; available: "
                                    f"{', '.join(self.card.pool_modes)}")
-        pairs = parse_langs(langs or f"{self.card.pivot}+all", self.card.languages)
-        run_langs = list(dict.fromkeys(l for pair in pairs for l in pair))
+        groups = parse_langs(langs or f"{self.card.pivot}+all", self.card.languages)
+        run_langs = list(dict.fromkeys(l for group in groups for l in group))
         outside = [l for l in query_langs or () if l not in run_langs]
         if outside:
             raise UnknownNameError(f"query language(s) {', '.join(outside)} not among the languages run; "
                                    f"valid query languages: {', '.join(run_langs)}")
-        collection = self.load(sorted({l for pair in pairs for l in pair}), data_dir=data_dir, **options)
-        pools = build_pools(collection, pairs, parse_scenarios(scenarios), query_langs, pool_mode)
+        collection = self.load(sorted(run_langs), data_dir=data_dir, **options)
+        pools = build_pools(collection, groups, parse_scenarios(scenarios), query_langs, pool_mode)
         subset = str(collection.source.get("subset") or "")
         return [dataclasses.replace(p, subset=subset) for p in pools] if subset else pools
 
@@ -296,7 +298,7 @@ def _address(task: Task, parts: list[str], task_id: str) -> Task:
             canonical.append("-".join(pair))
     if len(parts) > 2:
         if not parts[2].startswith("q-"):
-            choices = f", one of q-{pair[0]}, q-{pair[1]}" if pair else ""
+            choices = f", one of {', '.join('q-' + l for l in pair)}" if pair else ""
             raise UnknownNameError(f"{task_id!r}: the last part must be q-<query language>{choices}")
         query = _language(task, parts[2][2:], task_id)
         if pair is None:
@@ -331,17 +333,31 @@ def _language(task: Task, code: str, task_id: str) -> str:
     return lang
 
 
-def _pair(task: Task, text: str, task_id: str) -> tuple[str, str]:
-    """``L1-L2`` split where both sides are languages of the task (codes may hold ``-`` or ``_``)."""
-    card = task.card
-    pieces = text.split("-")
-    for cut in range(1, len(pieces)):
-        left, right = "-".join(pieces[:cut]), "-".join(pieces[cut:])
+def _split_languages(task: Task, pieces: list[str]) -> tuple[str, ...] | None:
+    """``pieces`` (``text.split("-")``) joined back into two or more different languages of the
+    task, the shortest first language first (codes may hold ``-``); None when no split works."""
+    for cut in range(1, len(pieces) + 1):
+        head = "-".join(pieces[:cut])
         try:
-            pair = tuple(task.canonical_languages([left, right]))
+            lang = task.canonical_languages([head])[0]
         except ClirbenchError:
             continue
-        if all(l in card.languages for l in pair) and pair[0] != pair[1]:
-            return pair  # type: ignore[return-value]
+        if lang not in task.card.languages:
+            continue
+        if cut == len(pieces):
+            return (lang,)
+        rest = _split_languages(task, pieces[cut:])
+        if rest is not None and lang not in rest:
+            return (lang, *rest)
+    return None
+
+
+def _pair(task: Task, text: str, task_id: str) -> tuple[str, ...]:
+    """``L1-L2`` (or ``L1-L2-L3…``) split where every part is a language of the task (codes may
+    hold ``-`` or ``_``)."""
+    card = task.card
+    group = _split_languages(task, text.split("-"))
+    if group is not None and len(group) >= 2:
+        return group
     raise UnknownNameError(f"{task_id!r}: {text!r} is not a pair <L1>-<L2> of two languages of {card.id}; "
                            f"available: {', '.join(card.languages)}")

@@ -375,37 +375,42 @@ def bilingual_pools(task: str, sides: Mapping[str, Side], pairs, scenarios: Sequ
                     query_langs: Sequence[str] | None = None, source: Mapping | None = None) -> list[Pool]:
     """The pools of docs/scenarios.md over collections with shared ids; several relevant passages per query allowed.
 
-    Query q in Lq (judged by Lq's qrels: passages P, grades g) against pair (L1, L2), Lo the other:
-    multi — docs of L1 and L2, relevant Lq/p and Lo/p for p in P; multi-1 — the same docs, relevant
-    Lo/p, excluded Lq/p; mono-same — docs of Lq, relevant Lq/p; mono-cross — docs of Lo, relevant
-    Lo/p. Only queries with a relevant passage are kept; a language without queries (neuMARCO's
-    translated passages come with English queries only) is a query language of no pool. Mono pools
-    shared by pairs appear once.
+    ``pairs`` are language groups (``scenarios.parse_langs``): pairs, or k >= 3 languages. Query q
+    in Lq (judged by Lq's qrels: passages P, grades g) against group G: multi — docs of every
+    language of G, relevant L/p for every L in G and p in P; multi-1 — the same docs, relevant L/p
+    for L ≠ Lq, excluded Lq/p; mono-same — docs of Lq, relevant Lq/p; mono-cross — one pool per
+    other language Lo, docs of Lo, relevant Lo/p. Only queries with a relevant passage are kept; a
+    language without queries (neuMARCO's translated passages come with English queries only) is a
+    query language of no pool. Mono pools shared by groups appear once.
     """
+    from ..scenarios import check_group, pool_specs
+
     out: dict[str, Pool] = {}
     texts = {lang: tuple(Text(doc_id(lang, p), text, lang, p) for p, text in side.docs.items())
              for lang, side in sides.items()}  # made once, shared by every pool
-    for l1, l2 in pairs:
+    for group in map(tuple, pairs):
+        check_group(group)
         for scenario in scenarios:
-            for lq in (l1, l2):
+            for lq in group:
                 if (query_langs is not None and lq not in query_langs) or not sides[lq].queries:
                     continue  # not asked for, or no queries in that language (neuMARCO: English only)
-                lo = l2 if lq == l1 else l1
-                doc_langs = {"multi": (l1, l2), "multi-1": (l1, l2), "mono-same": (lq,), "mono-cross": (lo,)}[scenario]
                 side = sides[lq]
                 queries = tuple(q for q in side.queries if side.qrels.get(q.id))
-                qrels, exclusions = {}, {}
-                for q in queries:
-                    judged = side.qrels[q.id]
-                    rel_langs = {"multi": (lq, lo), "multi-1": (lo,), "mono-same": (lq,), "mono-cross": (lo,)}[scenario]
-                    qrels[q.id] = {doc_id(lang, p): g for lang in rel_langs for p, g in judged.items()}
-                    if scenario == "multi-1":
-                        exclusions[q.id] = frozenset(doc_id(lq, p) for p in judged)
-                docs = tuple(d for lang in doc_langs for d in texts[lang])
-                pool = Pool(task=task, scenario=scenario, pool_mode="unique", doc_langs=doc_langs, query_lang=lq,
-                            docs=docs, queries=queries, qrels=MappingProxyType(qrels),
-                            exclusions=MappingProxyType(exclusions), source=dict(source or {}))
-                out.setdefault(pool.name, pool)
+                for lo in pool_specs(group, scenario, lq):
+                    others = tuple(l for l in group if l != lq)
+                    doc_langs, rel_langs = {"multi": (group, group), "multi-1": (group, others),
+                                            "mono-same": ((lq,), (lq,)), "mono-cross": ((lo,), (lo,))}[scenario]
+                    qrels, exclusions = {}, {}
+                    for q in queries:
+                        judged = side.qrels[q.id]
+                        qrels[q.id] = {doc_id(lang, p): g for lang in rel_langs for p, g in judged.items()}
+                        if scenario == "multi-1":
+                            exclusions[q.id] = frozenset(doc_id(lq, p) for p in judged)
+                    docs = tuple(d for lang in doc_langs for d in texts[lang])
+                    pool = Pool(task=task, scenario=scenario, pool_mode="unique", doc_langs=doc_langs, query_lang=lq,
+                                docs=docs, queries=queries, qrels=MappingProxyType(qrels),
+                                exclusions=MappingProxyType(exclusions), source=dict(source or {}))
+                    out.setdefault(pool.name, pool)
     return list(out.values())
 
 
@@ -479,8 +484,9 @@ class ParallelIrdsTask(Task):
         pairs = parse_langs(langs or f"{self.card.pivot}+all", self.card.languages)
         asked = [p for p in pairs if not set(p) & set(self.card.source["queries"])]
         if asked:
+            what = "pair" if len(asked[0]) == 2 else "group"
             raise UnknownNameError(f"task {self.id} has queries in {', '.join(self.card.source['queries'])} only; "
-                                   f"the pair {','.join(asked[0])} has none")
+                                   f"the {what} {','.join(asked[0])} has none")
         sides, src = _sides(self.card, sorted({l for pair in pairs for l in pair}), wanted)
         return bilingual_pools(self.id, sides, pairs, parse_scenarios(scenarios), query_langs, src)
 
