@@ -224,6 +224,20 @@ def test_significance_groups_overlapping_systems():
         assert r.ci_low < r.value < r.ci_high
 
 
+def test_tied_systems_share_a_rank_inside_their_rank_intervals():
+    """Two systems with identical per-query values: one rank (1 + the systems strictly better), the
+    same for both, and every rank inside its own 95% interval (per board and overall)."""
+    rng = np.random.default_rng(3)
+    base = [rng.random(200).round(3) for _ in range(3)]
+    data = _synthetic({"a-twin": base, "b-twin": [b.copy() for b in base], "weak": [b * 0.5 for b in base]})
+    (board,) = boards(data)
+    ranked = {r.system: r for r in board.rows}
+    assert ranked["a-twin"].rank == ranked["b-twin"].rank == 1 and ranked["weak"].rank == 3
+    for r in board.rows:
+        assert r.rank_low <= r.rank <= r.rank_high, r
+        assert r.overall_low <= r.rank <= r.overall_high, r
+
+
 def test_rank_intervals_equal_a_plain_loop_bootstrap_with_the_same_seed():
     """Each resample: every pool's queries drawn as stats.bootstrap_means draws them (per pool seed),
     the macro mean per system, ranks (1 + systems strictly better); then the quantiles, outwards."""

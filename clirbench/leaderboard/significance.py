@@ -361,7 +361,9 @@ def boards(leaderboard: Mapping, measures: Mapping[str, list[str]] | None = None
                 order, letters = _rank(complete, good, adjusted, 1.0 - confidence)
                 rank_low, rank_high = rank_intervals(good_boots, confidence)
                 all_low, all_high = rank_intervals(good_overall, confidence)
-                for rank, j in enumerate(order, start=1):
+                finite = np.where(np.isnan(good), -np.inf, good)
+                for j in order:  # tied systems share a rank (1 + the systems strictly better), as in the intervals
+                    rank = 1 + int(np.count_nonzero(finite > finite[j]))
                     rows.append(Row(complete[j], float(point[j]), float(low[j]), float(high[j]), rank,
                                     letters[j], len(pids), int(rank_low[j]), int(rank_high[j]),
                                     int(all_low[j]), int(all_high[j])))
