@@ -1,4 +1,4 @@
-"""``clirbench plot ecdf | ranks | gaps``: figures of results and leaderboards (SVG or PNG by the
+"""``clirbench plot ecdf | ranks | gaps | preference``: figures of results and leaderboards (SVG or PNG by the
 ``--out`` suffix), one sub-subcommand per figure module of ``clirbench.plots``.
 
 A figure is added with an ``_add_<name>(sub)`` function that adds its parser and sets ``figure``
@@ -60,7 +60,20 @@ def _add_gaps(sub) -> None:
     s.add_argument("--out", required=True, help="the figure's file (.svg or .png)")
 
 
-_FIGURES = (_add_ecdf, _add_ranks, _add_gaps)
+def _add_preference(sub) -> None:
+    s = sub.add_parser("preference", help="the language-preference matrix of multi pools (query × document language)")
+    s.add_argument("results", nargs="+", metavar="RESULT.json")
+
+    def figure(args):
+        from ..plots.preference import plot_preference
+
+        return plot_preference(args.results, args.out)
+
+    s.set_defaults(figure=figure)
+    s.add_argument("--out", required=True, help="the figure's file (.svg or .png)")
+
+
+_FIGURES = (_add_ecdf, _add_ranks, _add_gaps, _add_preference)
 
 
 def add_plot_parser(subparsers) -> argparse.ArgumentParser:
@@ -78,7 +91,7 @@ def cmd_plot(args) -> int:
     from ..plots.figure import check_output
 
     if getattr(args, "figure", None) is None:
-        raise ClirbenchError("clirbench plot: expected a figure: ecdf, ranks or gaps")
+        raise ClirbenchError("clirbench plot: expected a figure: ecdf, ranks, gaps or preference")
     check_output(args.out)
     print(args.figure(args))
     return 0

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-__all__ = ["preference_figure"]
+__all__ = ["preference_figure", "plot_preference"]
 
 
 def preference_figure(matrix: Mapping, system: str = "", ax=None):
@@ -34,6 +34,7 @@ def preference_figure(matrix: Mapping, system: str = "", ax=None):
     else:
         fig = ax.figure
     image = ax.imshow(share, cmap="Blues", vmin=0.0, vmax=100.0, aspect="auto")
+    ax.grid(False)
     ax.set_xticks(range(len(docs)), docs)
     ax.set_yticks(range(len(queries)), [f"q {q}" for q in queries])
     ax.set_xlabel("document language")
@@ -45,3 +46,29 @@ def preference_figure(matrix: Mapping, system: str = "", ax=None):
     ax.set_title(str(matrix["pool"]) + (f" · {system}" if system else ""), fontsize=9)
     fig.colorbar(image, ax=ax, label="% of queries: best-ranked relevant passage")
     return fig
+
+
+def plot_preference(results, out):
+    """Write the preference matrices of ``results`` (result files of ``multi`` pools: one matrix per
+    system and set of documents, stacked) to ``out`` (.svg or .png); returns the path."""
+    from ..errors import ClirbenchError
+    from ..identity import labels
+    from ..results import read_result
+    from ..stats.preference import preference_matrix
+    from .figure import check_output, save, subplots
+
+    check_output(out)
+    records = [read_result(p) for p in results]
+    keys = list(dict.fromkeys(r.system_key for r in records))
+    label_of = dict(zip(keys, labels(keys)))
+    panels = [(label_of[key], m) for key in keys
+              for m in preference_matrix([r for r in records if r.system_key == key])]
+    if not panels:
+        raise ClirbenchError("no preference matrix in these results: run a 'multi' scenario of two or more "
+                             "document languages (e.g. --langs en,zh,ar --scenario multi)")
+    width = max(2.0 + 0.9 * len(m["doc_langs"]) for _, m in panels)
+    height = max(1.0 + 0.6 * len(m["query_langs"]) for _, m in panels)
+    fig, axes = subplots(rows=len(panels), width=width + 1.5, height=height)
+    for ax, (system, matrix) in zip(axes, panels):
+        preference_figure(matrix, system, ax=ax)
+    return save(fig, out)
