@@ -18,7 +18,7 @@ def _leaderboard_args(s) -> None:
 
 def _add_ecdf(sub) -> None:
     s = sub.add_parser("ecdf", help="the distribution of a per-query measure (default MaxR) per query language")
-    s.add_argument("results", nargs="+", metavar="RESULT.json")
+    s.add_argument("results", nargs="+", metavar="RESULT.json|FOLDER", help="result files, or folders of them")
     s.add_argument("--measure", default="MaxR")
 
     def figure(args):
@@ -62,7 +62,7 @@ def _add_gaps(sub) -> None:
 
 def _add_preference(sub) -> None:
     s = sub.add_parser("preference", help="the language-preference matrix of multi pools (query × document language)")
-    s.add_argument("results", nargs="+", metavar="RESULT.json")
+    s.add_argument("results", nargs="+", metavar="RESULT.json|FOLDER", help="result files, or folders of them")
 
     def figure(args):
         from ..plots.preference import plot_preference

@@ -17,9 +17,11 @@ def ecdf_series(results: Sequence[str | os.PathLike], measure: str = "MaxR") -> 
     from ..errors import ClirbenchError
     from ..identity import labels
     from ..results import read_per_query, read_result
+    from .figure import result_paths
 
     if not results:
         raise ClirbenchError("no result files to plot")
+    results = result_paths(results)
     records = [read_result(p) for p in results]
     keys = list(dict.fromkeys(r.system_key for r in records))
     label_of = dict(zip(keys, labels(keys)))  # one label per system, told apart only from the others

@@ -8,7 +8,7 @@ import io
 import os
 from pathlib import Path
 
-__all__ = ["SUFFIXES", "STYLE", "check_output", "pyplot", "subplots", "save"]
+__all__ = ["SUFFIXES", "STYLE", "check_output", "result_paths", "pyplot", "subplots", "save"]
 
 SUFFIXES = (".svg", ".png")
 STYLE = {"svg.hashsalt": "clirbench", "svg.fonttype": "path", "font.size": 9, "axes.grid": True,
@@ -21,6 +21,17 @@ def check_output(path: str | os.PathLike) -> Path:
     if path.suffix.lower() not in SUFFIXES:
         raise ValueError(f"--out {str(path)[:80]!r}: the file name must end in .svg or .png")
     return path
+
+
+def result_paths(paths) -> list[Path]:
+    """Result files named by ``paths``: a file as given, a folder as every result JSON under it
+    (gap files left out), in order."""
+    from ..leaderboard.submit import result_files
+
+    out: list[Path] = []
+    for path in map(Path, paths):
+        out.extend(result_files(path) if path.is_dir() else [path])
+    return out
 
 
 def pyplot():

@@ -55,9 +55,10 @@ def plot_preference(results, out):
     from ..identity import labels
     from ..results import read_result
     from ..stats.preference import preference_matrix
-    from .figure import check_output, save, subplots
+    from .figure import check_output, result_paths, save, subplots
 
     check_output(out)
+    results = result_paths(results)
     records = [read_result(p) for p in results]
     keys = list(dict.fromkeys(r.system_key for r in records))
     label_of = dict(zip(keys, labels(keys)))
