@@ -292,6 +292,8 @@ def validate_result(path: str | os.PathLike, leaderboard: Mapping, data_dir=None
     if breakdown is not None:
         record["breakdown"] = breakdown
     record["hardware"] = result.hardware.to_dict()  # per result: another machine never rewrites the others
+    if result.cost is not None:
+        record["cost"] = result.cost.to_dict()
     record["clirbench_version"] = result.clirbench_version
     key = result.system_key
     return Submission(path, task, key.id, pid, pool, result.retriever.to_dict(), record, {}, key)

@@ -1,0 +1,1 @@
+"""Figures of results, one module per figure (matplotlib, imported lazily)."""
