@@ -273,9 +273,11 @@ def render_page(data: Mapping) -> str:
         for (fld, measure), values in sorted(_breakdowns(data, group_boards[0].pools).items()):
             out.append(f"<h3>By {esc(fld)}</h3>" + dots_svg(values, f"{title}: {measure} by {fld}"))
         out.append("</section>")
+    from .costs import COST_HEADER, cost_cell
+
     out.append("<h2>Systems</h2><table class=\"sortable\" id=\"systems\"><thead><tr><th data-type=\"text\">system</th>"
                "<th data-type=\"text\">model</th><th data-type=\"text\">revision</th><th data-type=\"num\">pools</th>"
-               "<th data-type=\"text\">hardware</th><th data-type=\"text\">made with</th></tr></thead><tbody>")
+               "<th data-type=\"text\">hardware</th>" + COST_HEADER + "<th data-type=\"text\">made with</th></tr></thead><tbody>")
     from ..redact import redact_command
 
     for name, sysd in sorted(data["systems"].items()):
@@ -286,7 +288,7 @@ def render_page(data: Mapping) -> str:
         out.append(f'<tr><td data-v="{esc(name)}">{esc(name)}</td><td data-v="{esc(model)}">'
                    f'{esc(model or "–")}</td><td data-v="{esc(ret.get("revision") or "")}">'
                    f'{esc(ret.get("revision") or "–")}</td><td data-v="{len(sysd["results"])}">{len(sysd["results"])}</td>'
-                   f'<td data-v="{esc(", ".join(cpus))}">{esc(", ".join(cpus) or "–")}</td>'
+                   f'<td data-v="{esc(", ".join(cpus))}">{esc(", ".join(cpus) or "–")}</td>{cost_cell(sysd)}'
                    f'<td data-v="">{cmds}</td></tr>')
     out.append("</tbody></table>")
     return _document(f"clirbench leaderboard · {task}", "".join(out))
