@@ -231,6 +231,10 @@ class EmbeddingCache(SpaceCache):
             for first, n, _ in seconds:  # the merged shard's per-text seconds: what a later read gives
                 space.secs[first: first + n] = total / len(keys)
 
+    def dim(self, encoder, role: str) -> int | None:
+        """The width of ``encoder``'s ``role`` vectors this cache holds (None before any is known)."""
+        return self._space(encoder, check_role(role)).dim
+
     def cost(self, encoder, texts: Sequence[str], role: str) -> EncodeCost | None:
         """The encoding cost of ``texts`` (already embedded): how many distinct texts, the model seconds
         that encoded them (recorded when encoded, by this process or the one that wrote the cache;
