@@ -285,6 +285,7 @@ def _evaluate_pool(pool: Pool, retriever, settings: _Settings, groups: Mapping |
     breakdown = evaluation.breakdown(groups or {})
     preference = _preference(pool, evaluation, settings)
     t_search = evaluation.seconds["search"]
+    cost = _cost(retriever, seen, len(evaluation.query_ids), t_search, translation)
     t_measure = evaluation.seconds["measure"] + time.perf_counter() - t_breakdown
     desc = dict(settings.description)
     retriever_ref = RetrieverRef(
@@ -300,7 +301,8 @@ def _evaluate_pool(pool: Pool, retriever, settings: _Settings, groups: Mapping |
         bootstrap=BootstrapSettings(resamples=settings.resamples, seed=settings.seed),
         timings_s=Timings(encode=t1 - t0, translate=t_translate, search=t_search, measure=t_measure,
                           total=time.perf_counter() - t0 + t_translate), translation=translation,
-        hardware=settings.hardware, breakdown=breakdown, preference=preference)
+        hardware=settings.hardware, breakdown=breakdown, preference=preference,
+        cost=cost)
     return result, evaluation
 
 
@@ -312,6 +314,15 @@ def _preference(pool: Pool, evaluation, settings: _Settings):
     from .stats.preference import pool_preference
 
     return pool_preference(pool, evaluation.table, settings.resamples, settings.seed)
+
+
+def _cost(retriever, seen: Pool, num_queries: int, search_seconds: float, translation):
+    """The record's ``cost`` section (``results.cost``): what the retriever reports about the pool it
+    saw (encoding from the cache's records, index bytes), the search time, the translation."""
+    from .results.cost import cpu_name, pool_cost
+
+    report = retriever.cost(seen.queries, seen.docs) if callable(getattr(retriever, "cost", None)) else None
+    return pool_cost(report, num_queries, search_seconds, translation, cpu_name())
 
 
 def _write(result, evaluation, path: Path):

@@ -13,12 +13,15 @@ so Ctrl-C or a kill loses at most the batch in flight. Model calls run in a work
 Shards are read through memory maps, only the rows asked for.
 Every vector served or encoded is also kept in memory, so one process encodes or reads each
 distinct text once, however many pools it appears in.
+Each shard's manifest also keeps the model seconds that encoded it and the CPU (``encode``), so
+that ``EmbeddingCache.cost`` reports the encoding's cold cost even for texts read from the cache.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -26,6 +29,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from ..collection import check_role
+from ..results.cost import EncodeCost, combine_cpus, cpu_name
 from .codecs import DENSE
 from .store import ShardStore, SpaceCache, distinct_rows, fill, text_digest
 
@@ -46,6 +50,10 @@ class _Space:
         self.vecs = np.zeros((0, 0), dtype=np.float32)
         self.n = 0
         self.memo: dict[bytes, int] = {}  # digest -> row of self.vecs
+        self.secs = np.zeros(0)  # per row: model seconds that encoded it (NaN: not recorded)
+        self.fresh = np.zeros(0, dtype=bool)  # per row: encoded by this process
+        self.cpu = np.zeros(0, dtype=np.int32)  # per row: index into self.cpus (-1: unknown)
+        self.cpus: list[str] = []
 
     @property
     def dim(self) -> int | None:
@@ -61,11 +69,22 @@ class _Space:
         if not found:
             return found
         out = np.empty((len(found), self.dim), dtype=np.float32)
-        for _, vecs, pos, rows in groups:
+        secs = np.full(len(found), np.nan)
+        cpus = np.full(len(found), -1, dtype=np.int32)
+        for name, vecs, pos, rows in groups:
             order = np.argsort(rows)
             out[pos[order]] = vecs[rows[order]]
-        self.add(found, out)
+            secs[pos], cpu = self.store.encode_cost(name)
+            cpus[pos] = self.cpu_index(cpu)
+        self.add(found, out, secs, cpus)
         return found
+
+    def cpu_index(self, cpu: str | None) -> int:
+        if cpu is None:
+            return -1
+        if cpu not in self.cpus:
+            self.cpus.append(cpu)
+        return self.cpus.index(cpu)
 
     # -- memory --------------------------------------------------------------------------------
     def reserve(self, extra: int, dim: int) -> None:
@@ -78,14 +97,24 @@ class _Space:
             if self.n:
                 grown[: self.n] = self.vecs[: self.n]
             self.vecs = grown
+            for name in ("secs", "fresh", "cpu"):
+                old = getattr(self, name)
+                new = np.zeros(cap, dtype=old.dtype)
+                new[: self.n] = old[: self.n]
+                setattr(self, name, new)
 
-    def add(self, keys: list[bytes], vecs: np.ndarray) -> None:
+    def add(self, keys: list[bytes], vecs: np.ndarray, secs=np.nan, cpus=-1, fresh: bool = False) -> None:
+        """Keep ``vecs`` for ``keys`` in memory, with their encode seconds per text (``secs``), CPU
+        indices (``cpus``) and whether this process encoded them (``fresh``)."""
         if self.store.dim is None:
             self.store.dim = vecs.shape[1]
         if vecs.shape != (len(keys), self.dim):
             raise ValueError(f"expected vectors of shape ({len(keys)}, {self.dim}), got {vecs.shape}")
         self.reserve(len(keys), self.dim)
         self.vecs[self.n: self.n + len(keys)] = vecs
+        self.secs[self.n: self.n + len(keys)] = secs
+        self.cpu[self.n: self.n + len(keys)] = cpus
+        self.fresh[self.n: self.n + len(keys)] = fresh
         for i, k in enumerate(keys):
             self.memo[k] = self.n + i
         self.n += len(keys)
@@ -169,8 +198,12 @@ class EmbeddingCache(SpaceCache):
     def _encode(self, encoder, space: _Space, role: str, texts: list[str], keys: list[bytes], bar=None) -> None:
         """Encode one chunk: each model batch sealed as a shard as soon as it is there (a kill loses at
         most the batch in flight), then the chunk's batches merged into one shard."""
-        parts, names, done = [], [], 0
+        parts, names, seconds, done = [], [], [], 0
+        cpu = cpu_name()
+        cpu_id = space.cpu_index(cpu)
+        t0 = time.perf_counter()
         for vecs in _batches(encoder, texts, role):
+            spent = time.perf_counter() - t0  # the model's time for this batch (not the cache's writes)
             if vecs.ndim != 2 or not 0 < len(vecs) <= len(texts) - done:
                 space.store.remove(names)
                 raise ValueError(f"encoder returned shape {vecs.shape} for {len(texts)} texts")
@@ -178,18 +211,45 @@ class EmbeddingCache(SpaceCache):
                 raise ValueError("encoder returned non-finite values")
             vecs = np.ascontiguousarray(vecs, dtype=np.float32)
             batch_keys = keys[done: done + len(vecs)]
-            space.add(batch_keys, vecs)  # checks the width first
-            names.append(space.store.write(batch_keys, vecs))
+            first = space.n
+            space.add(batch_keys, vecs, spent / len(vecs), cpu_id, fresh=True)  # checks the width first
+            names.append(space.store.write(batch_keys, vecs, encode={"seconds": spent, "cpu": cpu}))
             parts.append(vecs)
+            seconds.append((first, len(vecs), spent))
             done += len(vecs)
             self.encoded += len(vecs)
             if bar is not None:
                 bar.update(len(vecs))
+            t0 = time.perf_counter()
         if done != len(texts):
             space.store.remove(names)
             raise ValueError(f"encoder returned shape ({done}, {parts[0].shape[1]}) for {len(texts)} texts")
         if len(parts) > 1:
-            space.store.write(keys, np.concatenate(parts), replaces=[n for n in names if n])
+            total = sum(s for _, _, s in seconds)
+            space.store.write(keys, np.concatenate(parts), replaces=[n for n in names if n],
+                              encode={"seconds": total, "cpu": cpu})
+            for first, n, _ in seconds:  # the merged shard's per-text seconds: what a later read gives
+                space.secs[first: first + n] = total / len(keys)
+
+    def dim(self, encoder, role: str) -> int | None:
+        """The width of ``encoder``'s ``role`` vectors this cache holds (None before any is known)."""
+        return self._space(encoder, check_role(role)).dim
+
+    def cost(self, encoder, texts: Sequence[str], role: str) -> EncodeCost | None:
+        """The encoding cost of ``texts`` (already embedded): how many distinct texts, the model seconds
+        that encoded them (recorded when encoded, by this process or the one that wrote the cache;
+        None if unknown for any), whether this process encoded them all, and on which CPU(s).
+        None when some text was never embedded here."""
+        space = self._space(encoder, check_role(role))
+        keys = list(dict.fromkeys(text_digest(t) for t in texts))
+        memo = space.memo
+        if not all(k in memo for k in keys):
+            return None
+        rows = np.fromiter((memo[k] for k in keys), dtype=np.int64, count=len(keys))
+        secs = space.secs[rows]
+        seconds = None if np.isnan(secs).any() else float(secs.sum())
+        cpus = [space.cpus[i] if i >= 0 else None for i in np.unique(space.cpu[rows]).tolist()]
+        return EncodeCost(len(keys), seconds, bool(space.fresh[rows].all()), combine_cpus(cpus))
 
     def embed(self, encoder, texts: Sequence[str], role: str, batch_size: int | None = None,
               progress: bool = False) -> np.ndarray:

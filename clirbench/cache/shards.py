@@ -61,15 +61,19 @@ def _file_digest(path: Path) -> str:
         return hashlib.file_digest(handle, lambda: hashlib.blake2b(digest_size=32)).hexdigest()
 
 
-def write_shard(folder: str | os.PathLike, name: str, files: dict[str, bytes], replaces: list[str] = ()) -> None:
+def write_shard(folder: str | os.PathLike, name: str, files: dict[str, bytes], replaces: list[str] = (),
+                encode: dict | None = None) -> None:
     """Write each file atomically, then the manifest that marks the shard complete (naming the shards
-    this one ``replaces``, when it merges them)."""
+    this one ``replaces``, when it merges them, and what ``encode`` says: the model seconds and CPU
+    that encoded the shard's texts)."""
     folder = Path(folder)
     for suffix, data in files.items():
         write_bytes_atomic(folder / f"{name}{suffix}", data)
     manifest = {"format": FORMAT, "files": {s: {"bytes": len(d), "blake2b": _digest(d)} for s, d in files.items()}}
     if replaces:
         manifest["replaces"] = list(replaces)
+    if encode:
+        manifest["encode"] = dict(encode)
     write_bytes_atomic(folder / f"{name}{MANIFEST}", json.dumps(manifest, indent=1).encode())
 
 
@@ -90,6 +94,17 @@ class Shard:
         """The shards this one merges (redundant once it is complete)."""
         names = (self.manifest or {}).get("replaces") or []
         return [n for n in names if isinstance(n, str) and _NAME.fullmatch(n)]
+
+    @property
+    def encode(self) -> tuple[float | None, str | None]:
+        """``(model seconds, CPU)`` that encoded this shard's texts, as its manifest records them
+        (``(None, None)`` when it does not: a shard written before they were kept)."""
+        entry = (self.manifest or {}).get("encode")
+        if not isinstance(entry, dict):
+            return None, None
+        seconds, cpu = entry.get("seconds"), entry.get("cpu")
+        ok = isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and 0 <= seconds < float("inf")
+        return (float(seconds) if ok else None), (cpu if isinstance(cpu, str) and cpu else None)
 
     def remove(self) -> None:
         """Delete this shard: its manifest first (so that it is incomplete, never half there), then its files."""

@@ -255,9 +255,20 @@ class ShardStore:
         """The folder's writer lock (see ``clirbench.cache.shards.writer_lock``)."""
         return writer_lock(self.folder, MARKER)
 
-    def write(self, keys: Sequence[bytes], batch, replaces: Sequence[str] = ()) -> str | None:
+    def encode_cost(self, name: str) -> tuple[float, str | None]:
+        """Model seconds per text and the CPU that encoded the shard ``name`` (NaN, None: not recorded)."""
+        number = self.numbers.get(name)
+        if number is None:
+            return float("nan"), None
+        seconds, cpu = self.shards[number].encode
+        rows = self.sizes[number]
+        return (seconds / rows if seconds is not None and rows else float("nan")), cpu
+
+    def write(self, keys: Sequence[bytes], batch, replaces: Sequence[str] = (),
+              encode: dict | None = None) -> str | None:
         """Write one shard of ``batch`` for ``keys`` (call holding ``lock()``); returns its name (None
-        without a folder). ``replaces``: shards of this process it merges, removed once it is sealed."""
+        without a folder). ``replaces``: shards of this process it merges, removed once it is sealed;
+        ``encode``: ``{"seconds", "cpu"}`` of the model call(s) that made it, kept in its manifest."""
         if self.folder is None:
             return None
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -266,7 +277,7 @@ class ShardStore:
             write_bytes_atomic(meta_path, json.dumps({**self.meta, **self.codec.meta(batch)}, indent=1).encode())
         name = new_name()
         hashes = np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(len(keys), 32)
-        write_shard(self.folder, name, {**self.codec.dump(batch), MARKER: npy_bytes(hashes)}, list(replaces))
+        write_shard(self.folder, name, {**self.codec.dump(batch), MARKER: npy_bytes(hashes)}, list(replaces), encode)
         self.seen.add(name)
         self.remove(replaces)
         return name

@@ -20,18 +20,24 @@ def _num(x: float) -> str:
     return f"{x:.4f}" if abs(x) < 10 else f"{x:.2f}"
 
 
-def format_boards(items: list[Board]) -> str:
-    """Plain-text ranked tables, one per board (group letters: same letter = not significantly apart)."""
+def format_boards(items: list[Board], costs: dict | None = None) -> str:
+    """Plain-text ranked tables, one per board (group letters: same letter = not significantly apart);
+    a cost column when ``costs`` (``costs.system_costs``) has some of a board's systems."""
     from ..report import format_table
+    from .costs import cost_text
 
+    costs = costs or {}
     blocks = []
     for board in items:
         arrow = board.direction_label
-        table = [("rank", "95% rank", "group", "system", board.measure, "95% CI", "pools")]
+        with_cost = any(r.system in costs for r in board.rows)
+        table = [("rank", "95% rank", "group", "system", board.measure, "95% CI", "pools")
+                 + (("cost (docs/s, ms/query, index MB)",) if with_cost else ())]
         for r in board.rows:
             table.append((str(r.rank) if r.rank else "-", r.rank_interval or "-", r.group or "-", r.system,
                           _num(r.value), f"[{_num(r.ci_low)}, {_num(r.ci_high)}]" if r.rank else "(incomplete)",
-                          f"{r.pools}/{len(board.pools)}"))
+                          f"{r.pools}/{len(board.pools)}")
+                         + ((cost_text(costs.get(r.system)) or "-",) if with_cost else ()))
         lines = format_table(list(table[0]), table[1:], right=(0, 4, 5, 6), rule=False)
         note = f"\ngroups: {board.correction_note}" if board.pairs else ""
         blocks.append(f"{board.title} ({arrow}, macro mean over {len(board.pools)} pools)\n" + "\n".join(lines) + note)
@@ -58,8 +64,11 @@ def show(task: str, leaderboard_dir: str | os.PathLike = "leaderboards", scenari
     pairwise p-values adjusted by ``correction``), then the overall table."""
     from ..errors import UnknownNameError
 
+    from .costs import system_costs
+
     path = path_for(task, leaderboard_dir)
-    every = list(boards(load(path), correction=correction))
+    data = load(path)
+    every = list(boards(data, correction=correction))
     for option, asked, have in (("--scenario", scenario, sorted({b.scenario for b in every})),
                                 ("--measure", measure, sorted({b.measure for b in every if scenario in (None, b.scenario)}))):
         if asked is not None and asked not in have:
@@ -69,7 +78,7 @@ def show(task: str, leaderboard_dir: str | os.PathLike = "leaderboards", scenari
     if not items:
         return f"{task}: no ranked results" + (" for that scenario/measure" if scenario or measure else "")
     tops = headlines(items, main_measures(task)) if measure is None else items
-    return format_boards(items) + "\n\n" + format_overall(tops)
+    return format_boards(items, system_costs(data)) + "\n\n" + format_overall(tops)
 
 
 def html(out_dir: str | os.PathLike, leaderboard_dir: str | os.PathLike = "leaderboards",

@@ -382,10 +382,11 @@ def _systems_table(data: Mapping, order: Sequence[str]) -> str:
     """Every system (in ``order``, then the rest by name): model, revision, pools, hardware, commands
     (the first shown, the others folded)."""
     from ..redact import redact_command
+    from .costs import COST_HEADER, cost_cell
 
     out = ['<h2>Systems</h2><div class="scroll"><table class="sortable" id="systems"><thead><tr>'
            '<th data-type="text">system</th><th data-type="text">model</th><th data-type="text">revision</th>'
-           '<th data-type="num">pools</th><th data-type="text">hardware</th><th data-type="text">made with</th>'
+           '<th data-type="num">pools</th><th data-type="text">hardware</th>' + COST_HEADER + '<th data-type="text">made with</th>'
            '</tr></thead><tbody>']
     names = [s for s in order if s in data["systems"]] + sorted(set(data["systems"]) - set(order))
     for name in names:
@@ -401,7 +402,7 @@ def _systems_table(data: Mapping, order: Sequence[str]) -> str:
         out.append(f'<tr><td data-v="{esc(name)}">{esc(name)}</td><td data-v="{esc(model)}">'
                    f'{esc(model or "–")}</td><td data-v="{esc(ret.get("revision") or "")}">'
                    f'{esc(ret.get("revision") or "–")}</td><td data-v="{len(sysd["results"])}">{len(sysd["results"])}</td>'
-                   f'<td data-v="{esc(", ".join(cpus))}">{esc(", ".join(cpus) or "–")}</td>'
+                   f'<td data-v="{esc(", ".join(cpus))}">{esc(", ".join(cpus) or "–")}</td>{cost_cell(sysd)}'
                    f'<td class="cmd" data-v="">{cmds}</td></tr>')
     out.append("</tbody></table></div>")
     return "".join(out)

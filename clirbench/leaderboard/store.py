@@ -323,6 +323,13 @@ def validate(data: Any, where: str = "leaderboard") -> dict:
                     raise MalformedDataError(f"{w}.results.{pid}: {exc}") from None
             if "hardware" in res and not isinstance(res["hardware"], dict):
                 raise MalformedDataError(f"{w}.results.{pid}.hardware: expected an object")
+            if "cost" in res:
+                from ..results.cost import Cost
+
+                try:
+                    Cost.from_dict(res["cost"])
+                except ValueError as exc:
+                    raise MalformedDataError(f"{w}.results.{pid}: {exc}") from None
             pq = _need(res, "per_query", (dict,), f"{w}.results.{pid}")
             if pq and pq.get("encoding") != VECTOR_ENCODING:
                 raise MalformedDataError(f"{w}.results.{pid}.per_query: encoding must be {VECTOR_ENCODING}")

@@ -294,6 +294,8 @@ def validate_result(path: str | os.PathLike, leaderboard: Mapping, data_dir=None
         record["preference"] = {part: {lang: mv.to_dict() for lang, mv in row.items()}
                                 for part, row in result.preference.items()}
     record["hardware"] = result.hardware.to_dict()  # per result: another machine never rewrites the others
+    if result.cost is not None:
+        record["cost"] = result.cost.to_dict()
     record["clirbench_version"] = result.clirbench_version
     key = result.system_key
     return Submission(path, task, key.id, pid, pool, result.retriever.to_dict(), record, {}, key)

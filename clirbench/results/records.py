@@ -17,9 +17,10 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from .. import __version__
+from .cost import Cost, cpu_name
 
 __all__ = ["SCHEMA_VERSION", "TaskRef", "RetrieverRef", "MeasureValue", "BootstrapSettings", "Timings",
-           "Hardware", "Result", "PREFERENCE_PARTS", "check_preference"]
+           "Hardware", "Cost", "Result", "PREFERENCE_PARTS", "check_preference"]
 
 SCHEMA_VERSION = 1
 MAX_CORES = 1 << 20  # hardware.cores above this is not a machine
@@ -264,19 +265,8 @@ class Hardware:
     def this_machine(cls, gpu: str | None = None) -> "Hardware":
         """This machine's platform, Python, CPU and cores; ``gpu`` as given (nothing is probed for it:
         ``results.hardware.hardware_info`` does that, once per run)."""
-        return cls(platform=platform.platform(), python=platform.python_version(), cpu=_cpu_name(),
+        return cls(platform=platform.platform(), python=platform.python_version(), cpu=cpu_name(),
                    cores=os.cpu_count() or 1, gpu=gpu)
-
-
-def _cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            for line in handle:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown"
 
 
 def _utc_now() -> str:
@@ -313,6 +303,7 @@ class Result:
     # optional (multi pools): this query language's row of the language-preference matrix,
     # {"mean_rank": {doc lang: MeasureValue}, "best_share": {doc lang: MeasureValue}} (stats.preference)
     preference: Mapping[str, Mapping[str, MeasureValue]] | None = None
+    cost: Cost | None = None  # optional: the system's cold cost on this pool (results/cost.py)
     clirbench_version: str = __version__
     schema_version: int = SCHEMA_VERSION
 
@@ -332,6 +323,10 @@ class Result:
             object.__setattr__(self, "translation", _freeze(self.translation))
         if self.breakdown is not None:
             object.__setattr__(self, "breakdown", _check_breakdown(self.breakdown))
+        if isinstance(self.cost, Mapping):
+            object.__setattr__(self, "cost", Cost.from_dict(self.cost))
+        if self.cost is not None and not isinstance(self.cost, Cost):
+            raise ValueError("cost must be a Cost, a dict or None")
         for name, cls in (*_COERCE.items(), ("hardware", Hardware)):
             if not isinstance(getattr(self, name), cls):
                 raise ValueError(f"{name} must be a {cls.__name__} or a dict")
@@ -373,6 +368,7 @@ class Result:
             **({} if self.breakdown is None else {"breakdown": _thaw(self.breakdown)}),
             **({} if self.preference is None else {"preference": {
                 part: {lang: mv.to_dict() for lang, mv in row.items()} for part, row in self.preference.items()}}),
+            **({} if self.cost is None else {"cost": self.cost.to_dict()}),
         }
 
     @classmethod
@@ -388,7 +384,7 @@ class Result:
         known = ("schema_version", "clirbench_version", "task", "subset", "qrels_sha256", "scenario", "pool_mode",
                  "pool_size", "doc_langs", "query_lang", "num_queries", "retriever", "translation",
                  "measures", "bootstrap", "timings_s", "hardware", "created_at", "per_query_file", "breakdown",
-                 "preference")
+                 "preference", "cost")
         _no_extra(data, known, "")
         doc_langs = _get(data, "doc_langs", (list,), "")
         if not all(isinstance(l, str) for l in doc_langs):
@@ -420,6 +416,7 @@ class Result:
             per_query_file=_get(data, "per_query_file", (str,), ""),
             breakdown=_get(data, "breakdown", (Mapping, type(None)), "", None),
             preference=_get(data, "preference", (Mapping, type(None)), "", None),
+            cost=_cost(data),
             clirbench_version=_get(data, "clirbench_version", (str,), ""),
             schema_version=version,
         )
@@ -437,6 +434,12 @@ class Result:
         from ..identity import SystemKey
 
         return SystemKey.of_record(self)
+
+
+def _cost(data: Mapping) -> Cost | None:
+    """The optional ``cost`` section, validated (absent or null: None)."""
+    value = _get(data, "cost", (Mapping, type(None)), "", None)
+    return None if value is None else Cost.from_dict(value)
 
 
 def _check_breakdown(value: Mapping) -> Mapping:

@@ -14,6 +14,7 @@ Exclusions (multi-1) are applied by the ranking, after scoring: pool statistics 
 """
 from __future__ import annotations
 
+import time
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -49,8 +50,10 @@ class BM25Retriever:
         self.k1, self.b, self.method, self.top_k = float(k1), float(b), method, top_k
         self.spec = spec
         self._terms: dict[tuple[str, str], tuple[str, ...]] = {}  # (lang, text) -> terms
+        self._seconds: dict[tuple[str, str], float] = {}  # (lang, text) -> seconds its analysis took
         self._index_key: tuple | None = None
         self._index = None
+        self._index_seconds = 0.0  # building the kept index (its documents' analysis apart)
 
     def describe(self) -> dict:
         from .analyzers import analyzer_table
@@ -77,7 +80,9 @@ class BM25Retriever:
             key = (t.lang, t.text)
             terms = self._terms.get(key)
             if terms is None:
+                t0 = time.perf_counter()
                 terms = self._terms[key] = tuple(get_analyzer(t.lang)(t.text))
+                self._seconds[key] = time.perf_counter() - t0
             out.append(terms)
         return out
 
@@ -93,13 +98,32 @@ class BM25Retriever:
         key = tuple((d.lang, d.text) for d in docs)
         if key != self._index_key:
             corpus = [list(t) for t in self.terms(docs)]
+            t0 = time.perf_counter()
             model = bm25s.BM25(k1=self.k1, b=self.b, method=self.method)
             if any(corpus):
                 model.index(corpus, create_empty_token=False, show_progress=False)
             else:
                 model = None  # no term anywhere: every score is 0
             self._index_key, self._index = key, model
+            self._index_seconds = time.perf_counter() - t0
         return self._index
+
+    def cost(self, queries: Sequence[Text], docs: Sequence[Text]):
+        """``results.cost.EncodeReport`` of the last scored pool: documents per second of analysis and
+        indexing, queries per second of analysis (each distinct text's analysis timed once, when first
+        analysed), and the bytes of the bm25s index's arrays (its sparse score matrix)."""
+        from ..results.cost import EncodeCost, EncodeReport, cpu_name
+
+        def encoding(keys, extra: float = 0.0) -> EncodeCost:
+            keys = list(dict.fromkeys(keys))
+            return EncodeCost(len(keys), sum(self._seconds.get(k, 0.0) for k in keys) + extra, True, cpu_name())
+
+        dkeys = [(d.lang, d.text) for d in docs]
+        self.terms(docs), self.terms(queries)
+        model = self.index(docs) if docs else None
+        return EncodeReport(docs=encoding(dkeys, self._index_seconds if docs else 0.0),
+                            queries=encoding((q.lang, q.text) for q in queries),
+                            index_bytes=index_nbytes(model))
 
     def score(self, queries: Sequence[Text], docs: Sequence[Text]) -> Iterator[tuple[int, np.ndarray]]:
         """Yield ``(start, scores[b, len(docs)])`` float32 blocks, rows in query order."""
@@ -123,6 +147,15 @@ class BM25Retriever:
             if keys is not None:
                 block = _keep_top_k(block, keys, self.top_k)
             yield start, block
+
+
+def index_nbytes(model) -> int:
+    """The bytes of a bm25s index's arrays (its score matrix's data, indices and pointers; 0 for none)."""
+    if model is None:
+        return 0
+    arrays = [v for v in (getattr(model, "scores", None) or {}).values() if isinstance(v, np.ndarray)]
+    extra = getattr(model, "nonoccurrence_array", None)
+    return int(sum(a.nbytes for a in arrays) + (extra.nbytes if isinstance(extra, np.ndarray) else 0))
 
 
 def _keep_top_k(block: np.ndarray, keys: np.ndarray, k: int) -> np.ndarray:

@@ -168,6 +168,19 @@ class DenseRetriever:
             self.cache.embed_rows(self.encoder, texts_of(texts), role, self.batch_size, self.progress,
                                   langs=[getattr(t, "lang", "") for t in texts])
 
+    def cost(self, queries: Sequence[Text], docs: Sequence[Text]):
+        """The encoding cost of ``docs`` and ``queries`` (``results.cost.EncodeReport``: the model
+        seconds the cache recorded when they were encoded) and the bytes of the document embeddings
+        that ``score`` ranks against (``len(docs) x dim`` in ``score_dtype``). Nothing is encoded: texts
+        this process did not embed (scored on Ray workers) report no encoding cost."""
+        from ..results.cost import EncodeReport
+
+        dtexts, qtexts = texts_of(docs), texts_of(queries)
+        dim = self.cache.dim(self.encoder, "document")
+        return EncodeReport(docs=self.cache.cost(self.encoder, dtexts, "document"),
+                            queries=self.cache.cost(self.encoder, qtexts, "query"),
+                            index_bytes=None if dim is None else len(dtexts) * dim * self.score_dtype.itemsize)
+
     def rows_per_block(self, n_docs: int) -> int:
         if self.block_rows:
             return self.block_rows

@@ -235,6 +235,13 @@ class FusionRetriever:
             if hasattr(r, "encode_ahead"):
                 r.encode_ahead(queries, docs)
 
+    def cost(self, queries: Sequence[Text], docs: Sequence[Text]):
+        """The parts' costs together (``results.cost.fuse_reports``); None when a part reports none."""
+        from ..results.cost import fuse_reports
+
+        parts = [r.cost(queries, docs) if hasattr(r, "cost") else None for r in self.retrievers]
+        return None if any(p is None for p in parts) else fuse_reports(parts)
+
     def fuse(self, rows: Sequence[np.ndarray]) -> np.ndarray:
         """Fused float64 scores from one aligned block of rows per component."""
         returned = np.zeros(rows[0].shape, dtype=bool)

@@ -51,7 +51,8 @@ def _targets(pool: Pool, direction: str) -> tuple[str, str]:
 def _translate_role(texts: Sequence[Text], translator, tgt: str, role: str,
                     cache: TranslationCache | None) -> tuple[tuple[Text, ...], dict]:
     out = list(texts)
-    stats = {"translated": 0, "cache_hits": 0}
+    stats = {"translated": 0, "cache_hits": 0, "source_chars": 0,
+             "source": "precomputed" if hasattr(translator, "translate_items") else "model"}
     by_src: dict[str, list[int]] = {}
     for i, t in enumerate(texts):
         if t.lang != tgt:
@@ -70,12 +71,15 @@ def _translate_role(texts: Sequence[Text], translator, tgt: str, role: str,
                                      f"(an empty query would be scored)")
             out[i] = Text(t.id, text, tgt, t.item, MappingProxyType({**t.meta, "source_lang": t.lang}))
         stats["translated"] += len(idx)
+        stats["source_chars"] += sum(len(t.text) for t in items)
     return tuple(out), stats
 
 
 def translate_pool(pool: Pool, translator, direction: str, cache: TranslationCache | None = None
                    ) -> tuple[Pool, dict]:
-    """The pool as the retriever should see it, and stats (target, translated, cache_hits, seconds).
+    """The pool as the retriever should see it, and stats (target, translated, cache_hits, source_chars:
+    the characters of the texts translated, source: ``precomputed`` for a lookup such as ``gold`` or
+    ``file:``, else ``model``, seconds).
 
     DT: every document not in the query language becomes its translation, tagged with the query
     language (so BM25 analyses it with the target analyzer; the embedding cache keys on the new
