@@ -201,3 +201,32 @@ def test_html_links_are_built_from_valid_task_ids(tmp_path, capsys):
     assert 'href="xquad.html"' in index and sorted(p.name for p in out.iterdir()) == ["index.html", "xquad.html"]
     assert main(["leaderboard", "html", "--dir", str(lb), "--out", str(out), "--task", "../xquad"]) == 2
     assert "cannot name a leaderboard file" in capsys.readouterr().err
+
+
+def test_check_texts_refuses_exactly_what_check_text_refuses():
+    """The one-pass check of many query ids agrees with checking each one (hostile characters among
+    plain ids, non-ASCII ids, an overlong one)."""
+    from hypothesis import given, settings, strategies as st
+
+    from clirbench.errors import ClirbenchError
+    from clirbench.leaderboard import store
+
+    def refused(check) -> bool:
+        try:
+            check()
+        except ClirbenchError:
+            return True
+        return False
+
+    alphabet = st.sampled_from(list("abcXYZ019-_./: ") + ["<", "&", "`", '"', "\\", "\n", "\x00", "\u202e",
+                                                           "é", "中", "\u200b", "\x7f", "\ud800"])
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(st.text(alphabet, max_size=8), max_size=6), st.booleans())
+    def check(ids, overlong):
+        if overlong:
+            ids = ids + ["q" * (store.MAX_TEXT + 1)]
+        one_by_one = any(refused(lambda v=v: store.check_text(v, "query id")) for v in ids)
+        assert refused(lambda: store.check_texts(ids, "query id")) == one_by_one
+
+    check()

@@ -15,7 +15,7 @@ import re
 import unicodedata
 import zlib
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -24,7 +24,7 @@ from ..errors import ClirbenchError, DataNotFoundError, MalformedDataError
 from ..strict import loads_json
 
 __all__ = [
-    "FORMAT", "SCHEMA_VERSION", "MAX_LEADERBOARD_BYTES", "MAX_TEXT", "check_text", "check_strings",
+    "FORMAT", "SCHEMA_VERSION", "MAX_LEADERBOARD_BYTES", "MAX_TEXT", "check_text", "check_texts", "check_strings",
     "strict_json", "encode_vector", "decode_vector", "empty", "load", "save", "dumps", "path_for",
     "pool_id", "check_task_id", "locked", "page_names", "upgrade",
 ]
@@ -64,6 +64,18 @@ def check_text(value: Any, where: str, long: bool = False) -> str:
     if bad_char or markup:
         raise ClirbenchError(f"{where}: refusing a string with markup or control characters: {_show(value)}")
     return value
+
+
+def check_texts(values: Sequence[str], where: str) -> None:
+    """:func:`check_text` on every one of ``values`` (short texts such as query ids): one pass over
+    them all when they are printable ASCII without markup, else one by one (the first bad one named)."""
+    if all(isinstance(v, str) for v in values):
+        joined = " ".join(values)
+        if (joined.isascii() and joined.isprintable() and not _MARKUP.search(joined)
+                and max(map(len, values), default=0) <= MAX_TEXT):
+            return
+    for value in values:
+        check_text(value, where)
 
 
 def check_strings(value: Any, where: str, depth: int = 0) -> Any:

@@ -240,8 +240,7 @@ def validate_result(path: str | os.PathLike, leaderboard: Mapping, data_dir=None
     ids, values = read_per_query(table)
     if len(ids) != result.num_queries:
         raise _fail(path, f"per-query table has {len(ids)} rows, the result says {result.num_queries} queries")
-    for qid in ids:
-        store.check_text(qid, "query id")
+    store.check_texts(ids, "query id")
     order = np.argsort(np.array(ids, dtype=object), kind="stable")
     sorted_ids = [ids[i] for i in order]
     ids_hash = _ids_hash(sorted_ids)

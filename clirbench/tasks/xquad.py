@@ -11,6 +11,8 @@ evaluated on passages and questions it never saw. Results record it as the subse
 """
 from __future__ import annotations
 
+import functools
+
 from pathlib import Path
 from typing import Sequence
 
@@ -47,6 +49,15 @@ def _read_squad_file(path: Path, content: bytes, articles: list[int] | None = No
     return paragraphs
 
 
+@functools.lru_cache(maxsize=16)
+def _parsed(path: str, content: bytes) -> tuple[tuple, tuple[int, ...]]:
+    """``_read_squad_file`` of ``content`` (frozen) and its paragraphs' article indices, kept per
+    content: checking many pools' qrels (``leaderboard build``) reads the same files again."""
+    articles: list[int] = []
+    paragraphs = _read_squad_file(Path(path), content, articles)
+    return tuple((context, tuple(qas)) for context, qas in paragraphs), tuple(articles)
+
+
 def _read_hub(card: TaskCard, lang: str) -> list[tuple[str, list[tuple[str, str]]]]:
     """The same structure from the Hugging Face hub (rows are questions, grouped by context)."""
     paragraphs: list[tuple[str, list[tuple[str, str]]]] = []
@@ -66,7 +77,8 @@ def load(card: TaskCard, languages: Sequence[str], data_dir=None) -> ParallelCol
         if folder is not None:
             path = require_file(card, folder, lang, "XQuAD")
             content, hashes[lang] = read_bytes(card, path, lang)
-            raw[lang] = _read_squad_file(path, content, articles if not articles else None)
+            raw[lang], file_articles = _parsed(str(path), content)
+            articles = articles or list(file_articles)
         else:
             raw[lang] = _read_hub(card, lang)
     if not articles:  # the hub's rows carry no article: XQuAD's fixed 5 paragraphs per article
