@@ -125,6 +125,15 @@ for (const svg of document.querySelectorAll('svg')) {
     if (r.left < s.left - slack || r.right > s.right + slack || r.top < s.top - slack || r.bottom > s.bottom + slack)
       bad.push('svg text cut: ' + name(t));
   }
+  // a row label (x = 0) must end before every mark (bar, cell) it would otherwise hide
+  for (const t of svg.querySelectorAll('text[x="0"]')) {
+    const r = t.getBoundingClientRect();
+    for (const m of svg.querySelectorAll('rect')) {
+      const q = m.getBoundingClientRect();
+      if (q.width > 0 && r.right > q.left + slack && r.left < q.right - slack && r.bottom > q.top + slack
+          && r.top < q.bottom - slack) { bad.push('svg label over a mark: ' + name(t)); break; }
+    }
+  }
 }
 return bad;
 """
@@ -192,12 +201,15 @@ def test_the_layout_check_finds_overflow_and_cut_svg_text(wide_browser, tmp_path
                     '<p style="white-space:nowrap;overflow:hidden">dense:/srv/checkpoints/a-long-model-name</p>'
                     '<span style="display:block;width:300px">wide block</span></div>'
                     '<svg width="100" height="30"><text x="60" y="20">cut at the right edge</text></svg>'
+                    '<svg width="300" height="30"><text x="0" y="20">a label running into its bar</text>'
+                    '<rect x="60" y="5" width="100" height="20"/></svg>'
                     '</body></html>', encoding="utf-8")
     _open(wide_browser, page)
     problems = wide_browser.execute_script(LAYOUT_PROBLEMS)
     assert any(p.startswith("content wider than its box: p") for p in problems), problems
     assert any(p.startswith("outside its parent: span") for p in problems), problems
     assert any(p.startswith("svg text cut") for p in problems), problems
+    assert any(p.startswith("svg label over a mark") for p in problems), problems
 
 
 def test_page_at_1400_px_fits_and_shows_rank_intervals(wide_browser, tmp_path):

@@ -102,6 +102,15 @@ def _text_width(text: str, px: float = 11.0) -> float:
     return len(text) * px * 0.62
 
 
+def _fit(text: str, px_wide: float, px: float = 11.0) -> str:
+    """``text`` if it fits in ``px_wide`` (by ``_text_width``), else its start and end around "…"."""
+    room = int(px_wide / (px * 0.62))
+    if len(text) <= room:
+        return text
+    tail = max(1, (room - 1) // 3)
+    return text[:max(1, room - 1 - tail)] + "…" + text[len(text) - tail:]
+
+
 def diverging(v: float, span: float) -> str:
     """Fill of a cell on a diverging scale centred on 0: white at 0, red above, blue below,
     saturation growing with ``|v| / span`` (``span``: the symmetric range's half-width)."""
@@ -146,7 +155,8 @@ def bars_svg(board: Board) -> str:
     for i, r in enumerate(rows):
         y = top + i * row_h
         x0, x1 = scale(max(lo, 0.0)), scale(r.value)
-        parts.append(f'<text x="0" y="{y + 15}">{esc(labels[r.system])}<title>{esc(r.system)}</title></text>')
+        label = _fit(labels[r.system], label_w - 12)
+        parts.append(f'<text x="0" y="{y + 15}">{esc(label)}<title>{esc(r.system)}</title></text>')
         parts.append(f'<rect x="{min(x0, x1):.1f}" y="{y + 3}" width="{abs(x1 - x0):.1f}" height="{row_h - 8}" '
                      f'fill="#9ecae1"><title>{esc(r.system)}: {_fmt(r.value)} [{_fmt(r.ci_low)}, {_fmt(r.ci_high)}]</title></rect>')
         if not math.isnan(r.ci_low):
@@ -183,7 +193,7 @@ def heatmap_svg(values: Mapping[str, Mapping[str, float]], title: str) -> str:
         parts.append(f'<text x="{label_w + j * cell_w + cell_w / 2:.0f}" y="{top - 6}" text-anchor="middle">{esc(pair)}</text>')
     for i, system in enumerate(systems):
         y = top + i * cell_h
-        parts.append(f'<text x="0" y="{y + 17}">{esc(labels[system])}<title>{esc(system)}</title></text>')
+        parts.append(f'<text x="0" y="{y + 17}">{esc(_fit(labels[system], label_w - 12))}<title>{esc(system)}</title></text>')
         for j, pair in enumerate(pairs):
             v = values[system].get(pair)
             if v is None:
@@ -216,7 +226,7 @@ def dots_svg(values: Mapping[str, Mapping[str, float]], title: str) -> str:
     groups = sorted({g for row in values.values() for g in row})
     colors = _colors(systems)
     vmax = max((v for row in values.values() for v in row.values()), default=1.0) or 1.0
-    label_w = max(60, min(360, max(_text_width(g) for g in groups) + 12))
+    label_w = max(60, min(360, max(_text_width(g) for g in groups) + 12))  # groups longer: cut by _fit
     plot_w, row_h, top = 320, 18, 4
     legend_w = 16 + max(_text_width(labels[s]) for s in systems) + 10
     height = top + row_h * len(groups) + 18 * (1 + len(systems))
@@ -224,7 +234,7 @@ def dots_svg(values: Mapping[str, Mapping[str, float]], title: str) -> str:
              f'height="{height}" role="img" aria-label="{esc(title)}">']
     for i, group in enumerate(groups):
         y = top + i * row_h + 12
-        parts.append(f'<text x="0" y="{y + 4}">{esc(group)}</text>'
+        parts.append(f'<text x="0" y="{y + 4}">{esc(_fit(group, label_w - 12))}<title>{esc(group)}</title></text>'
                      f'<path d="M{label_w:.0f} {y}H{label_w + plot_w:.0f}" stroke="#eee"/>')
         for s in systems:
             v = values[s].get(group)
