@@ -6,7 +6,8 @@ subprocess so that its peak RSS is its own:
 
   bare        Q[i:j] @ D.T per block, nothing else (same block rows as DenseRetriever)
   dense       DenseRetriever.score blocks, consumed and dropped
-  dense+rank  DenseRetriever.score -> clirbench.ranking.rank_relevant (exact ranks, tie rule)
+  dense+rank  DenseRetriever.score_bounded -> clirbench.ranking.rank_relevant (exact ranks, tie rule):
+              ExactRanker's path, a float32 product per block + exact scores of the near-ties
 
 Usage: python benchmarks/dense_scoring.py [--queries N] [--docs N] [--dim D] [--out result.json]
 """
@@ -117,7 +118,8 @@ def run_variant(variant: str, n_q: int, n_d: int, dim: int, seed: int, device: s
                 rank_relevant = None
             t = time.perf_counter()
             if rank_relevant is not None:
-                table = rank_relevant(retriever.score(queries, docs), dids, qids, qrels)
+                blocks = getattr(retriever, "score_bounded", retriever.score)(queries, docs)
+                table = rank_relevant(blocks, dids, qids, qrels)
                 ranks = table.rank
                 out["ranker"] = "clirbench.ranking.rank_relevant"
             else:
