@@ -130,7 +130,7 @@ class _Counter:
             S, owned = bounded.approx, True  # the block's own array: excluded docs are marked in it
         b, w = S.shape
         self.columns[start:start + b] += w
-        if self.check_nan and _isnan_any(S, xp):
+        if self.check_nan and not (bounded is not None and bounded.finite) and _isnan_any(S, xp):
             raise ValueError(f"NaN score in rows {start}:{start + b}")
         a0, a1, own, local = self.own(start, cols, S)
         if a0 == a1:
@@ -400,7 +400,7 @@ class DenseShards:
         CPU every score is ``exact_scores``' (the full-row path's, whatever the shard).
         ``bounded=True`` (CPU only, for counting): ``BoundedScores`` blocks, a float32 product with
         its error bound and exact scores on demand (the counter's ranks are the same)."""
-        from .retrievers.dense import BoundedScores, ExactScores, product_error
+        from .retrievers.dense import BoundedScores, ExactScores, product_error, products_finite
 
         torch = None
         if self.device is not None:
@@ -430,7 +430,8 @@ class DenseShards:
                 elif bounded:
                     Qb = self.Q[start:stop]
                     S = Qb @ D.T
-                    yield start, BoundedScores(Qb, Dg, S if gather is None else S[:, gather], product_error(Qb, d_norm))
+                    yield start, BoundedScores(Qb, Dg, S if gather is None else S[:, gather], product_error(Qb, d_norm),
+                                               products_finite(Qb, d_norm))
                 else:
                     S = exact(self.Q[start:stop], self.Q.dtype)
                     yield start, S if gather is None else S[:, gather]

@@ -11,7 +11,7 @@ import pytest
 
 from clirbench.collection import Pool, Text
 from clirbench.ranking import ExactRanker, count_band, rank_blocks, rank_relevant
-from clirbench.retrievers.dense import BoundedScores, DenseRetriever, pair_scores, product_error
+from clirbench.retrievers.dense import BoundedScores, DenseRetriever, pair_scores, product_error, products_finite
 from clirbench.sharded import rank_pool_sharded
 
 
@@ -155,3 +155,5 @@ def test_nan_in_a_bounded_block_is_an_error():
     block = BoundedScores(Q, D, S, product_error(Q, 1.0))
     with pytest.raises(ValueError, match="NaN score in rows 0:40"):
         rank_blocks(iter([(0, block)]), pool)
+    assert not products_finite(Q, float("nan")) and not products_finite(Q * np.float32(1e30), 1e30)
+    assert products_finite(Q, 1.0)

@@ -19,7 +19,7 @@ from ..collection import Text, texts_of
 from ..cache.embeddings import EmbeddingCache
 
 __all__ = ["DenseRetriever", "MAX_BLOCK_BYTES", "ExactScores", "exact_scores", "pair_scores", "BoundedScores",
-           "product_error"]
+           "product_error", "products_finite"]
 
 MAX_BLOCK_BYTES = 256 << 20  # one yielded score block stays at or below this
 
@@ -124,8 +124,10 @@ class BoundedScores:
     farther than the bound from the one compared with) and asks ``exact`` for the rest, so its
     ranks equal those of ``ExactScores`` blocks at the cost of a float32 product."""
 
-    def __init__(self, Q: np.ndarray, D: np.ndarray, approx: np.ndarray, err: np.ndarray) -> None:
+    def __init__(self, Q: np.ndarray, D: np.ndarray, approx: np.ndarray, err: np.ndarray,
+                 finite: bool = False) -> None:
         self.Q, self.D, self.approx, self.err = Q, D, approx, err
+        self.finite = finite  # proven free of NaN (``products_finite``): no scan needed
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -134,6 +136,16 @@ class BoundedScores:
     def exact(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """float32 exact scores of the elements ``(rows[i], cols[i])`` of this block."""
         return pair_scores(self.Q[rows], self.D[cols])
+
+
+def products_finite(Q: np.ndarray, d_norm: float) -> bool:
+    """True when every float32 product ``q . d`` with documents of norm <= ``d_norm`` is surely
+    finite: each partial sum is at most ``(1 + gamma) |q| |d|``, far from float32 overflow (a NaN
+    or infinite embedding makes a norm NaN or inf: False)."""
+    if not len(Q):
+        return True
+    qn = float(np.sqrt(np.einsum("ij,ij->i", Q, Q, dtype=np.float64)).max())
+    return qn * d_norm < 2.0 ** 120
 
 
 def _refine(q: np.ndarray, d: np.ndarray) -> np.ndarray:
@@ -287,7 +299,7 @@ class DenseRetriever:
                     S = Q @ D.T
                     if len(dup):
                         S[:, dup] = S[:, src]
-                    yield start, BoundedScores(Q, D, S, product_error(Q, d_norm))
+                    yield start, BoundedScores(Q, D, S, product_error(Q, d_norm), products_finite(Q, d_norm))
                 else:
                     if self._exact is None or self._exact.source is not D:
                         self._exact = ExactScores(D)  # D in float64 once per call
