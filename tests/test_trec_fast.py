@@ -284,3 +284,26 @@ def test_bad_ascii_check_equals_the_byte_set_it_names(tmp_path, delim):
         for block in (bytes([c]), filler + bytes([c]) + filler):
             assert check._bad_ascii(block) == want, (c, len(block))
     check.close()
+
+
+@pytest.mark.parametrize("delim", [b" ", b"\t"])
+def test_empty_field_check_equals_splitting_each_line(delim):
+    """``_empty_field`` (numpy over slices of 2**18 bytes) against ``bytes.split`` of every line,
+    on random lines with \\n and \\r\\n endings, and with two delimiters around each slice edge."""
+    from clirbench.formats.trec_fast import _empty_field
+
+    def want(buf):
+        return any(b"" in line.split(delim) for line in buf.splitlines() if line)
+
+    rng = random.Random(5)
+    for _ in range(400):
+        end = rng.choice([b"\n", b"\r\n"])
+        lines = [delim.join(rng.choice([b"a", b"bc", b"", b"d"]) for _ in range(rng.randint(1, 6)))
+                 for _ in range(rng.randint(1, 5))]
+        buf = end.join(lines) + (end if rng.random() < 0.8 else b"")
+        assert _empty_field(buf + b"q1", len(buf), delim) == want(buf), buf
+    for at in range(2**18 - 3, 2**18 + 3):
+        good = (b"a" + delim) * (at // 2) + b"z\n"
+        bad = good[:at] + delim + delim + b"x\n"
+        assert not _empty_field(good, len(good), delim)
+        assert _empty_field(bad, len(bad), delim) == want(bad), at

@@ -297,18 +297,14 @@ def _read(pa, pcsv, pc, source: _CheckedBytes, delim: bytes, qrels) -> tuple[Ran
         read_options=pcsv.ReadOptions(column_names=names, block_size=_BLOCK, use_threads=True),
         parse_options=pcsv.ParseOptions(delimiter=delim.decode(), quote_char=False, double_quote=False,
                                         escape_char=False, newlines_in_values=False, ignore_empty_lines=True),
-        # q0, rank and tag are ignored (as trec_eval ignores them): kept as strings only to check
-        # that none is empty, which the strict reader would see as a missing field
-        convert_options=pcsv.ConvertOptions(column_types={"q": pa.string(), "q0": pa.string(), "d": pa.string(),
-                                                          "rank": pa.string(), "s": pa.float64(), "tag": pa.string()},
-                                            null_values=[],
+        # q0, rank and tag are ignored (as trec_eval ignores them): never converted (an empty field,
+        # which the strict reader would see as a missing one, is found in the bytes: ``_empty_field``)
+        convert_options=pcsv.ConvertOptions(column_types={"q": pa.string(), "d": pa.string(), "s": pa.float64()},
+                                            include_columns=["q", "d", "s"], null_values=[],
                                             strings_can_be_null=False, quoted_strings_can_be_null=False))
     ranker = _Ranker(qrels)
     carry = None
-    for batch in _prefetched(_parsed(pa, pcsv, source, options)):
-        for name in names:
-            if name != "s" and len(batch) and pc.min(pc.binary_length(batch.column(name))).as_py() == 0:
-                raise _NotCanonical("empty field")
+    for batch in _prefetched(_parsed(pa, pcsv, source, delim, options)):
         q, d, s = (batch.column(name) for name in ("q", "d", "s"))
         if carry is not None:
             q, d, s = (pa.concat_arrays([a, b]) for a, b in zip(carry, (q, d, s)))
@@ -318,23 +314,48 @@ def _read(pa, pcsv, pc, source: _CheckedBytes, delim: bytes, qrels) -> tuple[Ran
     return ranker.table(), ranker.run_queries
 
 
-def _parsed(pa, pcsv, source: _CheckedBytes, options: dict):
+def _parsed(pa, pcsv, source: _CheckedBytes, delim: bytes, options: dict):
     """The record batches of the file, parsed ``_CHUNK`` bytes of whole lines at a time by
     ``pcsv.read_csv`` with pyarrow's thread pool (its streaming reader parses on one thread)."""
     rest = b""
     while True:
         block = source.read(_CHUNK)
-        data = rest + block if rest else block
+        buf = rest + block if rest else block
+        cut = len(buf)
         if block:
-            cut = data.rfind(b"\n") + 1
+            cut = buf.rfind(b"\n") + 1
             if cut == 0:
-                rest = data
+                rest = buf
                 continue
-            data, rest = memoryview(data)[:cut], data[cut:]
-        if len(data) and not (bytes(data[:1]) in (b"\n", b"\r") and not bytes(data).translate(None, b"\r\n")):
+        rest = buf[cut:] if block else b""
+        if _empty_field(buf, cut, delim):
+            raise _NotCanonical("empty field")
+        data = memoryview(buf)[:cut]
+        # pyarrow refuses a chunk of empty lines only ("Empty CSV file")
+        if cut and not (buf[:1] in (b"\n", b"\r") and not bytes(data).translate(None, b"\r\n")):
             yield from pcsv.read_csv(pa.py_buffer(data), **options).to_batches()
         if not block:
             return
+
+
+def _empty_field(buf: bytes, cut: int, delim: bytes) -> bool:
+    """Whether a line of ``buf[:cut]`` (whole lines) has an empty field: it starts or ends with the
+    delimiter, or holds two in a row. numpy over cache-sized slices; bytes searches where there is a \\r."""
+    if cut == 0:
+        return False
+    if buf[:1] == delim or buf[cut - 1:cut] == delim:
+        return True
+    if buf.find(b"\r", 0, cut) >= 0:
+        return any(buf.find(p, 0, cut) >= 0 for p in (delim + delim, b"\n" + delim, delim + b"\n", b"\r" + delim,
+                                                       delim + b"\r"))
+    a = np.frombuffer(buf, dtype=np.uint8, count=cut)
+    code, step = ord(delim), 1 << 18
+    for i in range(0, cut, step):
+        c = a[i:i + step + 1]  # one byte of overlap: pairs across slices
+        is_d, is_n = c == code, c == 10
+        if np.any(is_d[1:] & (is_d[:-1] | is_n[:-1])) or np.any(is_d[:-1] & is_n[1:]):
+            return True
+    return False
 
 
 def _prefetched(items, depth: int = 2):
