@@ -297,6 +297,10 @@ def count_band(R: np.ndarray, lo: np.ndarray, hi: np.ndarray, rows: int = 64):
     return (gt,) + tuple(np.concatenate(x) for x in zip(*parts))
 
 
+_NOT_IEEE = ("a float32 product fell outside its error bound: the products are not IEEE float32 (TF32 or "
+             "reduced-precision matmul?); rank with exact scores instead")
+
+
 def _rank_bounded(block, start: int, p: JudgedPairs, keys: np.ndarray, rank: np.ndarray) -> None:
     """``rank_relevant`` over one ``BoundedScores`` block: the float32 product decides every document
     farther than its error bound from the relevant one's exact score; the rest are scored exactly."""
@@ -315,6 +319,9 @@ def _rank_bounded(block, start: int, p: JudgedPairs, keys: np.ndarray, rank: np.
             R = A[local]
             _exclude(R, rows, p)
         lo, hi = band_limits(s, s, block.err[local])
+        own = R[np.arange(len(rows)), cols]
+        if np.any((own < lo) | (own > hi)):
+            raise RuntimeError(_NOT_IEEE)
         gt, i, c, _ = count_band(R, lo, hi)
         keep = c != cols[i]
         i, c = i[keep], c[keep]

@@ -139,6 +139,11 @@ class _Counter:
         if len(own):
             if bounded is not None:
                 s = bounded.exact(p.rel_row[own] - start, local)
+                lo, hi = band_limits(s, s, bounded.err[p.rel_row[own] - start])
+                approx = S[p.rel_row[own] - start, local]
+                if np.any((approx < lo) | (approx > hi)):
+                    raise RuntimeError("a float32 product fell outside its error bound: the products are not IEEE "
+                                       "float32 (TF32 or reduced-precision matmul?); rank with exact scores instead")
             else:
                 s = as_trec_scores(_to_numpy(S[_index(p.rel_row[own] - start, xp, S), _index(local, xp, S)]))
             bad = ~self.known[own] & ((s < self.lo[own]) | (s > self.hi[own]))

@@ -157,3 +157,32 @@ def test_nan_in_a_bounded_block_is_an_error():
         rank_blocks(iter([(0, block)]), pool)
     assert not products_finite(Q, float("nan")) and not products_finite(Q * np.float32(1e30), 1e30)
     assert products_finite(Q, 1.0)
+
+
+def test_a_product_outside_its_bound_is_refused():
+    """A product that is not IEEE float32 (here: rounded to bfloat16-like 8 bits) is caught by the
+    relevant documents' own scores, on the full-rows and the sharded paths."""
+    from clirbench.sharded import DenseShards, rank_relevant_sharded
+
+    Q, D = _adversarial(0)
+    pool = _pool(Q, D, np.arange(len(D)), 0)
+    coarse = (Q @ D.T).view(np.uint32) & np.uint32(0xFFFF0000)
+    block = BoundedScores(Q, D, coarse.view(np.float32), product_error(Q, 1.0), True)
+    with pytest.raises(RuntimeError, match="not IEEE float32"):
+        rank_blocks(iter([(0, block)]), pool)
+
+    class Coarse(DenseShards):
+        def scorer(self, bounded=False):
+            inner = DenseShards.scorer(self, bounded)
+
+            def score_shard(cols):
+                for start, b in inner(cols):
+                    b.approx = (b.approx.view(np.uint32) & np.uint32(0xFFFF0000)).view(np.float32)
+                    yield start, b
+            return score_shard
+
+    dense = Coarse(Q, D, np.arange(len(D)), 16)
+    doc_ids = [d.id for d in pool.docs]
+    with pytest.raises(RuntimeError, match="not IEEE float32"):
+        rank_relevant_sharded(dense.scorer(True), 3, doc_ids, [q.id for q in pool.queries], pool.qrels,
+                              bounds=dense.bounds)

@@ -107,14 +107,16 @@ def pair_scores(q: np.ndarray, d: np.ndarray) -> np.ndarray:
 
 
 def product_error(Q: np.ndarray, d_norm: float) -> np.ndarray:
-    """Per row of ``Q`` a bound on ``|fl(q . d) - q . d|`` for a float32 product computed in any
-    summation order, with or without FMA, by any thread split (gamma_dim * |q| |d| in float32's
-    unit roundoff, doubled, plus a term for underflow), for documents of norm <= ``d_norm``."""
+    """Per row of ``Q`` a bound on ``|fl(q . d) - q . d|`` for an IEEE float32 product computed in
+    any summation order, with or without FMA, by any thread split: ``gamma_n * sum |q_i d_i| <=
+    gamma_n |q| |d|`` (Higham, Accuracy and Stability, 3.1) with n = dim + 2 for slack, float32's unit
+    roundoff, plus a term for underflow, for documents of norm <= ``d_norm``. (A TF32 or bfloat16
+    product breaks it; the rankers check that each relevant document's own score keeps within it.)"""
     dim = Q.shape[1] if Q.ndim == 2 else 0
-    u = 2.0 ** -24
-    gamma = dim * u / (1 - dim * u)
+    n, u = dim + 2, 2.0 ** -24
+    gamma = n * u / (1 - n * u)
     q_norm = np.sqrt(np.einsum("ij,ij->i", Q, Q, dtype=np.float64))
-    return 2 * gamma * q_norm * d_norm * (1 + 2.0 ** -20) + dim * 2.0 ** -125
+    return gamma * q_norm * d_norm * (1 + 2.0 ** -20) + dim * 2.0 ** -125
 
 
 class BoundedScores:
