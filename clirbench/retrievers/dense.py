@@ -26,6 +26,7 @@ MAX_BLOCK_BYTES = 256 << 20  # one yielded score block stays at or below this
 _U = 2.0 ** -53  # float64 unit roundoff
 _SUB_BYTES = 64 << 20  # float64 product rows computed at a time
 _CHUNK_BYTES = 1 << 20  # float64 rows checked at a time
+_PAIRS = 2048  # row pairs scored at a time by pair_scores
 
 
 class ExactScores:
@@ -91,18 +92,19 @@ def exact_scores(Q: np.ndarray, D: np.ndarray, dtype=np.float32) -> np.ndarray:
 
 def pair_scores(q: np.ndarray, d: np.ndarray) -> np.ndarray:
     """float32 ``fl32(fl64(q[i] . d[i]))`` of row pairs: ``exact_scores``' value of each pair."""
-    q, d = np.asarray(q, dtype=np.float64), np.asarray(d, dtype=np.float64)
     out = np.empty(len(q), dtype=np.float32)
-    dim = q.shape[1]
-    for a in range(0, len(q), 1 << 14):  # float64 temporaries of bounded size
-        qa, da = q[a:a + (1 << 14)], d[a:a + (1 << 14)]
-        S = np.einsum("ij,ij->i", qa, da)
-        e = ((dim + 2) * _U * (1 + 2.0 ** -20)) * np.sqrt(np.einsum("ij,ij->i", qa, qa) * np.einsum("ij,ij->i", da, da))
+    dim = q.shape[1] if q.ndim == 2 else 0
+    for a in range(0, len(q), _PAIRS):  # temporaries of bounded size (malloc reuses them)
+        qa, da = q[a:a + _PAIRS], d[a:a + _PAIRS]
+        f64 = dict(dtype=np.float64, casting="safe")  # float32 inputs: products exact in float64, no copies
+        S = np.einsum("ij,ij->i", qa, da, **f64)
+        e = ((dim + 2) * _U * (1 + 2.0 ** -20)) * np.sqrt(np.einsum("ij,ij->i", qa, qa, **f64)
+                                                          * np.einsum("ij,ij->i", da, da, **f64))
         lo, hi = (S - e).astype(np.float32), (S + e).astype(np.float32)
         out[a:a + len(qa)] = lo
         r = np.flatnonzero((lo != hi) & np.isfinite(S))
         if len(r):
-            out[a + r] = _refine(qa[r], da[r])
+            out[a + r] = _refine(qa[r].astype(np.float64), da[r].astype(np.float64))
     return out
 
 
@@ -137,7 +139,10 @@ class BoundedScores:
 
     def exact(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """float32 exact scores of the elements ``(rows[i], cols[i])`` of this block."""
-        return pair_scores(self.Q[rows], self.D[cols])
+        out = np.empty(len(rows), dtype=np.float32)
+        for a in range(0, len(rows), _PAIRS):  # gathered rows of bounded size
+            out[a:a + _PAIRS] = pair_scores(self.Q[rows[a:a + _PAIRS]], self.D[cols[a:a + _PAIRS]])
+        return out
 
 
 def products_finite(Q: np.ndarray, d_norm: float) -> bool:
