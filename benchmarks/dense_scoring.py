@@ -6,15 +6,19 @@ subprocess so that its peak RSS is its own:
 
   bare        Q[i:j] @ D.T per block, nothing else (same block rows as DenseRetriever)
   dense       DenseRetriever.score blocks, consumed and dropped
-  dense+rank  DenseRetriever.score -> clirbench.ranking.rank_relevant (exact ranks, tie rule)
+  dense+rank  DenseRetriever.score_bounded -> clirbench.ranking.rank_relevant (exact ranks, tie rule):
+              ExactRanker's path, a float32 product per block + exact scores of the near-ties
 
-Usage: python benchmarks/dense_scoring.py [--queries N] [--docs N] [--dim D] [--out result.json]
+Usage: python benchmarks/dense_scoring.py [--queries N] [--docs N] [--dim D] [--reps R] [--out result.json]
+(``--reps``: the variants run R times, interleaved; medians reported, with each run's CPU time and
+the load average before it.)
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import statistics
 import platform
 import resource
 import subprocess
@@ -91,9 +95,11 @@ def run_variant(variant: str, n_q: int, n_d: int, dim: int, seed: int, device: s
                 S = (torch.from_numpy(Q[a:a + step]).to(device) @ Dt.T).cpu().numpy()
                 del S
         else:
+            c = time.process_time()
             for a in range(0, n_q, step):
                 S = Q[a:a + step] @ D.T
                 del S
+            out["cpu_s"] = time.process_time() - c
         out["time_s"] = time.perf_counter() - t
     else:
         queries = [Text(f"q{i}", f"q{i}", "en") for i in range(n_q)]
@@ -116,14 +122,17 @@ def run_variant(variant: str, n_q: int, n_d: int, dim: int, seed: int, device: s
             except ImportError:
                 rank_relevant = None
             t = time.perf_counter()
+            c = time.process_time()
             if rank_relevant is not None:
-                table = rank_relevant(retriever.score(queries, docs), dids, qids, qrels)
+                blocks = getattr(retriever, "score_bounded", retriever.score)(queries, docs)
+                table = rank_relevant(blocks, dids, qids, qrels)
                 ranks = table.rank
                 out["ranker"] = "clirbench.ranking.rank_relevant"
             else:
                 ranks = _minimal_ranks(retriever.score(queries, docs), rel)
                 out["ranker"] = "minimal vectorised count (clirbench.ranking not importable)"
             out["time_s"] = time.perf_counter() - t
+            out["cpu_s"] = time.process_time() - c
             out["mean_rank"] = float(np.mean(ranks))
             out["expected_mean_rank"] = (n_d + 1) / 2
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -140,6 +149,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--device", help="torch device for the products (e.g. cuda); default numpy on CPU")
+    ap.add_argument("--reps", type=int, default=1, help="run the variants this many times, interleaved (medians)")
     ap.add_argument("--out", type=Path, help="write the figures as JSON here")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -148,8 +158,9 @@ def main(argv=None) -> int:
         print(json.dumps(run_variant(args.child, args.queries, args.docs, args.dim, args.seed, args.device)))
         return 0
 
-    results = {}
-    for variant in args.variants.split(","):
+    runs: dict[str, list] = {v: [] for v in args.variants.split(",")}
+    for rep, variant in ((r, v) for r in range(args.reps) for v in runs):
+        load = os.getloadavg()[0]
         cmd = [sys.executable, __file__, "--child", variant, "--queries", str(args.queries),
                "--docs", str(args.docs), "--dim", str(args.dim), "--seed", str(args.seed)]
         if args.device:
@@ -158,10 +169,17 @@ def main(argv=None) -> int:
         if proc.returncode != 0:
             sys.stderr.write(proc.stderr)
             return proc.returncode
-        results[variant] = json.loads(proc.stdout.strip().splitlines()[-1])
-        r = results[variant]
-        print(f"{variant:>11}: {r['time_s']:8.2f} s   peak RSS {r['peak_rss_mb']:7.0f} MB"
+        r = json.loads(proc.stdout.strip().splitlines()[-1])
+        r["load_avg_1min_before"] = load
+        runs[variant].append(r)
+        print(f"{variant:>11} [{rep}]: {r['time_s']:8.2f} s  cpu {r.get('cpu_s', float('nan')):8.2f} s  "
+              f"peak RSS {r['peak_rss_mb']:7.0f} MB  load {load:.2f}"
               + (f"   (inject {r['inject_s']:.2f} s)" if "inject_s" in r else ""), flush=True)
+    results = {}
+    for variant, rs in runs.items():
+        results[variant] = dict(rs[len(rs) // 2], time_s=statistics.median(r["time_s"] for r in rs),
+                                cpu_s=statistics.median(r.get("cpu_s", float("nan")) for r in rs),
+                                runs=[{k: r.get(k) for k in ("time_s", "cpu_s", "load_avg_1min_before")} for r in rs])
     report = {
         "queries": args.queries, "docs": args.docs, "dim": args.dim, "seed": args.seed, "device": args.device,
         "gflop": 2 * args.queries * args.docs * args.dim / 1e9,
@@ -177,7 +195,9 @@ def main(argv=None) -> int:
         for v in results:
             if v != "bare":
                 report[f"ratio_{v}_vs_bare"] = results[v]["time_s"] / base
-                print(f"{v} / bare = {results[v]['time_s'] / base:.3f}")
+                report[f"cpu_ratio_{v}_vs_bare"] = results[v]["cpu_s"] / results["bare"]["cpu_s"]
+                print(f"{v} / bare = {results[v]['time_s'] / base:.3f} (medians of wall time; of CPU time "
+                      f"{report[f'cpu_ratio_{v}_vs_bare']:.3f})")
     if args.out:
         args.out.write_text(json.dumps(report, indent=1))
     return 0

@@ -6,8 +6,9 @@
 Writes a synthetic run (queries x depth, scores in steps of 1/8: heavy ties; 1-3 judged docs per
 query with grades 0-3, one relevant doc never retrieved) and its qrels under a temp folder, then
 runs each tool as its own process, one at a time, repetitions interleaved; reports wall time and
-peak RSS (ru_maxrss of the child) per run, the medians, the time to read the file's bytes
-(`cat run > /dev/null`), and the values of each tool side by side (they must agree to 1e-9).
+peak RSS (ru_maxrss of the child) and CPU time per run, the load average after each, the medians, the time to read the file's bytes
+(`cat run > /dev/null`), a bare multi-threaded pyarrow parse of the whole run (`parse`:
+``pyarrow.csv.read_csv``, the same column types, nothing else), and the values of each tool side by side (they must agree to 1e-9).
 The temp folder is deleted at the end (``--data DIR`` keeps the files there, and reuses them).
 """
 from __future__ import annotations
@@ -49,6 +50,16 @@ print(json.dumps({ours: float(got[r]) for ours, _, r in names}))
 """ % MEASURES
 
 
+BARE_PARSE = """
+import sys, pyarrow as pa, pyarrow.csv as pcsv
+s = pa.string()
+t = pcsv.read_csv(sys.argv[1], read_options=pcsv.ReadOptions(column_names=["q", "q0", "d", "rank", "s", "tag"]),
+                  parse_options=pcsv.ParseOptions(delimiter=" ", quote_char=False),
+                  convert_options=pcsv.ConvertOptions(column_types={"q": s, "q0": s, "d": s, "rank": s, "s": pa.float64(), "tag": s}))
+assert t.num_rows
+"""
+
+
 def generate(folder: Path, queries: int, depth: int, n_docs: int, seed: int = 0) -> None:
     rng = np.random.default_rng(seed)
     with open(folder / "run.txt", "w") as run, open(folder / "qrels.txt", "w") as qrels:
@@ -61,8 +72,8 @@ def generate(folder: Path, queries: int, depth: int, n_docs: int, seed: int = 0)
             qrels.write(f"q{q} 0 doc{n_docs + q} {rng.integers(1, 4)}\n")  # relevant, never retrieved
 
 
-def run_child(cmd: list[str], folder: Path) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS in GB of this child alone, stdout)."""
+def run_child(cmd: list[str], folder: Path) -> tuple[float, float, float, str]:
+    """(wall seconds, peak RSS in GB of this child alone, its CPU seconds (user + system), stdout)."""
     with open(folder / "stdout", "w+") as out, open(folder / "stderr", "w+") as err:
         t = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err)
@@ -72,7 +83,7 @@ def run_child(cmd: list[str], folder: Path) -> tuple[float, float, str]:
         out.seek(0), err.seek(0)
         if proc.returncode:
             raise SystemExit(f"{' '.join(cmd[:4])} failed: {err.read().strip()[-500:]}")
-        return wall, usage.ru_maxrss * 1024 / 1e9, out.read()
+        return wall, usage.ru_maxrss * 1024 / 1e9, usage.ru_utime + usage.ru_stime, out.read()
 
 
 def main() -> None:
@@ -103,13 +114,15 @@ def main() -> None:
                        "from clirbench.formats.trec_fast import rank_run_file; assert rank_run_file(sys.argv[2], read_qrels(sys.argv[1]))",
                        qrels, run],
             "cat": ["sh", "-c", f"cat {run} > /dev/null"],
+            "parse": [sys.executable, "-c", BARE_PARSE, run],
         }
-        rows: dict[str, list[dict]] = {t: [] for t in tools + ["reader", "cat"]}
+        rows: dict[str, list[dict]] = {t: [] for t in tools + ["reader", "parse", "cat"]}
         values: dict[str, dict] = {}
         for rep in range(args.reps):
-            for tool in ["cat", "reader"] + tools:  # one at a time, interleaved
-                wall, peak, out = run_child(commands[tool], folder)
-                rows[tool].append({"wall_s": round(wall, 3), "peak_rss_gb": round(peak, 3)})
+            for tool in ["cat", "parse", "reader"] + tools:  # one at a time, interleaved
+                wall, peak, cpu, out = run_child(commands[tool], folder)
+                rows[tool].append({"wall_s": round(wall, 3), "peak_rss_gb": round(peak, 3), "cpu_s": round(cpu, 3),
+                                   "load_avg_1min": round(os.getloadavg()[0], 2)})
                 if tool == "clirbench":
                     report = json.loads((folder / "out.json").read_text())
                     values[tool] = {m: report["measures"][m]["value"] for m, _, _ in MEASURES}
@@ -119,6 +132,7 @@ def main() -> None:
         summary = {
             "queries": args.queries, "depth": args.depth, "run_bytes": os.path.getsize(run),
             "median_wall_s": {t: statistics.median(r["wall_s"] for r in rs) for t, rs in rows.items()},
+            "median_cpu_s": {t: statistics.median(r["cpu_s"] for r in rs) for t, rs in rows.items()},
             "median_peak_rss_gb": {t: statistics.median(r["peak_rss_gb"] for r in rs) for t, rs in rows.items()},
             "runs": rows, "values": values,
             "max_abs_diff_vs_pytrec_eval": {t: max(abs(v[m] - values["pytrec_eval"][m]) for m in v)

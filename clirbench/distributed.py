@@ -359,7 +359,8 @@ def _rank_shard(job: ShardTask, pairs, keys, lo, hi, query_texts, doc_texts, col
     if dense.device is not None:
         import torch as xp
     local = slice(0, len(doc_texts))
-    part = count_shard(dense.scorer(), cols, pairs, keys, n_docs, lo, hi, local=local, xp=xp, check_nan=False)
+    bounded = dense.device is None and dense.Q.dtype == np.float32  # float32 product, exact band
+    part = count_shard(dense.scorer(bounded), cols, pairs, keys, n_docs, lo, hi, local=local, xp=xp, check_nan=False)
     arrays = part.arrays()
     top = None
     if k:

@@ -35,7 +35,7 @@ from typing import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from .ranking import RankTable, as_trec_scores, judged_pairs, tie_keys
+from .ranking import RankTable, as_trec_scores, band_limits, count_band, judged_pairs, round32, tie_keys
 
 __all__ = ["AUTO_SHARD_DOCS", "SHARD_BYTES", "shard_plan", "shard_slices", "rank_relevant_sharded",
            "rank_pool_sharded", "topk_sharded", "dense_shard_scorer", "ShardedRanks", "ShardCounts",
@@ -81,16 +81,6 @@ def _cols_index(cols, n_docs: int) -> np.ndarray:
     return np.arange(n_docs)[cols] if isinstance(cols, slice) else np.asarray(cols, dtype=np.int64)
 
 
-def round32(x: np.ndarray, up: bool) -> np.ndarray:
-    """float32 values <= x (up=False) or >= x (up=True), the nearest such."""
-    x = np.asarray(x, dtype=np.float64)
-    with np.errstate(over="ignore"):
-        f = x.astype(np.float32)
-    if up:
-        return np.where(f.astype(np.float64) < x, np.nextafter(f, np.float32(np.inf)), f)
-    return np.where(f.astype(np.float64) > x, np.nextafter(f, np.float32(-np.inf)), f)
-
-
 class _Counter:
     """Counts, per relevant pair, the shard documents that sort before its document."""
 
@@ -132,18 +122,30 @@ class _Counter:
         return a0, a1, a0 + hit, local
 
     def add(self, start: int, cols, S, owned: bool = False, xp=np) -> None:
-        """Count shard ``cols`` (slice or index array) for query rows ``start:start+b`` of ``S``."""
+        """Count shard ``cols`` (slice or index array) for query rows ``start:start+b`` of ``S``
+        (scores, or a ``retrievers.dense.BoundedScores`` block: its product decides what lies
+        farther than its error bound, the rest is scored exactly)."""
+        bounded = S if hasattr(S, "approx") else None
+        if bounded is not None:
+            S, owned = bounded.approx, True  # the block's own array: excluded docs are marked in it
         b, w = S.shape
         self.columns[start:start + b] += w
-        if self.check_nan and _isnan_any(S, xp):
+        if self.check_nan and not (bounded is not None and bounded.finite) and _isnan_any(S, xp):
             raise ValueError(f"NaN score in rows {start}:{start + b}")
         a0, a1, own, local = self.own(start, cols, S)
         if a0 == a1:
             return
         p, keys = self.p, self.keys
         if len(own):
-            s = _to_numpy(S[_index(p.rel_row[own] - start, xp, S), _index(local, xp, S)])
-            s = as_trec_scores(s)
+            if bounded is not None:
+                s = bounded.exact(p.rel_row[own] - start, local)
+                lo, hi = band_limits(s, s, bounded.err[p.rel_row[own] - start])
+                approx = S[p.rel_row[own] - start, local]
+                if np.any((approx < lo) | (approx > hi)):
+                    raise RuntimeError("a float32 product fell outside its error bound: the products are not IEEE "
+                                       "float32 (TF32 or reduced-precision matmul?); rank with exact scores instead")
+            else:
+                s = as_trec_scores(_to_numpy(S[_index(p.rel_row[own] - start, xp, S), _index(local, xp, S)]))
             bad = ~self.known[own] & ((s < self.lo[own]) | (s > self.hi[own]))
             if bad.any():
                 raise RuntimeError("a score fell outside its error bound: the products are not IEEE float32 "
@@ -185,12 +187,20 @@ class _Counter:
                 R = S[int(r[0]):int(r[-1]) + 1]
             else:
                 R = S[_index(r, xp, S)]
-            self._count(a0 + ix, R, own_local[ix], kcols, xp)
+            self._count(a0 + ix, R, own_local[ix], kcols, xp, bounded, r)
 
-    def _count(self, pidx: np.ndarray, R, own_local: np.ndarray, kcols: np.ndarray, xp) -> None:
+    def _count(self, pidx: np.ndarray, R, own_local: np.ndarray, kcols: np.ndarray, xp, bounded=None,
+               rows=None) -> None:
         lo, hi = self.lo[pidx], self.hi[pidx]
-        if xp is np:
-            gt, i, c, score = _gt_band(R, lo, hi)
+        if bounded is not None:  # approximate scores: widen the band by the error, score the band exactly
+            gt, i, c, _ = count_band(R, *band_limits(lo, hi, bounded.err[rows]))
+            score = bounded.exact(rows[i], c)
+            gt = gt + np.bincount(i[score > hi[i]], minlength=len(gt))
+            inside = np.flatnonzero(score >= lo[i]) if len(i) else i
+            inside = inside[score[inside] <= hi[i[inside]]]
+            i, c, score = i[inside], c[inside], score[inside]
+        elif xp is np:
+            gt, i, c, score = count_band(R, lo, hi)
         else:
             lo_t, hi_t = xp.from_numpy(lo).to(R.device), xp.from_numpy(hi).to(R.device)
             above = R > hi_t[:, None]
@@ -301,28 +311,6 @@ def ranks_from_counts(parts: Iterable[ShardCounts], pairs, keys: np.ndarray, n_d
     return counter.ranks(query_ids)
 
 
-def _gt_band(R: np.ndarray, lo: np.ndarray, hi: np.ndarray, rows: int = 64):
-    """Per row the count of entries > hi, and the entries in [lo, hi] as (row, col, score); in row
-    chunks whose boolean temporaries stay in cache (about 3x faster than whole-block passes)."""
-    n, w = R.shape
-    gt = np.empty(n, dtype=np.int64)
-    above, atleast = np.empty((min(rows, n), w), dtype=bool), np.empty((min(rows, n), w), dtype=bool)
-    parts = []
-    for a in range(0, n, rows):
-        b = min(a + rows, n)
-        t, u = above[:b - a], atleast[:b - a]
-        np.greater(R[a:b], hi[a:b, None], out=t)
-        gt[a:b] = t.view(np.uint8).sum(axis=1, dtype=np.int32)
-        np.greater_equal(R[a:b], lo[a:b, None], out=u)
-        some = np.flatnonzero(u.view(np.uint8).sum(axis=1, dtype=np.int32) > gt[a:b])
-        if len(some):
-            i, c = np.nonzero(np.not_equal(t[some], u[some]))
-            parts.append((a + some[i], c, R[a + some[i], c]))
-    if not parts:
-        return gt, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
-    return (gt,) + tuple(np.concatenate(x) for x in zip(*parts))
-
-
 def _isnan_any(S, xp) -> bool:
     return bool(np.isnan(S).any()) if xp is np else bool(xp.isnan(S).any())
 
@@ -390,6 +378,8 @@ def rank_relevant_sharded(
 
 
 def _as_scores(S, xp):
+    if hasattr(S, "approx"):  # BoundedScores: counted as it is
+        return S
     if xp is np:
         S = np.asarray(S)
         return S if S.dtype == np.float32 else as_trec_scores(S)  # float32: NaN checked by the counter
@@ -410,10 +400,12 @@ class DenseShards:
     device: object = None  # torch.device or None (numpy)
     precision: str = "float32"
 
-    def scorer(self):
+    def scorer(self, bounded: bool = False):
         """``score_shard(cols)``: copies of one text share one row of U, so they get one score; on the
-        CPU every score is ``exact_scores``' (the full-row path's, whatever the shard)."""
-        from .retrievers.dense import ExactScores
+        CPU every score is ``exact_scores``' (the full-row path's, whatever the shard).
+        ``bounded=True`` (CPU only, for counting): ``BoundedScores`` blocks, a float32 product with
+        its error bound and exact scores on demand (the counter's ranks are the same)."""
+        from .retrievers.dense import BoundedScores, ExactScores, product_error, products_finite
 
         torch = None
         if self.device is not None:
@@ -430,6 +422,9 @@ class DenseShards:
             if torch is not None:
                 Dt = torch.from_numpy(np.ascontiguousarray(D, dtype=np.float32)).to(self.device, dt)
                 g = None if gather is None else torch.from_numpy(gather).to(self.device)
+            elif bounded:
+                Dg = D if gather is None else D[gather]
+                d_norm = float(np.sqrt(np.einsum("ij,ij->i", D, D, dtype=np.float64)).max()) if len(D) else 0.0
             else:
                 exact = ExactScores(D)
             for start in range(0, len(self.Q), self.block_rows):
@@ -437,6 +432,11 @@ class DenseShards:
                 if torch is not None:
                     S = (Qt[start:stop] @ Dt.T).float()
                     yield start, S if g is None else S[:, g]
+                elif bounded:
+                    Qb = self.Q[start:stop]
+                    S = Qb @ D.T
+                    yield start, BoundedScores(Qb, Dg, S if gather is None else S[:, gather], product_error(Qb, d_norm),
+                                               products_finite(Qb, d_norm))
                 else:
                     S = exact(self.Q[start:stop], self.Q.dtype)
                     yield start, S if gather is None else S[:, gather]
@@ -532,7 +532,8 @@ def rank_pool_sharded(retriever, seen_pool, pool, shards: int | None = None, dev
         if dense.device is not None:
             import torch as xp
         exactness = {"bounds": dense.bounds} if precision == "float32" else {}
-        table = rank_relevant_sharded(dense.scorer(), parts, doc_ids, query_ids, pool.qrels, pool.exclusions,
+        bounded = dense.device is None and dense.Q.dtype == np.float32
+        table = rank_relevant_sharded(dense.scorer(bounded), parts, doc_ids, query_ids, pool.qrels, pool.exclusions,
                                       langs, pool.query_lang, xp=xp, check_nan=False, **exactness)
         return ShardedRanks(table, len(parts), "dense document shards", precision == "float32", precision)
     table = _rank_full_rows_split(retriever.score(seen_pool.queries, seen_pool.docs), n, doc_ids, query_ids,

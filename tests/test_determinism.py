@@ -108,6 +108,9 @@ for rows in (1, 7, 64, None):
         t = rank_relevant(DenseRetriever(Enc(Q, D), block_rows=rows).score(queries, docs), [d.id for d in docs],
                           [q.id for q in queries], qrels)
         out["ranks/full"] = t.rank.tolist()
+    t = rank_relevant(DenseRetriever(Enc(Q, D), block_rows=rows).score_bounded(queries, docs), [d.id for d in docs],
+                      [q.id for q in queries], qrels)
+    out[f"ranks/bounded/{rows}"] = t.rank.tolist()
 for shards in (1, 3, 7):
     out[f"ranks/sharded/{shards}"] = rank_pool_sharded(DenseRetriever(Enc(Q, D)), pool, pool, shards).table.rank.tolist()
 import clirbench
@@ -134,4 +137,6 @@ def test_scores_and_ranks_identical_across_blocks_shards_and_blas_threads():
         assert len({got[f"scores/{rows}"] for rows in (1, 7, 64, None)}) == 1, got
         for shards in (1, 3, 7):
             assert got[f"ranks/sharded/{shards}"] == got["ranks/full"], shards
+        for rows in (1, 7, 64, None):  # float32 product + exact near-ties: the same ranks
+            assert got[f"ranks/bounded/{rows}"] == got["ranks/full"], rows
     assert one == {**two, "threads": [1]}

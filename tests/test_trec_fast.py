@@ -72,6 +72,7 @@ def test_many_chunks_and_queries_spanning_them(tmp_path, monkeypatch):
     import clirbench.formats.trec_fast as tf
 
     monkeypatch.setattr(tf, "_BLOCK", 1 << 10)  # pyarrow's minimum-ish block: queries cross batches
+    monkeypatch.setattr(tf, "_CHUNK", 3001)  # and lines cross the byte chunks parsed at once
     rng = np.random.default_rng(1)
     run = {f"q{j}": {f"doc{i}": float(rng.integers(0, 4)) for i in rng.choice(500, 120, replace=False)} for j in range(30)}
     qrels = {q: {d: int(rng.integers(1, 4)) for d in list(v)[::7]} for q, v in run.items()}
@@ -79,6 +80,21 @@ def test_many_chunks_and_queries_spanning_them(tmp_path, monkeypatch):
     got = rank_run_file(tmp_path / "r", qrels)
     assert got is not None
     same_table(got[0], rank_run(run, qrels))
+
+
+@pytest.mark.parametrize("chunk", [7, 64, 4096])
+def test_byte_chunks_with_long_lines_and_runs_of_empty_lines(tmp_path, monkeypatch, chunk):
+    """Chunks shorter than a line, chunks holding only empty lines: the same table as the strict reader's."""
+    import clirbench.formats.trec_fast as tf
+
+    monkeypatch.setattr(tf, "_CHUNK", chunk)
+    lines = [f"q1 Q0 {'d' * 90}{i} {i} {i % 3} t" for i in range(5)] + [""] * 300 + \
+            [f"q2 Q0 d{i} {i} {i % 2} t" for i in range(9)] + ["", ""]
+    (tmp_path / "r").write_text("\n".join(lines) + "\n\n\n")
+    qrels = {"q1": {"d" * 90 + "3": 1}, "q2": {"d4": 2, "d7": 1}}
+    got = rank_run_file(tmp_path / "r", qrels)
+    assert got is not None
+    same_table(got[0], rank_run(read_run(tmp_path / "r"), qrels))
 
 
 def test_whitespace_set_is_pythons():
@@ -250,3 +266,44 @@ def test_fingerprints_depend_only_on_the_string_and_its_segment():
             assert first.setdefault(s, f) == f
         other = _fingerprints(arr, np.ones(len(arr), dtype=np.int64))
         assert (other != fp).mean() > 0.99  # the segment is mixed in
+
+
+@pytest.mark.parametrize("delim", [b" ", b"\t"])
+def test_bad_ascii_check_equals_the_byte_set_it_names(tmp_path, delim):
+    """Every ASCII byte, alone and among 300,000 good ones (several counting slices): refused
+    exactly when it is a control character but \\n, \\r and a tab delimiter, 0x7f or the other delimiter."""
+    from clirbench.formats.trec_fast import _CheckedBytes
+
+    (tmp_path / "r").write_bytes(b"")
+    check = _CheckedBytes(tmp_path / "r", delim)
+    other = b"\t" if delim == b" " else b" "
+    allowed_low = {10, 13} | ({9} if delim == b"\t" else set())
+    filler = delim.join([b"q1", b"Q0", b"d", b"1", b"2", b"t\n"]) * 30000
+    for c in range(128):
+        want = (c < 32 and c not in allowed_low) or c == 127 or bytes([c]) == other
+        for block in (bytes([c]), filler + bytes([c]) + filler):
+            assert check._bad_ascii(block) == want, (c, len(block))
+    check.close()
+
+
+@pytest.mark.parametrize("delim", [b" ", b"\t"])
+def test_empty_field_check_equals_splitting_each_line(delim):
+    """``_empty_field`` (numpy over slices of 2**18 bytes) against ``bytes.split`` of every line,
+    on random lines with \\n and \\r\\n endings, and with two delimiters around each slice edge."""
+    from clirbench.formats.trec_fast import _empty_field
+
+    def want(buf):
+        return any(b"" in line.split(delim) for line in buf.splitlines() if line)
+
+    rng = random.Random(5)
+    for _ in range(400):
+        end = rng.choice([b"\n", b"\r\n"])
+        lines = [delim.join(rng.choice([b"a", b"bc", b"", b"d"]) for _ in range(rng.randint(1, 6)))
+                 for _ in range(rng.randint(1, 5))]
+        buf = end.join(lines) + (end if rng.random() < 0.8 else b"")
+        assert _empty_field(buf + b"q1", len(buf), delim) == want(buf), buf
+    for at in range(2**18 - 3, 2**18 + 3):
+        good = (b"a" + delim) * (at // 2) + b"z\n"
+        bad = good[:at] + delim + delim + b"x\n"
+        assert not _empty_field(good, len(good), delim)
+        assert _empty_field(bad, len(bad), delim) == want(bad), at

@@ -18,13 +18,15 @@ import numpy as np
 from ..collection import Text, texts_of
 from ..cache.embeddings import EmbeddingCache
 
-__all__ = ["DenseRetriever", "MAX_BLOCK_BYTES", "ExactScores", "exact_scores"]
+__all__ = ["DenseRetriever", "MAX_BLOCK_BYTES", "ExactScores", "exact_scores", "pair_scores", "BoundedScores",
+           "product_error", "products_finite"]
 
 MAX_BLOCK_BYTES = 256 << 20  # one yielded score block stays at or below this
 
 _U = 2.0 ** -53  # float64 unit roundoff
 _SUB_BYTES = 64 << 20  # float64 product rows computed at a time
 _CHUNK_BYTES = 1 << 20  # float64 rows checked at a time
+_PAIRS = 2048  # row pairs scored at a time by pair_scores
 
 
 class ExactScores:
@@ -86,6 +88,71 @@ class ExactScores:
 def exact_scores(Q: np.ndarray, D: np.ndarray, dtype=np.float32) -> np.ndarray:
     """``ExactScores(D)(Q, dtype)``: every element ``fl32(fl64(q . d))``, independent of shapes and BLAS."""
     return ExactScores(D)(Q, dtype)
+
+
+def pair_scores(q: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """float32 ``fl32(fl64(q[i] . d[i]))`` of row pairs: ``exact_scores``' value of each pair."""
+    out = np.empty(len(q), dtype=np.float32)
+    dim = q.shape[1] if q.ndim == 2 else 0
+    for a in range(0, len(q), _PAIRS):  # temporaries of bounded size (malloc reuses them)
+        qa, da = q[a:a + _PAIRS], d[a:a + _PAIRS]
+        f64 = dict(dtype=np.float64, casting="safe")  # float32 inputs: products exact in float64, no copies
+        S = np.einsum("ij,ij->i", qa, da, **f64)
+        e = ((dim + 2) * _U * (1 + 2.0 ** -20)) * np.sqrt(np.einsum("ij,ij->i", qa, qa, **f64)
+                                                          * np.einsum("ij,ij->i", da, da, **f64))
+        lo, hi = (S - e).astype(np.float32), (S + e).astype(np.float32)
+        out[a:a + len(qa)] = lo
+        r = np.flatnonzero((lo != hi) & np.isfinite(S))
+        if len(r):
+            out[a + r] = _refine(qa[r].astype(np.float64), da[r].astype(np.float64))
+    return out
+
+
+def product_error(Q: np.ndarray, d_norm: float) -> np.ndarray:
+    """Per row of ``Q`` a bound on ``|fl(q . d) - q . d|`` for an IEEE float32 product computed in
+    any summation order, with or without FMA, by any thread split: ``gamma_n * sum |q_i d_i| <=
+    gamma_n |q| |d|`` (Higham, Accuracy and Stability, 3.1) with n = dim + 2 for slack, float32's unit
+    roundoff, plus a term for underflow, for documents of norm <= ``d_norm``. (A TF32 or bfloat16
+    product breaks it; the rankers check that each relevant document's own score keeps within it.)"""
+    dim = Q.shape[1] if Q.ndim == 2 else 0
+    n, u = dim + 2, 2.0 ** -24
+    gamma = n * u / (1 - n * u)
+    q_norm = np.sqrt(np.einsum("ij,ij->i", Q, Q, dtype=np.float64))
+    return gamma * q_norm * d_norm * (1 + 2.0 ** -20) + dim * 2.0 ** -125
+
+
+class BoundedScores:
+    """A block of float32 BLAS scores ``approx`` (fast, last bits shape-dependent) with, per row, a
+    rigorous bound ``err`` on ``|approx - q . d|``, and ``exact(rows, cols)``: the canonical
+    ``fl32(fl64(q . d))`` of chosen elements. A ranker counts what ``approx`` decides (scores
+    farther than the bound from the one compared with) and asks ``exact`` for the rest, so its
+    ranks equal those of ``ExactScores`` blocks at the cost of a float32 product."""
+
+    def __init__(self, Q: np.ndarray, D: np.ndarray, approx: np.ndarray, err: np.ndarray,
+                 finite: bool = False) -> None:
+        self.Q, self.D, self.approx, self.err = Q, D, approx, err
+        self.finite = finite  # proven free of NaN (``products_finite``): no scan needed
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.approx.shape
+
+    def exact(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """float32 exact scores of the elements ``(rows[i], cols[i])`` of this block."""
+        out = np.empty(len(rows), dtype=np.float32)
+        for a in range(0, len(rows), _PAIRS):  # gathered rows of bounded size
+            out[a:a + _PAIRS] = pair_scores(self.Q[rows[a:a + _PAIRS]], self.D[cols[a:a + _PAIRS]])
+        return out
+
+
+def products_finite(Q: np.ndarray, d_norm: float) -> bool:
+    """True when every float32 product ``q . d`` with documents of norm <= ``d_norm`` is surely
+    finite: each partial sum is at most ``(1 + gamma) |q| |d|``, far from float32 overflow (a NaN
+    or infinite embedding makes a norm NaN or inf: False)."""
+    if not len(Q):
+        return True
+    qn = float(np.sqrt(np.einsum("ij,ij->i", Q, Q, dtype=np.float64)).max())
+    return qn * d_norm < 2.0 ** 120
 
 
 def _refine(q: np.ndarray, d: np.ndarray) -> np.ndarray:
@@ -206,6 +273,16 @@ class DenseRetriever:
 
     def score(self, queries: Sequence[Text], docs: Sequence[Text]) -> Iterator[tuple[int, np.ndarray]]:
         """Yield ``(start, scores[b, len(docs)])`` for consecutive query rows, each row exactly once."""
+        return self._blocks(queries, docs, bounded=False)
+
+    def score_bounded(self, queries: Sequence[Text], docs: Sequence[Text]) -> Iterator[tuple[int, object]]:
+        """``score``'s blocks as ``BoundedScores`` (a float32 product and its error bound; exact scores
+        on demand) on the CPU; plain exact blocks where that does not apply (GPU, a ``_product``
+        override, a float64 score dtype). ``ranking.rank_relevant`` gives the same ranks for both."""
+        bounded = type(self)._product is DenseRetriever._product and self.score_dtype == np.float32
+        return self._blocks(queries, docs, bounded=bounded)
+
+    def _blocks(self, queries, docs, bounded: bool) -> Iterator[tuple[int, object]]:
         dvecs, drows = self.cache.embed_rows(self.encoder, texts_of(docs), "document", self.batch_size, self.progress)
         qvecs, qrows = self.cache.embed_rows(self.encoder, texts_of(queries), "query", self.batch_size, self.progress)
         n_q, n_d = len(qrows), len(drows)
@@ -218,6 +295,9 @@ class DenseRetriever:
         src = first_col[dup]
         step = self.rows_per_block(n_d)
         device = self._torch_device() if n_q and n_d else None
+        bounded = bounded and device is None
+        if bounded and n_d:
+            d_norm = float(np.sqrt(np.einsum("ij,ij->i", D, D, dtype=np.float64)).max())
         if device is not None:
             import torch
 
@@ -235,6 +315,11 @@ class DenseRetriever:
                     if len(dup):
                         S[:, dup_t] = S[:, src_t]
                     yield start, S.cpu().numpy()
+                elif bounded:
+                    S = Q @ D.T
+                    if len(dup):
+                        S[:, dup] = S[:, src]
+                    yield start, BoundedScores(Q, D, S, product_error(Q, d_norm), products_finite(Q, d_norm))
                 else:
                     if self._exact is None or self._exact.source is not D:
                         self._exact = ExactScores(D)  # D in float64 once per call

@@ -1,0 +1,188 @@
+"""Ranks from a float32 BLAS product plus exact re-scoring of the near-ties (``BoundedScores``) equal
+the ranks of exact ``fl32(fl64(q . d))`` scores bit for bit, on adversarial near-ties: copies of
+the relevant embedding under other ids, embeddings one ulp apart, permuted documents, every block
+size and shard count. The reference is independent: ``math.fsum`` scores and a Python sort."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from clirbench.collection import Pool, Text
+from clirbench.ranking import ExactRanker, count_band, rank_blocks, rank_relevant
+from clirbench.retrievers.dense import BoundedScores, DenseRetriever, pair_scores, product_error, products_finite
+from clirbench.sharded import rank_pool_sharded
+
+
+class Enc:
+    model_id, revision, batch_size = "test/matrix", "0", 1024
+
+    def __init__(self, Q, D):
+        self.Q, self.D = Q, D
+
+    def prompt(self, role):
+        return ""
+
+    def encode(self, texts, role):
+        M = self.Q if role == "query" else self.D
+        return M[[int(t[1:]) for t in texts]]
+
+
+def _fsum_scores(Q, D):
+    Q64, D64 = Q.astype(np.float64), D.astype(np.float64)
+    return np.array([[np.float32(math.fsum((q * d).tolist())) for d in D64] for q in Q64], dtype=np.float32)
+
+
+def _reference_ranks(Q, D, doc_ids, qrels, exclusions, query_ids):
+    """1 + documents sorting before each relevant one: score descending, then id descending (Python sort)."""
+    S = _fsum_scores(Q, D)
+    out = []
+    for i, q in enumerate(query_ids):
+        order = sorted((j for j in range(len(doc_ids)) if doc_ids[j] not in exclusions.get(q, ())),
+                       key=lambda j: (float(S[i, j]), doc_ids[j]), reverse=True)
+        pos = {doc_ids[j]: r + 1 for r, j in enumerate(order)}
+        out.extend((i, float(g), float(pos[d])) for d, g in qrels[q].items() if g > 0)
+    return sorted(out)
+
+
+def _triples(table):
+    return sorted(zip(table.qidx.tolist(), table.grade.tolist(), table.rank.tolist()))
+
+
+def _adversarial(seed: int, dim: int = 24):
+    """Nearly parallel embeddings (scores near 1: BLAS rounding errors are many ulps), plus, per
+    relevant document, copies of it under other ids and copies moved by one ulp in a few coordinates."""
+    rng = np.random.default_rng(seed)
+
+    def unit(n):
+        x = rng.standard_normal((n, dim)).astype(np.float32) * 0.01 + 1
+        return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+    Q, base = unit(40), unit(30)
+    extra = []
+    for j in range(0, 30, 3):
+        extra += [base[j], base[j]]  # identical rows, other ids
+        for k in (1, 2, 5):
+            v = base[j].copy()
+            c = rng.choice(dim, k, replace=False)
+            v[c] = np.nextafter(v[c], np.where(rng.random(k) < 0.5, np.float32(2), np.float32(-2)))
+            extra.append(v)
+    D = np.vstack([base, np.array(extra, dtype=np.float32)])
+    Q[5] = D[0]  # a query equal to a document
+    Q[6] = np.nextafter(D[3], np.float32(2))
+    return Q, D
+
+
+def _pool(Q, D, perm, seed):
+    rng = np.random.default_rng(seed)
+    doc_ids = [f"D{j:03d}" for j in range(len(D))]
+    docs = tuple(Text(doc_ids[j], f"d{j}", "en") for j in perm)
+    queries = tuple(Text(f"Q{i}", f"q{i}", "en") for i in range(len(Q)))
+    qrels, excl = {}, {}
+    for i, q in enumerate(queries):
+        rel = rng.choice(30, 2, replace=False)
+        qrels[q.id] = {doc_ids[int(rel[0])]: 1, doc_ids[int(rel[1])]: 2, doc_ids[30 + i]: 0}
+        if i % 3 == 0:  # exclude a copy of a relevant doc, or a near one
+            excl[q.id] = frozenset({doc_ids[30 + (int(rel[0]) // 3) * 5 + i % 5] if rel[0] < 30 else doc_ids[31]})
+            excl[q.id] -= set(k for k, g in qrels[q.id].items() if g > 0)
+    return Pool("t", "multi", "unique", ("en",), "en", docs, queries, qrels, excl)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_bounded_ranks_equal_exact_ranks_and_an_independent_sort(seed):
+    Q, D = _adversarial(seed)
+    perm = np.random.default_rng(seed + 10).permutation(len(D)) if seed else np.arange(len(D))
+    pool = _pool(Q, D, perm, seed)
+    doc_ids = [d.id for d in pool.docs]
+    Dp = D[perm]
+    want = _reference_ranks(Q, Dp, doc_ids, pool.qrels, pool.exclusions, [q.id for q in pool.queries])
+    exact = rank_blocks(DenseRetriever(Enc(Q, D)).score(pool.queries, pool.docs), pool)
+    assert _triples(exact) == want
+    for rows in (1, 3, 7, 64, None):
+        r = DenseRetriever(Enc(Q, D), block_rows=rows)
+        blocks = list(r.score_bounded(pool.queries, pool.docs))
+        assert all(isinstance(b, BoundedScores) for _, b in blocks)  # the fast path, not a fallback
+        got = rank_blocks(iter(blocks), pool)
+        assert _triples(got) == want, rows
+        assert np.array_equal(got.qidx, exact.qidx) and np.array_equal(got.grade, exact.grade)
+    assert _triples(ExactRanker().rank(DenseRetriever(Enc(Q, D)), pool, pool).table) == want
+    for shards in (1, 2, 5, 13):
+        assert _triples(rank_pool_sharded(DenseRetriever(Enc(Q, D)), pool, pool, shards).table) == want, shards
+
+
+def test_the_near_ties_reach_the_exact_band_and_the_product_errs():
+    """The data above is adversarial: float32 BLAS scores differ from the exact ones, and every
+    query's band holds documents that only the exact scores order."""
+    Q, D = _adversarial(0)
+    S32 = Q @ D.T
+    exact = _fsum_scores(Q, D)
+    assert (S32 != exact).any()
+    err = product_error(Q, float(np.linalg.norm(D.astype(np.float64), axis=1).max()))
+    true = Q.astype(np.float64) @ D.T.astype(np.float64)
+    assert np.all(np.abs(S32 - true) <= err[:, None])
+    rel = np.arange(len(Q)) % 30
+    s = exact[np.arange(len(Q)), rel]
+    _, i, _, _ = count_band(S32, s - err.astype(np.float32), s + err.astype(np.float32))
+    assert len(np.unique(i)) == len(Q)
+
+
+def test_pair_scores_equal_fsum():
+    Q, D = _adversarial(3)
+    rng = np.random.default_rng(4)
+    r, c = rng.integers(0, len(Q), 500), rng.integers(0, len(D), 500)
+    want = _fsum_scores(Q, D)[r, c]
+    assert np.array_equal(pair_scores(Q[r], D[c]), want)
+    assert pair_scores(Q[:0], D[:0]).shape == (0,)
+
+
+def test_bounded_blocks_fall_back_where_the_product_is_not_float32():
+    Q, D = _adversarial(0)
+    pool = _pool(Q, D, np.arange(len(D)), 0)
+    r = DenseRetriever(Enc(Q, D), score_dtype=np.float64)
+    blocks = list(r.score_bounded(pool.queries, pool.docs))
+    assert all(isinstance(b, np.ndarray) for _, b in blocks)
+    want = rank_relevant(DenseRetriever(Enc(Q, D)).score(pool.queries, pool.docs), [d.id for d in pool.docs],
+                         [q.id for q in pool.queries], pool.qrels, pool.exclusions)
+    assert rank_blocks(iter(blocks), pool).rank.tolist() == want.rank.tolist()
+
+
+def test_nan_in_a_bounded_block_is_an_error():
+    Q, D = _adversarial(0)
+    pool = _pool(Q, D, np.arange(len(D)), 0)
+    S = Q @ D.T
+    S[3, 7] = np.nan
+    block = BoundedScores(Q, D, S, product_error(Q, 1.0))
+    with pytest.raises(ValueError, match="NaN score in rows 0:40"):
+        rank_blocks(iter([(0, block)]), pool)
+    assert not products_finite(Q, float("nan")) and not products_finite(Q * np.float32(1e30), 1e30)
+    assert products_finite(Q, 1.0)
+
+
+def test_a_product_outside_its_bound_is_refused():
+    """A product that is not IEEE float32 (here: rounded to bfloat16-like 8 bits) is caught by the
+    relevant documents' own scores, on the full-rows and the sharded paths."""
+    from clirbench.sharded import DenseShards, rank_relevant_sharded
+
+    Q, D = _adversarial(0)
+    pool = _pool(Q, D, np.arange(len(D)), 0)
+    coarse = (Q @ D.T).view(np.uint32) & np.uint32(0xFFFF0000)
+    block = BoundedScores(Q, D, coarse.view(np.float32), product_error(Q, 1.0), True)
+    with pytest.raises(RuntimeError, match="not IEEE float32"):
+        rank_blocks(iter([(0, block)]), pool)
+
+    class Coarse(DenseShards):
+        def scorer(self, bounded=False):
+            inner = DenseShards.scorer(self, bounded)
+
+            def score_shard(cols):
+                for start, b in inner(cols):
+                    b.approx = (b.approx.view(np.uint32) & np.uint32(0xFFFF0000)).view(np.float32)
+                    yield start, b
+            return score_shard
+
+    dense = Coarse(Q, D, np.arange(len(D)), 16)
+    doc_ids = [d.id for d in pool.docs]
+    with pytest.raises(RuntimeError, match="not IEEE float32"):
+        rank_relevant_sharded(dense.scorer(True), 3, doc_ids, [q.id for q in pool.queries], pool.qrels,
+                              bounds=dense.bounds)
