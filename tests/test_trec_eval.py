@@ -182,3 +182,50 @@ def test_every_measure_equals_pytrec_eval_on_tied_graded_runs(seed, monkeypatch)
                 np.testing.assert_allclose(col.values, want, rtol=0, atol=1e-12, err_msg=col.name)
                 checked += 1
     assert checked >= 60
+
+
+def _summary_of(expected: str, name: str) -> float:
+    for line in (FIX / expected).read_text().splitlines():
+        f = line.split("\t")
+        if f[0].strip() == name and f[1] == "all":
+            return float(f[2])
+    raise KeyError(name)
+
+
+def test_evaluate_takes_ir_measures_names(capsys):
+    import json
+
+    code = main(["evaluate", "--qrels", str(FIX / "qrels.rel_level"), "--run", str(FIX / "results.test"),
+                 "--resamples", "50", "--measures", "nDCG@10,AP,P@5,R@100,RR,Rprec,Bpref,Judged@10,P(rel=2)@5,"
+                                                     "ndcg_cut_20"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0
+    got = {k: v["value"] for k, v in out["measures"].items()}
+    assert list(got) == ["nDCG@10", "AP", "P@5", "R@100", "RR", "Rprec", "Bpref", "Judged@10", "P(rel=2)@5",
+                         "ndcg_cut_20"]
+    # trec_eval's printed values of the same measures (out.test.aql is -l2 on these files)
+    assert round(got["P(rel=2)@5"], 4) == _summary_of("out.test.aql", "P_5")
+    assert round(got["nDCG@10"], 4) == _summary_of("out.test.aql", "ndcg_cut_10")
+    assert round(got["ndcg_cut_20"], 4) == _summary_of("out.test.aql", "ndcg_cut_20")
+    judged = {}
+    for line in (FIX / "qrels.rel_level").read_text().splitlines():
+        q, _, d, _ = line.split()
+        judged.setdefault(q, set()).add(d)
+    runs = {}
+    for line in (FIX / "results.test").read_text().splitlines():
+        q, _, d, _, score, _ = line.split()
+        runs.setdefault(q, []).append((float(score), d))
+    fractions = [sum(d in judged[q] for _, d in sorted(rows, reverse=True)[:10]) / 10 for q, rows in runs.items()]
+    assert got["Judged@10"] == pytest.approx(np.mean(fractions), abs=1e-12)  # judged with any grade, as ir_measures
+    code, _, err = run_cli(capsys, ["-m", "bpref", "-m", "Rprec", FIX / "qrels.rel_level", FIX / "results.test"])
+    assert code == 0
+    _, te, _ = run_cli(capsys, ["-m", "bpref", "-m", "Rprec", FIX / "qrels.rel_level", FIX / "results.test"])
+    vals = {l.split("\t")[0].strip(): float(l.split("\t")[2]) for l in te.splitlines()}
+    assert round(got["Bpref"], 4) == vals["bpref"] and round(got["Rprec"], 4) == vals["Rprec"]
+
+
+def test_evaluate_unknown_measure_is_one_line(capsys):
+    code = main(["evaluate", "--qrels", str(FIX / "qrels.test"), "--run", str(FIX / "results.test"),
+                 "--measures", "Bpref,Nope@3"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Nope@3" in err
