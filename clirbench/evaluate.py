@@ -26,6 +26,7 @@ def evaluate_files(qrels_path, run_path, measures=None, resamples: int = 1000, s
     resamples, seed = check_resamples(resamples), check_seed(seed)  # before reading any file
     if per_query_path is not None and not str(per_query_path).endswith((".tsv", ".jsonl")):
         raise ValueError(f"--per-query {per_query_path}: the name must end in .tsv or .jsonl")
+    kernel, by_trec = _split_measures(measures)
     qrels = read_qrels(qrels_path)
     fast = rank_run_file(run_path, qrels)
     if fast is None:
@@ -33,10 +34,58 @@ def evaluate_files(qrels_path, run_path, measures=None, resamples: int = 1000, s
         fast = rank_run(run, qrels), list(run)
     from .evaluation import evaluate_ranked_run
 
-    evaluation = evaluate_ranked_run(fast[0], qrels, fast[1], measures, resamples, seed)
+    kernel_names = kernel if measures is None or kernel else ["RR"]  # RR: a placeholder, dropped below
+    evaluation = evaluate_ranked_run(fast[0], qrels, fast[1], kernel_names, resamples, seed)
+    if by_trec:
+        evaluation = _with_trec_eval_measures(evaluation, qrels, read_run(run_path), measures, kernel, by_trec)
     if per_query_path is not None:
         _write_per_query(per_query_path, *evaluation.per_query)
     return evaluation
+
+
+def _split_measures(measures) -> tuple[list[str] | None, list[str]]:
+    """The names the measure kernel gives, and the rest when trec_eval's measures give them (ir_measures'
+    ``Bpref``, ``Judged@10``, ``P(rel=2)@5``; trec_eval's ``ndcg_cut_10``); unknown names raise."""
+    if measures is None:
+        return None, []
+    from .errors import UnknownNameError
+    from .measures import parse
+    from .trec_eval.names import lookup
+
+    kernel, by_trec = [], []
+    for name in map(str, measures):
+        try:
+            kernel.append(str(parse(name)))
+        except ValueError as exc:
+            if lookup(name) is None:
+                raise UnknownNameError(f"{exc}; or an ir_measures / trec_eval name such as Bpref, Judged@10, "
+                                       f"P(rel=2)@5, ndcg_cut_10") from None
+            by_trec.append(name)
+    return kernel, by_trec
+
+
+def _with_trec_eval_measures(evaluation, qrels, run, measures, kernel, by_trec):
+    """``evaluation`` with the trec_eval-computed measures added, in the order asked, on the same queries."""
+    import dataclasses
+
+    from .measures import parse
+    from .results.run_report import PerQuery
+    from .stats.summary import summarise
+    from .trec_eval.names import per_query
+
+    ids, values = per_query(qrels, run.scores if hasattr(run, "scores") else run, by_trec)
+    position = {q: i for i, q in enumerate(ids)}
+    order = [position[q] for q in evaluation.per_query[0]]
+    columns = {n: np.asarray(values[n], dtype=np.float64)[order] for n in by_trec}
+    summary = summarise(by_trec, columns, evaluation.resamples, evaluation.seed)
+    all_columns = {**dict(evaluation.per_query[1]), **columns}
+    names = [str(m) for m in measures]
+    if not kernel:
+        all_columns.pop("RR")
+    kept = [n if n in all_columns else str(parse(n)) for n in names]
+    merged = {**evaluation.measures, **summary}
+    return dataclasses.replace(evaluation, measures={n: merged[n] for n in kept},
+                               per_query=PerQuery(evaluation.per_query[0], {n: all_columns[n] for n in kept}))
 
 
 def _write_per_query(path, query_ids: Sequence[str], per_query: Mapping[str, np.ndarray]) -> None:

@@ -164,7 +164,7 @@ def test_one_module_and_one_handler_per_subcommand(capsys):
     import argparse
     import importlib
 
-    modules = {"tasks": "tasks", "validate": "validate", "run": "run", "evaluate": "evaluate", "compare": "compare",
+    modules = {"tasks": "tasks", "validate": "validate", "run": "run", "evaluate": "evaluate", "trec_eval": "trec_eval", "compare": "compare",
                "leaderboard": "leaderboard", "psq": "psq", "sweep": "sweep", "cache": "cache", "train": "train",
                "merge": "train", "plot": "plot"}
     assert main(["--help"]) == 0

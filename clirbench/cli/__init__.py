@@ -1,6 +1,6 @@
 """The ``clirbench`` command: one parser, a subparser per subcommand module, one dispatch.
 
-Each module (``run``, ``evaluate``, ``compare``, ``tasks``, ``validate``, ``leaderboard``, ``psq``,
+Each module (``run``, ``evaluate``, ``trec_eval``, ``compare``, ``tasks``, ``validate``, ``leaderboard``, ``psq``,
 ``sweep``, ``train``/``merge``, ``cache``, ``plot``) adds its parser and sets its handler
 (``set_defaults(handler=...)``); ``main`` calls it. User errors: one line, exit code 2.
 """
@@ -21,13 +21,14 @@ from .psq import add_psq_parser
 from .run import add_run_parser
 from .sweep import add_sweep_parser
 from .tasks import add_tasks_parser
+from .trec_eval import add_trec_eval_parser
 from .train import add_merge_parser, add_train_parser
 from .validate import add_validate_parser
 
 __all__ = ["main", "EXIT_USAGE"]
 
 # in the order `clirbench --help` lists them
-_SUBCOMMANDS = (add_tasks_parser, add_validate_parser, add_run_parser, add_evaluate_parser, add_psq_parser,
+_SUBCOMMANDS = (add_tasks_parser, add_validate_parser, add_run_parser, add_evaluate_parser, add_trec_eval_parser, add_psq_parser,
                 add_leaderboard_parser, add_plot_parser, add_sweep_parser, add_cache_parser, add_train_parser, add_merge_parser,
                 add_compare_parser)
 

@@ -21,7 +21,7 @@ from ..atomic import write_bytes_atomic
 from ..strict import MAX_GRADE, ascii_int, bad_character
 from .jsonl import raw_lines
 
-__all__ = ["read_qrels", "read_run", "write_run", "write_qrels"]
+__all__ = ["read_qrels", "read_run", "write_run", "write_qrels", "line_fields"]
 
 
 def _open_binary(path: str | os.PathLike) -> IO[bytes]:
@@ -30,7 +30,8 @@ def _open_binary(path: str | os.PathLike) -> IO[bytes]:
     return gzip.open(path, "rb") if gz else open(path, "rb")
 
 
-def _lines(path: str | os.PathLike) -> Iterator[tuple[int, list[str]]]:
+def line_fields(path: str | os.PathLike) -> Iterator[tuple[int, list[str]]]:
+    """(line number, whitespace-separated fields) of each non-blank line, checked as described above."""
     with _open_binary(path) as f:
         try:
             for no, raw in raw_lines(f, path):
@@ -56,7 +57,7 @@ def _lines(path: str | os.PathLike) -> Iterator[tuple[int, list[str]]]:
 def read_qrels(path: str | os.PathLike) -> dict[str, dict[str, int]]:
     """``{qid: {docid: grade}}`` from ``qid iter docid rel`` lines."""
     qrels: dict[str, dict[str, int]] = {}
-    for no, f in _lines(path):
+    for no, f in line_fields(path):
         if len(f) != 4:
             raise ValueError(f"{path}:{no}: expected 4 fields 'qid iter docid rel', got {len(f)}")
         try:
@@ -77,7 +78,7 @@ def _grade_problem(text: str, exc: ValueError) -> str:
 def read_run(path: str | os.PathLike) -> dict[str, dict[str, float]]:
     """``{qid: {docid: score}}`` from ``qid Q0 docid rank score tag`` lines."""
     run: dict[str, dict[str, float]] = {}
-    for no, f in _lines(path):
+    for no, f in line_fields(path):
         if len(f) != 6:
             raise ValueError(f"{path}:{no}: expected 6 fields 'qid Q0 docid rank score tag', got {len(f)}")
         try:

@@ -1,0 +1,79 @@
+"""Qrels and run files read as trec_eval reads them, with one-line errors naming file and line.
+
+As trec_eval: a line whose first field starts with ``#`` is a comment (``qrels.test.with-comments``);
+run lines may carry fields after the run tag (ignored); the run id is the tag of the last line.
+Stricter than trec_eval: grades must be integers and scores numbers (trec_eval's ``atol``/``atof``
+read ``x`` as 0), a document retrieved twice or judged twice with two grades is refused, and a
+file with no judgement or no result is refused. Blank lines are skipped (trec_eval skips them in
+runs, and calls one in qrels malformed).
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from typing import Mapping
+
+from ..errors import MalformedDataError
+from ..formats.trec import line_fields
+from ..strict import MAX_GRADE, ascii_int
+
+__all__ = ["TrecRun", "read_qrels", "read_run"]
+
+
+@dataclass(frozen=True)
+class TrecRun:
+    """A run file: ``{qid: {docid: score}}`` and the run id (the tag of its last line)."""
+
+    scores: Mapping[str, Mapping[str, float]]
+    runid: str
+
+
+def read_qrels(path: str | os.PathLike) -> dict[str, dict[str, int]]:
+    """``{qid: {docid: grade}}`` from ``qid iter docid rel`` lines (negative grade: judged "unjudged")."""
+    qrels: dict[str, dict[str, int]] = {}
+    for no, f in line_fields(path):
+        if f[0].startswith("#"):
+            continue
+        if len(f) != 4:
+            raise MalformedDataError(f"{path}:{no}: expected 4 fields 'qid iter docid rel', got {len(f)}")
+        try:
+            grade = ascii_int(f[3], -MAX_GRADE, MAX_GRADE)
+        except ValueError:
+            raise MalformedDataError(f"{path}:{no}: relevance {f[3][:40]!r} is not an integer "
+                                     f"(within +-{MAX_GRADE})") from None
+        q = qrels.setdefault(f[0], {})
+        if q.get(f[2], grade) != grade:
+            raise MalformedDataError(f"{path}:{no}: doc {f[2]!r} of query {f[0]!r} judged twice "
+                                     f"({q[f[2]]} and {grade})")
+        q[f[2]] = grade
+    if not qrels:
+        raise MalformedDataError(f"{path}: no judgement in the qrels file")
+    return qrels
+
+
+def read_run(path: str | os.PathLike) -> TrecRun:
+    """A ``TrecRun`` from ``qid iter docid rank score tag [anything]`` lines."""
+    run: dict[str, dict[str, float]] = {}
+    runid = None
+    for no, f in line_fields(path):
+        if f[0].startswith("#"):
+            continue
+        if len(f) < 6:
+            raise MalformedDataError(f"{path}:{no}: expected 6 fields 'qid Q0 docid rank score tag', got {len(f)}")
+        try:
+            if not f[4].isascii() or "_" in f[4]:
+                raise ValueError
+            score = float(f[4])
+        except ValueError:
+            raise MalformedDataError(f"{path}:{no}: score {f[4][:40]!r} is not a number") from None
+        if math.isnan(score):
+            raise MalformedDataError(f"{path}:{no}: score is NaN")
+        q = run.setdefault(f[0], {})
+        if f[2] in q:
+            raise MalformedDataError(f"{path}:{no}: doc {f[2]!r} retrieved twice for query {f[0]!r}")
+        q[f[2]] = score
+        runid = f[5]
+    if runid is None:
+        raise MalformedDataError(f"{path}: no result line in the run file")
+    return TrecRun(run, runid)
