@@ -10,25 +10,14 @@ from clirbench.leaderboard import html, load
 from clirbench.leaderboard.page import esc, render_page
 
 REPO = Path(__file__).resolve().parents[1]
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
+
+from chromium import start_chromium  # noqa: E402  (tests/chromium.py)
 
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    assert Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists(), \
-        "needs Debian's chromium and chromium-driver (apt-get install -y chromium chromium-driver)"
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    profile = tmp_path_factory.mktemp("chromium-profile")
-    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", f"--user-data-dir={profile}", "--window-size=1200,1600"):
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver = start_chromium(tmp_path_factory.mktemp("chromium-profile"), 1200, 1600, console_log=True)
     yield driver
     driver.quit()
 
@@ -141,17 +130,7 @@ return bad;
 
 @pytest.fixture(scope="module")
 def wide_browser(tmp_path_factory):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    profile = tmp_path_factory.mktemp("chromium-profile-wide")
-    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", f"--user-data-dir={profile}", "--window-size=1400,1000",
-                "--hide-scrollbars"):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver = start_chromium(tmp_path_factory.mktemp("chromium-profile-wide"), 1400, 1000, hide_scrollbars=True)
     yield driver
     driver.quit()
 

@@ -3,7 +3,6 @@ tests/test_leaderboard_html.py does): visible, every cell and label inside the d
 clipped), and the SVG string itself escaped and sized."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
@@ -13,23 +12,13 @@ from clirbench.runner import run
 
 from xquad_files import XQUAD
 
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+
+from chromium import start_chromium  # noqa: E402  (tests/chromium.py)
 
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    assert Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists(), \
-        "needs Debian's chromium and chromium-driver (apt-get install -y chromium chromium-driver)"
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    profile = tmp_path_factory.mktemp("chromium-profile")
-    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", f"--user-data-dir={profile}", "--window-size=1200,1600"):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver = start_chromium(tmp_path_factory.mktemp("chromium-profile"), 1200, 1600)
     yield driver
     driver.quit()
 

@@ -21,7 +21,7 @@ from ..atomic import write_bytes_atomic
 from ..strict import MAX_GRADE, ascii_int, bad_character
 from .jsonl import raw_lines
 
-__all__ = ["read_qrels", "read_run", "write_run", "write_qrels", "line_fields"]
+__all__ = ["read_qrels", "read_run", "add_run_line", "write_run", "write_qrels", "line_fields"]
 
 
 def _open_binary(path: str | os.PathLike) -> IO[bytes]:
@@ -81,19 +81,25 @@ def read_run(path: str | os.PathLike) -> dict[str, dict[str, float]]:
     for no, f in line_fields(path):
         if len(f) != 6:
             raise ValueError(f"{path}:{no}: expected 6 fields 'qid Q0 docid rank score tag', got {len(f)}")
-        try:
-            if not f[4].isascii() or "_" in f[4]:
-                raise ValueError
-            score = float(f[4])
-        except ValueError:
-            raise ValueError(f"{path}:{no}: score {f[4]!r} is not a number") from None
-        if math.isnan(score):
-            raise ValueError(f"{path}:{no}: score is NaN")
-        q = run.setdefault(f[0], {})
-        if f[2] in q:
-            raise ValueError(f"{path}:{no}: doc {f[2]!r} retrieved twice for query {f[0]!r}")
-        q[f[2]] = score
+        add_run_line(run, f, path, no)
     return run
+
+
+def add_run_line(run: dict[str, dict[str, float]], f, path, no: int, error: type = ValueError) -> None:
+    """Put one run line's fields ``f`` (``qid Q0 docid rank score tag ...``) into ``run``: the score a
+    finite-or-infinite ASCII number, each document once per query; else ``error`` naming file and line."""
+    try:
+        if not f[4].isascii() or "_" in f[4]:
+            raise ValueError
+        score = float(f[4])
+    except ValueError:
+        raise error(f"{path}:{no}: score {f[4][:40]!r} is not a number") from None
+    if math.isnan(score):
+        raise error(f"{path}:{no}: score is NaN")
+    q = run.setdefault(f[0], {})
+    if f[2] in q:
+        raise error(f"{path}:{no}: doc {f[2]!r} retrieved twice for query {f[0]!r}")
+    q[f[2]] = score
 
 
 def _check_token(kind: str, s: str) -> str:

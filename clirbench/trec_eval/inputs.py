@@ -9,13 +9,12 @@ runs, and calls one in qrels malformed).
 """
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass
 from typing import Mapping
 
 from ..errors import MalformedDataError
-from ..formats.trec import line_fields
+from ..formats.trec import add_run_line, line_fields
 from ..strict import MAX_GRADE, ascii_int
 
 __all__ = ["TrecRun", "read_qrels", "read_run"]
@@ -61,18 +60,7 @@ def read_run(path: str | os.PathLike) -> TrecRun:
             continue
         if len(f) < 6:
             raise MalformedDataError(f"{path}:{no}: expected 6 fields 'qid Q0 docid rank score tag', got {len(f)}")
-        try:
-            if not f[4].isascii() or "_" in f[4]:
-                raise ValueError
-            score = float(f[4])
-        except ValueError:
-            raise MalformedDataError(f"{path}:{no}: score {f[4][:40]!r} is not a number") from None
-        if math.isnan(score):
-            raise MalformedDataError(f"{path}:{no}: score is NaN")
-        q = run.setdefault(f[0], {})
-        if f[2] in q:
-            raise MalformedDataError(f"{path}:{no}: doc {f[2]!r} retrieved twice for query {f[0]!r}")
-        q[f[2]] = score
+        add_run_line(run, f, path, no, MalformedDataError)
         runid = f[5]
     if runid is None:
         raise MalformedDataError(f"{path}: no result line in the run file")
