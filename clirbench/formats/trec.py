@@ -21,7 +21,7 @@ from ..atomic import write_bytes_atomic
 from ..strict import MAX_GRADE, ascii_int, bad_character
 from .jsonl import raw_lines
 
-__all__ = ["read_qrels", "read_run", "add_run_line", "write_run", "write_qrels", "line_fields"]
+__all__ = ["read_qrels", "add_qrels_line", "read_run", "add_run_line", "write_run", "write_qrels", "line_fields"]
 
 
 def _open_binary(path: str | os.PathLike) -> IO[bytes]:
@@ -58,17 +58,23 @@ def read_qrels(path: str | os.PathLike) -> dict[str, dict[str, int]]:
     """``{qid: {docid: grade}}`` from ``qid iter docid rel`` lines."""
     qrels: dict[str, dict[str, int]] = {}
     for no, f in line_fields(path):
-        if len(f) != 4:
-            raise ValueError(f"{path}:{no}: expected 4 fields 'qid iter docid rel', got {len(f)}")
-        try:
-            grade = ascii_int(f[3], -MAX_GRADE, MAX_GRADE)
-        except ValueError as exc:
-            raise ValueError(f"{path}:{no}: relevance {_grade_problem(f[3], exc)}") from None
-        q = qrels.setdefault(f[0], {})
-        if q.get(f[2], grade) != grade:
-            raise ValueError(f"{path}:{no}: doc {f[2]!r} of query {f[0]!r} judged twice ({q[f[2]]} and {grade})")
-        q[f[2]] = grade
+        add_qrels_line(qrels, f, path, no)
     return qrels
+
+
+def add_qrels_line(qrels: dict[str, dict[str, int]], f, path, no: int, error: type = ValueError) -> None:
+    """Put one qrels line's fields ``f`` (``qid iter docid rel``) into ``qrels``: four fields, an
+    integer grade within ``MAX_GRADE``, one grade per document; else ``error`` naming file and line."""
+    if len(f) != 4:
+        raise error(f"{path}:{no}: expected 4 fields 'qid iter docid rel', got {len(f)}")
+    try:
+        grade = ascii_int(f[3], -MAX_GRADE, MAX_GRADE)
+    except ValueError as exc:
+        raise error(f"{path}:{no}: relevance {_grade_problem(f[3], exc)}") from None
+    q = qrels.setdefault(f[0], {})
+    if q.get(f[2], grade) != grade:
+        raise error(f"{path}:{no}: doc {f[2]!r} of query {f[0]!r} judged twice ({q[f[2]]} and {grade})")
+    q[f[2]] = grade
 
 
 def _grade_problem(text: str, exc: ValueError) -> str:

@@ -40,6 +40,7 @@ from ..stats.correction import family_size
 from . import store
 
 __all__ = ["Row", "Pair", "Board", "boards", "gaps", "group_letter", "rank_intervals", "pair_p_values",
+           "board_target", "per_query_vector",
            "two_level", "headlines", "main_measures", "overall_table", "DEFAULT_CORRECTION"]
 
 DEFAULT_CORRECTION = CORRECTIONS[0]
@@ -97,6 +98,7 @@ class Board:
     pairs: tuple[Pair, ...] = ()
     correction: str = DEFAULT_CORRECTION
     family_size: int = 0   # tests in the family the pairs were adjusted over
+    num_langs: tuple[int, ...] = ()  # document languages of each pool (a target measure's best value)
 
     @property
     def correction_note(self) -> str:
@@ -105,16 +107,12 @@ class Board:
 
         return ("paired bootstrap, two-sided; " + describe(self.correction, self.family_size,
                 "every pair of systems × every measure of this scenario"))
-    num_langs: tuple[int, ...] = ()  # document languages of each pool (a target measure's best value)
 
     @property
     def target(self) -> float | None:
         """The best value of a "target" measure on this board: the mean over its pools of the
         family's ``target_for(k)`` (SameLangFirst: 100/k), as the board's value is the pools' mean."""
-        f = self.family
-        if f.direction != "target":
-            return None
-        return float(np.mean([f.target_for(k) for k in self.num_langs])) if self.num_langs else f.target
+        return board_target(self.family, self.num_langs)
 
     def goodness(self, value):
         """The family's ranking key at this board's ``target``."""
@@ -156,7 +154,16 @@ def group_letter(i: int) -> str:
     return letters[i] if i < 26 else letters[i // 26 - 1] + letters[i % 26]
 
 
-def _vector(leaderboard: Mapping, system: str, pid: str, measure: str) -> np.ndarray | None:
+def board_target(family, num_langs: Sequence[int]) -> float | None:
+    """A "target" measure's best value over pools of ``num_langs`` document languages each: the mean
+    of the family's ``target_for(k)`` (SameLangFirst: 100/k); None for other measures."""
+    if family.direction != "target":
+        return None
+    return float(np.mean([family.target_for(k) for k in num_langs])) if num_langs else family.target
+
+
+def per_query_vector(leaderboard: Mapping, system: str, pid: str, measure: str) -> np.ndarray | None:
+    """``system``'s per-query values of ``measure`` on pool ``pid`` (None where it has none)."""
     res = leaderboard["systems"][system]["results"].get(pid)
     if res is None:
         return None
@@ -209,7 +216,7 @@ def _macro(leaderboard: Mapping, systems: list[str], pids: list[str], measure: s
     point = np.zeros(len(systems))
     per_pool = np.empty((len(pids), resamples, len(systems)))
     for k, pid in enumerate(pids):
-        cols = np.stack([_vector(leaderboard, s, pid, measure) for s in systems], axis=1)
+        cols = np.stack([per_query_vector(leaderboard, s, pid, measure) for s in systems], axis=1)
         with quiet_float_warnings():
             point += np.nanmean(cols, axis=0)
         per_pool[k] = _boot(cols, resamples, _seed(seed, leaderboard["pools"][pid]["query_ids_sha256"]))
@@ -338,7 +345,7 @@ def boards(leaderboard: Mapping, measures: Mapping[str, list[str]] | None = None
             complete = _complete(leaderboard, pids, measure)
             if complete:
                 family = parse(measure).record
-                target = float(np.mean([family.target_for(k) for k in num_langs])) if family.direction == "target" else None
+                target = board_target(family, num_langs)
                 goodness = lambda x, family=family, target=target: family.goodness(x, target)  # noqa: E731
                 point, boots, per_pool = _macro(leaderboard, complete, pids, measure, resamples, seed)
                 overall = two_level(per_pool, resamples, seed)
@@ -432,8 +439,8 @@ def gaps(leaderboard: Mapping, scenario: str, measure: str, subset: str = "", po
             other = store.pool_id(subset, scenario, pool_mode, langs, langs[1])
             if other not in pools or pools[other]["query_ids_sha256"] != pool["query_ids_sha256"]:
                 continue
-            v1 = _vector(leaderboard, system, pid, measure)
-            v2 = _vector(leaderboard, system, other, measure)
+            v1 = per_query_vector(leaderboard, system, pid, measure)
+            v2 = per_query_vector(leaderboard, system, other, measure)
             if v1 is None or v2 is None:
                 continue
             d = v2 - v1

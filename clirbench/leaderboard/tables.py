@@ -21,7 +21,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from . import store
-from .significance import Board, boards
+from .significance import Board, boards, per_query_vector
 
 __all__ = ["FORMATS", "PERMUTATIONS", "CSV_COLUMNS", "select", "baseline_tests", "render"]
 
@@ -46,11 +46,7 @@ def select(leaderboard: Mapping, path, scenario: str | None = None, measure: str
 
 
 def _vectors(leaderboard: Mapping, system: str, board: Board) -> list[np.ndarray]:
-    out = []
-    for pid in board.pools:
-        text = leaderboard["systems"][system]["results"][pid]["per_query"]["measures"][board.measure]
-        out.append(store.decode_vector(text, leaderboard["pools"][pid]["num_queries"], f"{system} {pid}"))
-    return out
+    return [per_query_vector(leaderboard, system, pid, board.measure) for pid in board.pools]
 
 
 def _weighted(base: list[np.ndarray], other: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

@@ -17,9 +17,11 @@ STYLE = {"svg.hashsalt": "clirbench", "svg.fonttype": "path", "font.size": 9, "a
 
 def check_output(path: str | os.PathLike) -> Path:
     """``path`` if it ends in .svg or .png; a one-line error otherwise (before any work)."""
+    from ..errors import ClirbenchError
+
     path = Path(path)
     if path.suffix.lower() not in SUFFIXES:
-        raise ValueError(f"--out {str(path)[:80]!r}: the file name must end in .svg or .png")
+        raise ClirbenchError(f"--out {str(path)[:80]!r}: the file name must end in .svg or .png")
     return path
 
 

@@ -15,8 +15,6 @@ from typing import Callable, Iterable, Mapping, Sequence
 __all__ = ["COSTS", "SystemPoint", "system_points", "pareto_front", "pareto_figure", "write_pareto",
            "read_records"]
 
-_SALT = "clirbench"
-
 
 @dataclass(frozen=True)
 class _CostAxis:
@@ -55,20 +53,16 @@ def read_records(source) -> list:
     """Result records from ``source``: a results folder (every result JSON under it), result files,
     ``Result`` objects, their dicts, or ``PoolResult``s / a ``RunResult``."""
     from ..results import Result, read_result
+    from .figure import result_paths
 
-    if isinstance(source, (str, os.PathLike)) and Path(source).is_dir():
-        from ..leaderboard.submit import result_files
-
-        return [read_result(p) for p in result_files(source)]
-    if isinstance(source, (str, os.PathLike)):
-        return [read_result(source)]
     out = []
-    for item in source:
+    for item in [source] if isinstance(source, (str, os.PathLike)) else source:
         item = getattr(item, "record", item)
+        if isinstance(item, (str, os.PathLike)):
+            out.extend(read_result(p) for p in result_paths([item]))
+            continue
         if isinstance(item, Mapping):
             item = Result.from_dict(item)
-        elif isinstance(item, (str, os.PathLike)):
-            item = read_result(item)
         if not isinstance(item, Result):
             raise TypeError(f"expected result records, got a {type(item).__name__}")
         out.append(item)
@@ -172,21 +166,7 @@ def pareto_figure(records: Iterable, measure: str = "nDCG@10", cost: str = "sear
 def write_pareto(records: Iterable, out_path: str | os.PathLike, measure: str = "nDCG@10",
                  cost: str = "search_ms_per_query", scenario: str | None = None) -> Path:
     """Write ``pareto_figure`` to ``out_path`` (SVG or PNG by its suffix; SVG deterministic); returns the path."""
-    from ..atomic import write_bytes_atomic
-    from ..errors import ClirbenchError
+    from .figure import check_output, save
 
-    out = Path(out_path)
-    kind = out.suffix.lower().lstrip(".")
-    if kind not in ("svg", "png"):
-        raise ClirbenchError(f"{out}: expected a .svg or .png file name")
-    import io
-
-    import matplotlib
-
-    fig = pareto_figure(records, measure, cost, scenario)
-    buffer = io.BytesIO()
-    with matplotlib.rc_context({"svg.hashsalt": _SALT, "svg.fonttype": "path"}):
-        metadata = {"Date": None} if kind == "svg" else {"Software": None}
-        fig.savefig(buffer, format=kind, metadata=metadata)
-    write_bytes_atomic(out, buffer.getvalue())
-    return out
+    check_output(out_path)  # before any work
+    return save(pareto_figure(records, measure, cost, scenario), out_path)

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from ..errors import MalformedDataError
-from ..formats.trec import add_run_line, line_fields
-from ..strict import MAX_GRADE, ascii_int
+from ..formats.trec import add_qrels_line, add_run_line, line_fields
 
 __all__ = ["TrecRun", "read_qrels", "read_run"]
 
@@ -34,18 +33,7 @@ def read_qrels(path: str | os.PathLike) -> dict[str, dict[str, int]]:
     for no, f in line_fields(path):
         if f[0].startswith("#"):
             continue
-        if len(f) != 4:
-            raise MalformedDataError(f"{path}:{no}: expected 4 fields 'qid iter docid rel', got {len(f)}")
-        try:
-            grade = ascii_int(f[3], -MAX_GRADE, MAX_GRADE)
-        except ValueError:
-            raise MalformedDataError(f"{path}:{no}: relevance {f[3][:40]!r} is not an integer "
-                                     f"(within +-{MAX_GRADE})") from None
-        q = qrels.setdefault(f[0], {})
-        if q.get(f[2], grade) != grade:
-            raise MalformedDataError(f"{path}:{no}: doc {f[2]!r} of query {f[0]!r} judged twice "
-                                     f"({q[f[2]]} and {grade})")
-        q[f[2]] = grade
+        add_qrels_line(qrels, f, path, no, MalformedDataError)
     if not qrels:
         raise MalformedDataError(f"{path}: no judgement in the qrels file")
     return qrels
