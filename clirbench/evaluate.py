@@ -3,6 +3,7 @@ kernel, ``evaluation.evaluate_ranked_run``, does the measuring; ``clirbench.eval
 already in memory)."""
 from __future__ import annotations
 
+import functools
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -27,8 +28,9 @@ def evaluate_files(qrels_path, run_path, measures=None, resamples: int = 1000, s
     if per_query_path is not None and not str(per_query_path).endswith((".tsv", ".jsonl")):
         raise ValueError(f"--per-query {per_query_path}: the name must end in .tsv or .jsonl")
     kernel, by_trec = _split_measures(measures)
-    qrels = read_qrels(qrels_path)
-    fast = rank_run_file(run_path, qrels)
+    read = functools.cache(lambda: read_qrels(qrels_path))
+    fast = rank_run_file(run_path, read)  # reads the qrels while its thread parses the run's first blocks
+    qrels = read()  # read already; or (no fast path) read now, its errors before the run's
     if fast is None:
         run = read_run(run_path)
         fast = rank_run(run, qrels), list(run)

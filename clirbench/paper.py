@@ -14,10 +14,11 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
-__all__ = ["CI_STYLES", "MARKER", "SIGNIFICANCE_LEVEL", "Cell", "latex_escape", "number", "latex_table",
+__all__ = ["CI_STYLES", "TABLE_FORMATS", "MARKER", "SIGNIFICANCE_LEVEL", "Cell", "latex_escape", "number", "latex_table",
            "markdown_table", "comparison_table", "check_ci_style"]
 
 CI_STYLES = ("pm", "bracket")
+TABLE_FORMATS = ("text", "markdown", "latex", "csv")  # leaderboard show --format (here: the parser needs no numpy)
 MARKER = {"latex": r"$^{\dagger}$", "markdown": "†", "text": "†"}
 SIGNIFICANCE_LEVEL = 0.05
 

@@ -544,10 +544,14 @@ def rank_in_segments(
     seg_len = (ends - starts).astype(np.int64)
     width = int(seg_len.max()) if len(seg_len) else 0
     if len(seg_len) * width <= 2 * int(seg_len.sum()) + _CHUNK:  # rows of a padded matrix (NaN: no entry)
-        padded = np.full((len(seg_len), width), np.nan, dtype=np.float32)
-        owner = np.repeat(np.arange(len(seg_len)), seg_len)
-        col = np.arange(len(owner)) - np.repeat(np.cumsum(seg_len) - seg_len, seg_len)
-        padded[owner, col] = score[np.repeat(starts, seg_len) + col]
+        if (score.dtype == np.float32 and np.all(seg_len == width) and len(seg_len)
+                and np.all(starts[1:] == ends[:-1])):  # the usual run: segments back to back, one depth
+            padded = score[int(starts[0]):int(ends[-1])].reshape(-1, width)  # a view, no copy
+        else:
+            padded = np.full((len(seg_len), width), np.nan, dtype=np.float32)
+            owner = np.repeat(np.arange(len(seg_len)), seg_len)
+            col = np.arange(len(owner)) - np.repeat(np.cumsum(seg_len) - seg_len, seg_len)
+            padded[owner, col] = score[np.repeat(starts, seg_len) + col]
         step = max(1, _CHUNK // max(width, 1))
         for lo in range(0, len(entry), step):
             e, g = entry[lo:lo + step], segment[lo:lo + step]

@@ -48,8 +48,7 @@ def _add_correction(parser) -> None:
 
 def _add_table_options(s) -> None:
     """``show``'s paper-table options (``leaderboard/tables.py``)."""
-    from ..leaderboard.tables import FORMATS
-    from ..paper import CI_STYLES
+    from ..paper import CI_STYLES, TABLE_FORMATS as FORMATS
 
     s.add_argument("--format", choices=FORMATS, default="text", help="text (default), markdown, latex or csv")
     s.add_argument("--ci", choices=CI_STYLES, default=CI_STYLES[0],

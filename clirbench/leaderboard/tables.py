@@ -20,12 +20,12 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from ..paper import TABLE_FORMATS as FORMATS
 from . import store
 from .significance import Board, boards, per_query_vector
 
 __all__ = ["FORMATS", "PERMUTATIONS", "CSV_COLUMNS", "select", "baseline_tests", "render"]
 
-FORMATS = ("text", "markdown", "latex", "csv")
 PERMUTATIONS = 10000
 CSV_COLUMNS = ("task", "subset", "scenario", "pool_mode", "measure", "system", "value", "ci_low", "ci_high", "rank",
                "rank_low", "rank_high", "group", "pools", "baseline", "p_value", "p_adjusted")
