@@ -96,6 +96,8 @@ def _open_temp(path: Path) -> tuple[int, Path]:
 def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
     """Write ``data`` to ``path`` so that readers see the old file or the new one, never half."""
     path = Path(path)
+    if path.is_dir():  # before any temp file: os.replace would name the temp file in its error
+        raise IsADirectoryError(f"{path}: a folder, not a file name")
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(path.parent, path.name)
     fd, tmp = _open_temp(path)

@@ -9,7 +9,7 @@ import argparse
 import math
 import numbers
 
-__all__ = ["MAX_RESAMPLES", "MAX_SEED", "MAX_COUNT", "MAX_BATCH_SIZE", "MAX_WORKERS", "MAX_SHARDS", "MAX_ITERATIONS",
+__all__ = ["MAX_RESAMPLES", "MAX_SEED", "MAX_COUNT", "MAX_BATCH_SIZE", "MAX_WORKERS", "MAX_SHARDS", "MAX_ITERATIONS", "MAX_LONG",
            "check_int", "check_float", "check_resamples", "check_seed", "int_in", "float_in",
            "positive_int", "nonnegative_int", "resample_count", "seed", "probability", "finite_float",
            "positive_float", "nonnegative_float", "batch_size", "worker_count", "shard_count", "iteration_count",
@@ -25,6 +25,7 @@ MAX_BATCH_SIZE = 65_536  # texts per encoder or translator batch
 MAX_WORKERS = 4_096  # Ray workers, requests in flight
 MAX_SHARDS = 1_000_000  # document shards of exact ranking
 MAX_ITERATIONS = 1_000  # EM iterations (psq train)
+MAX_LONG = 2**63 - 1  # C's long: trec_eval's -M, -N and measure cutoffs
 #: multiple-testing corrections of a family of p-values (stats.correction), the default first
 CORRECTIONS = ("holm", "bh", "none")
 

@@ -122,6 +122,7 @@ def parse_langs(spec: str | Sequence[str], available: Sequence[str]) -> list[tup
     if not isinstance(spec, str):
         spec = ",".join(spec)
     spec = spec.replace(" ", "")
+    shown = repr(spec[:60]) + ("…" if len(spec) > 60 else "")  # a 30,000-character list is not echoed whole
     if spec == "all":
         groups = [tuple(available)]
     elif "+" in spec:
@@ -131,16 +132,22 @@ def parse_langs(spec: str | Sequence[str], available: Sequence[str]) -> list[tup
     else:
         parts = tuple(spec.split(","))
         if len(parts) < 2:
-            raise UnknownNameError(f"--langs {spec!r}: expected two or more languages like en,zh or en,zh,ar, "
+            raise UnknownNameError(f"--langs {shown}: expected two or more languages like en,zh or en,zh,ar, "
                                    f"en+all or all")
         groups = [parts]
+    if any(not l for group in groups for l in group):  # en+, +all, en,,zh
+        raise UnknownNameError(f"--langs {shown}: an empty language in the list")
     unknown = sorted({l for group in groups for l in group if l not in available})
     if unknown:
-        raise UnknownNameError(f"unknown language(s) {', '.join(unknown)}; available: {', '.join(available)}")
+        listed = ", ".join(unknown)
+        raise UnknownNameError(f"unknown language(s) {listed[:200]}{'…' if len(listed) > 200 else ''}; "
+                               f"available: {', '.join(available)}")
     if any(len(set(g)) != len(g) for g in groups):
-        raise UnknownNameError(f"--langs {spec!r}: a pool's languages must all differ")
+        raise UnknownNameError(f"--langs {shown}: a pool's languages must all differ")
+    if len(set(groups)) != len(groups):  # en+de,de: the same pair twice
+        raise UnknownNameError(f"--langs {shown}: a language is listed twice")
     if any(len(g) < 2 for g in groups):
-        raise UnknownNameError(f"--langs {spec!r}: a pool needs two or more languages")
+        raise UnknownNameError(f"--langs {shown}: a pool needs two or more languages")
     return groups
 
 
@@ -151,4 +158,6 @@ def parse_scenarios(spec: str | Sequence[str]) -> tuple[str, ...]:
     unknown = [s for s in names if s not in SCENARIOS]
     if unknown:
         raise UnknownNameError(f"unknown scenario(s) {', '.join(unknown)}; available: all, {', '.join(SCENARIOS)}")
+    if len(set(names)) != len(names):
+        raise UnknownNameError(f"scenarios {','.join(names)}: a scenario is listed twice")
     return tuple(names)

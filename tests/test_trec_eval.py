@@ -88,6 +88,19 @@ def test_nosummary_and_attached_and_long_options(capsys):
     assert (code2, out2) == (code, out)
 
 
+def test_nosummary_without_per_query_prints_nothing(capsys):
+    """trec_eval -n without -q prints no line at all (not an empty one)."""
+    assert run_cli(capsys, ["-n", "-m", "map", FIX / "qrels.test", FIX / "results.test"]) == (0, "", "")
+
+
+def test_gain_levels_beyond_a_c_long_change_nothing(capsys):
+    """A grade=gain pair whose grade has thousands of digits matches no grade: as if it were not
+    given (trec_eval's atol), not an int conversion error."""
+    code, out, _ = run_cli(capsys, ["-m", "ndcg", FIX / "qrels.test", FIX / "results.test"])
+    code2, out2, _ = run_cli(capsys, ["-m", "ndcg." + "9" * 5000 + "=7", FIX / "qrels.test", FIX / "results.test"])
+    assert code == code2 == 0 and out.split("\t")[1:] == out2.split("\t")[1:]
+
+
 def _parse(out: str) -> dict[tuple[str, str], str]:
     return {(l.split("\t")[0].strip(), l.split("\t")[1]): l.split("\t")[2] for l in out.splitlines()}
 

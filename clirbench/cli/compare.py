@@ -50,6 +50,10 @@ def cmd_compare(args) -> int:
         raise ClirbenchError(f"--json and --format {fmt} disagree; give one of them")
     if args.flips is None and (args.flips_tsv or args.flip_measure):
         raise ClirbenchError("--flips-tsv and --flip-measure need --flips N")
+    if args.flips_tsv:  # never over an input: a result, its per-query table or its ranks table
+        from .args import check_outputs
+
+        check_outputs({"--flips-tsv": args.flips_tsv}, {"A": _inputs(args.a), "B": _inputs(args.b)})
     report = compare(args.a, args.b, measures=split_list(args.measures, "--measures"), resamples=args.resamples,
                      seed=args.seed, permutations=args.permutations, correction=args.correction)
     found = None
@@ -80,3 +84,13 @@ def cmd_compare(args) -> int:
         print("\n" + ("\n".join("% " + line for line in text.splitlines()) if fmt == "latex" else text))
     return 0
 
+
+def _inputs(path: str) -> list:
+    """A result file and the tables beside it that compare and --flips read."""
+    from pathlib import Path
+
+    from ..results.files import ranks_name, read_result
+
+    path = Path(path)
+    tables = (read_result(path).per_query_file, ranks_name(path))
+    return [path, *(path.parent / name for name in tables if name)]

@@ -79,6 +79,8 @@ def run_config(args):
     from ..run_config import (DataOptions, OutputOptions, RankingOptions, RetrievalOptions, RunConfig,
                               StatisticsOptions)
 
+    for option, value in (("--langs", args.langs), ("--scenario", args.scenario)):
+        split_list(value, option)  # "" or "en,zh,": an error, not the default (nor an unknown language '')
     return RunConfig(
         data=DataOptions(langs=args.langs, scenarios=args.scenario,
                          query_langs=split_list(args.query_lang, "--query-lang"), pool_mode=args.pool,

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 
 from .. import checks
+from ..strict import MAX_GRADE
 
 __all__ = ["add_trec_eval_parser", "cmd_trec_eval"]
 
@@ -19,12 +20,14 @@ def add_trec_eval_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("-c", "--complete_rel_info_wanted", action="store_true",
                    help="average over every judged query (a query missing from the run scores 0)")
     p.add_argument("-n", "--nosummary", action="store_true", help="no summary ('all') lines")
-    p.add_argument("-l", "--level_for_rel", type=int, default=1, metavar="N",
+    # ASCII integers (Python's int would read "1_0" as 10 where trec_eval's atol reads 1, and "١" as 1)
+    p.add_argument("-l", "--level_for_rel", type=checks.int_in(-MAX_GRADE, MAX_GRADE), default=1, metavar="N",
                    help="judgements >= N are relevant (default 1)")
-    p.add_argument("-M", "--Max_retrieved_per_topic", type=int, default=None, metavar="N",
+    p.add_argument("-M", "--Max_retrieved_per_topic", type=checks.int_in(0, checks.MAX_LONG), default=None, metavar="N",
                    help="use the top N documents of each query")
     p.add_argument("-J", "--Judged_docs_only", action="store_true", help="drop unjudged documents first")
-    p.add_argument("-N", "--Number_docs_in_coll", type=int, default=0, metavar="N", help="collection size (utility)")
+    p.add_argument("-N", "--Number_docs_in_coll", type=checks.int_in(0, checks.MAX_LONG), default=0, metavar="N",
+                   help="collection size (utility)")
     p.add_argument("-R", "--Rel_info_format", default="qrels", help="only 'qrels'")
     p.add_argument("-T", "--Results_format", default="trec_results", help="only 'trec_results'")
     p.add_argument("--ci", action="store_true", help="add each averaged summary's 95%% bootstrap interval "
@@ -51,5 +54,6 @@ def cmd_trec_eval(args) -> int:
     report = evaluate_files(args.qrels, args.run, args.measure or ["official"], options)
     ci = intervals(report, args.resamples, args.seed) if args.ci else None
     text = "\n".join(lines(report, options, ci))
-    print(text)
+    if text:  # -n without -q prints nothing, as trec_eval (not an empty line)
+        print(text)
     return 0

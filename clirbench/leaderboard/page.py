@@ -441,6 +441,8 @@ def write_site(out_dir: str | os.PathLike, leaderboard_dir: str | os.PathLike = 
     if not names:
         raise ClirbenchError(f"{lb_dir}: no leaderboards")
     out = Path(out_dir)
+    if out.exists() and not out.is_dir():  # mkdir would say only "File exists"
+        raise ClirbenchError(f"--out {out}: a file, not a folder (the site's folder)")
     out.mkdir(parents=True, exist_ok=True)
     written, summary = [], []
     pages = store.page_names(names)

@@ -8,7 +8,7 @@ import io
 import os
 from pathlib import Path
 
-__all__ = ["SUFFIXES", "STYLE", "check_output", "result_paths", "pyplot", "subplots", "save"]
+__all__ = ["SUFFIXES", "STYLE", "check_output", "result_paths", "check_distinct", "pyplot", "subplots", "save"]
 
 SUFFIXES = (".svg", ".png")
 STYLE = {"svg.hashsalt": "clirbench", "svg.fonttype": "path", "font.size": 9, "axes.grid": True,
@@ -22,6 +22,8 @@ def check_output(path: str | os.PathLike) -> Path:
     path = Path(path)
     if path.suffix.lower() not in SUFFIXES:
         raise ClirbenchError(f"--out {str(path)[:80]!r}: the file name must end in .svg or .png")
+    if path.is_dir():
+        raise ClirbenchError(f"--out {str(path)[:80]!r}: a folder, not a file name")
     return path
 
 
@@ -34,6 +36,21 @@ def result_paths(paths) -> list[Path]:
     for path in map(Path, paths):
         out.extend(result_files(path) if path.is_dir() else [path])
     return out
+
+
+def check_distinct(records, places) -> None:
+    """Refuse two results of one system on one pool (a file given twice, a folder and a file in it, a
+    copy): a figure counts each pool of a system once. ``places`` name the records in the error."""
+    from ..errors import ClirbenchError
+    from ..identity import PoolKey
+
+    seen: dict = {}
+    for record, place in zip(records, places):
+        key = (record.system_key, PoolKey.of(record))
+        if key in seen:
+            raise ClirbenchError(f"{place}: a second result of {record.system_key.label} on {key[1].name} "
+                                 f"(the first: {seen[key]}); a figure counts each pool once")
+        seen[key] = place
 
 
 def pyplot():

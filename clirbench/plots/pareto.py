@@ -53,19 +53,23 @@ def read_records(source) -> list:
     """Result records from ``source``: a results folder (every result JSON under it), result files,
     ``Result`` objects, their dicts, or ``PoolResult``s / a ``RunResult``."""
     from ..results import Result, read_result
-    from .figure import result_paths
+    from .figure import check_distinct, result_paths
 
-    out = []
+    out, places = [], []
     for item in [source] if isinstance(source, (str, os.PathLike)) else source:
         item = getattr(item, "record", item)
         if isinstance(item, (str, os.PathLike)):
-            out.extend(read_result(p) for p in result_paths([item]))
+            paths = result_paths([item])
+            out.extend(read_result(p) for p in paths)
+            places.extend(paths)
             continue
         if isinstance(item, Mapping):
             item = Result.from_dict(item)
         if not isinstance(item, Result):
             raise TypeError(f"expected result records, got a {type(item).__name__}")
         out.append(item)
+        places.append(f"record {len(out)}")
+    check_distinct(out, places)
     return out
 
 

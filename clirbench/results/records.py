@@ -175,8 +175,8 @@ class MeasureValue:
                       "ci_high": float(self.ci_high), "n": int(self.n)})
 
     @classmethod
-    def from_dict(cls, data: Mapping, name: str = "?") -> "MeasureValue":
-        w = f"measures.{name}."
+    def from_dict(cls, data: Mapping, name: str = "?", where: str | None = None) -> "MeasureValue":
+        w = where or f"measures.{name}."
         _no_extra(data, ("value", "ci_low", "ci_high", "n"), w)
         nums = [_float_or_nan(_get(data, k, (float, type(None)), w)) for k in ("value", "ci_low", "ci_high")]
         n = _get(data, "n", (int,), w)
@@ -482,7 +482,7 @@ def check_preference(value: Mapping, doc_langs, pool_size: int) -> Mapping:
         cells = {}
         for lang in doc_langs:
             mv = row[lang]
-            mv = MeasureValue.from_dict(mv, f"preference.{part}.{lang}") if isinstance(mv, Mapping) else mv
+            mv = MeasureValue.from_dict(mv, where=f"preference.{part}.{lang}.") if isinstance(mv, Mapping) else mv
             if not isinstance(mv, MeasureValue):
                 raise ValueError(f"preference.{part}.{lang} must be an object with value, ci_low, ci_high, n")
             nums = [x for x in (mv.value, mv.ci_low, mv.ci_high) if not math.isnan(x)]

@@ -102,13 +102,14 @@ class Task:
             raise UnknownNameError(f"task {self.id} has no pool mode {pool_mode!r}; available: "
                                    f"{', '.join(self.card.pool_modes)}")
         groups = parse_langs(langs or f"{self.card.pivot}+all", self.card.languages)
+        scenarios = parse_scenarios(scenarios)  # before the data is read
         run_langs = list(dict.fromkeys(l for group in groups for l in group))
         outside = [l for l in query_langs or () if l not in run_langs]
         if outside:
             raise UnknownNameError(f"query language(s) {', '.join(outside)} not among the languages run; "
                                    f"valid query languages: {', '.join(run_langs)}")
         collection = self.load(sorted(run_langs), data_dir=data_dir, **options)
-        pools = build_pools(collection, groups, parse_scenarios(scenarios), query_langs, pool_mode)
+        pools = build_pools(collection, groups, scenarios, query_langs, pool_mode)
         subset = str(collection.source.get("subset") or "")
         return [dataclasses.replace(p, subset=subset) for p in pools] if subset else pools
 

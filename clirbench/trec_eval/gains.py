@@ -20,7 +20,9 @@ _INT = re.compile(r"[+-]?[0-9]+")
 
 def gain_table(r: Ranked, pairs) -> list[tuple[int, float, int]]:
     """(grade, gain, judged count) per gain level, in trec_eval's increasing-gain order."""
-    table = [[int(name), float(value), 0] for name, value in pairs if _INT.fullmatch(name)]
+    # a level of over 19 digits (beyond C's long) never equals a grade: left out, as it changes nothing
+    table = [[int(name), float(value), 0] for name, value in pairs
+             if _INT.fullmatch(name) and len(name.lstrip("+-")) <= 19]
     for level, count in enumerate(r.levels[:r.num_rel_levels].tolist()):
         for row in table:
             if row[0] == level:

@@ -10,10 +10,12 @@ given parameters twice, the first wins (as trec_eval).
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from ..checks import MAX_LONG
 from ..errors import UnknownNameError
 from . import cutoffs, gains, whole
 
@@ -118,19 +120,40 @@ class Selected:
 
 
 _ATOL = re.compile(r"\s*([+-]?[0-9]+)")
-_ATOF = re.compile(r"\s*([+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)")
+_ATOF = re.compile(r"\s*([+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?i:inf|nan))")
+LONG_MAX = MAX_LONG  # a cutoff beyond C's long is refused (atol's overflow is undefined in C)
 
 
 def atol(text: str) -> int:
-    """C's ``atol``: the leading integer, 0 if none."""
+    """C's ``atol``: the leading integer, 0 if none; beyond a C long: ``LONG_MAX + 1`` (or its negative),
+    without converting thousands of digits."""
     m = _ATOL.match(text)
-    return int(m.group(1)) if m else 0
+    if not m:
+        return 0
+    digits = m.group(1)
+    if len(digits.lstrip("+-")) > 19:
+        return -(LONG_MAX + 1) if digits.startswith("-") else LONG_MAX + 1
+    return int(digits)
 
 
 def atof(text: str) -> float:
-    """C's ``atof`` on decimal text: the leading number, 0.0 if none."""
+    """C's ``atof`` on decimal text: the leading number (``inf``/``nan`` as C reads them), 0.0 if none."""
     m = _ATOF.match(text)
     return float(m.group(1)) if m else 0.0
+
+
+def _shown(name: str, text: str | None = None) -> str:
+    """``name.text`` (or the whole ``-m`` argument ``name``) for an error, shortened: a 5,000-digit
+    cutoff is not echoed whole."""
+    arg = name if text is None else f"{name}.{text}"
+    return arg if len(arg) <= 60 else arg[:60] + f"… ({len(arg):,} characters)"
+
+
+def _finite(name: str, text: str, values) -> None:
+    """Refuse a parameter that is not a finite number (``1e400``, ``inf``, ``nan``): trec_eval's C reads
+    them as infinite or NaN and prints garbage or crashes."""
+    if any(not math.isfinite(v) for v in values):
+        raise ValueError(f"-m {_shown(name, text)}: parameters must be finite numbers")
 
 
 def _params(record: Record, text: str | None) -> tuple[tuple, tuple[str, ...]]:
@@ -139,9 +162,13 @@ def _params(record: Record, text: str | None) -> tuple[tuple, tuple[str, ...]]:
         values = record.defaults if text is None else sorted(
             (atol if kind == "cut_long" else atof)(t) for t in text.split(","))
         if kind == "cut_long" and values[0] <= 0:
-            raise ValueError(f"-m {name}.{text}: cutoffs must be positive")
+            raise ValueError(f"-m {_shown(name, text)}: cutoffs must be positive")
+        if kind == "cut_long" and values[-1] > LONG_MAX:
+            raise ValueError(f"-m {_shown(name, text)}: cutoffs must be at most {LONG_MAX} (a C long)")
+        if kind == "cut_double":
+            _finite(name, text, values)
         if len(set(values)) != len(values):
-            raise ValueError(f"-m {name}.{text}: duplicate cutoffs")
+            raise ValueError(f"-m {_shown(name, text)}: duplicate cutoffs")
         fmt = "{}_{}" if kind == "cut_long" else "{}_{:3.2f}"
         return tuple(values), tuple(fmt.format(name, v) for v in values)
     printed = (name if text is None else f"{name}_{text}",)
@@ -150,10 +177,14 @@ def _params(record: Record, text: str | None) -> tuple[tuple, tuple[str, ...]]:
             return (), printed
         items = [t.split("=") for t in text.split(",")]
         if any(len(i) != 2 for i in items):
-            raise ValueError(f"-m {name}.{text}: parameters must be name=value pairs separated by commas")
-        return tuple((k, atof(v)) for k, v in items), printed
+            raise ValueError(f"-m {_shown(name, text)}: parameters must be name=value pairs separated by commas")
+        pairs = tuple((k, atof(v)) for k, v in items)
+        _finite(name, text, [v for _, v in pairs])
+        return pairs, printed
     if kind in ("param_double", "string"):
-        return (record.defaults if text is None else tuple(atof(t) for t in text.split(","))), printed
+        values = record.defaults if text is None else tuple(atof(t) for t in text.split(","))
+        _finite(name, text, values)
+        return values, printed
     return (), (name,)
 
 
@@ -165,17 +196,17 @@ def select(args: Sequence[str]) -> list[Selected]:
         name, dot, text = arg.partition(".")
         if dot:
             if not text:
-                raise ValueError(f"-m {arg}: empty measure parameters")
+                raise ValueError(f"-m {_shown(arg)}: empty measure parameters")
             params.setdefault(name, text)
         if name in UNSUPPORTED:
-            raise UnknownNameError(f"-m {arg}: preference and jg measures need -R prefs/qrels_jg files, "
+            raise UnknownNameError(f"-m {_shown(arg)}: preference and jg measures need -R prefs/qrels_jg files, "
                                    f"which clirbench trec_eval does not read")
         if name in NICKNAMES:
             marked.update(NICKNAMES[name])
         elif name in MEASURES:
             marked.add(name)
         else:
-            raise UnknownNameError(f"illegal measure {arg!r}; valid: {', '.join(MEASURES)} "
+            raise UnknownNameError(f"illegal measure {_shown(arg)!r}; valid: {', '.join(MEASURES)} "
                                    f"(nicknames: {', '.join(NICKNAMES)})")
     out = []
     for name, record in MEASURES.items():
