@@ -194,3 +194,20 @@ def test_run_with_a_pool_id_through_the_cli(tmp_path):
     records = [json.loads(p.read_text(encoding="utf-8")) for p in out.rglob("*.json")]
     pools = {(r["task"]["id"], r["scenario"], tuple(r["doc_langs"]), r["query_lang"]) for r in records if "scenario" in r}
     assert pools == {("xquad", "multi", ("en", "zh"), "zh")}
+
+
+def test_language_tags_in_any_case_name_the_same_pools(tmp_path, capsys):
+    """``--langs EN,ZH --query-lang EN`` is ``en,zh`` / ``en`` (docs/commands.md: tags in BCP-47 case),
+    ``ALL`` is ``all``; an unknown tag is still one line."""
+    task = get_task("xquad")
+    assert task.canonical_languages("EN,Zh") == "en,zh" and task.canonical_languages(["EN", "ALL"]) == ["en", "all"]
+    lower = [p.name for p in task.pools(langs="en+all", scenarios="mono-cross", query_langs=["en"])]
+    upper = [p.name for p in task.pools(langs="EN+ALL", scenarios="mono-cross", query_langs=["EN"])]
+    assert upper == lower and len(lower) == 11
+    args = ["run", "--model", "bm25", "--task", "xquad", "--scenario", "mono-cross", "--no-progress",
+            "--resamples", "10", "--output", str(tmp_path / "out")]
+    assert main(args + ["--langs", "EN,ZH", "--query-lang", "EN"]) == 0
+    assert sorted(p.name for p in (tmp_path / "out").rglob("*.json")) == ["zh.q-en.json"]  # mono-cross: English queries, Chinese passages
+    capsys.readouterr()
+    assert main(args + ["--langs", "EN,XX"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1

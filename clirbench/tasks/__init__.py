@@ -160,10 +160,15 @@ class Task:
 
         if not spec:
             return spec
-        fn = self.loader().canonical_language
+        loader_code = self.loader().canonical_language
+        by_case = {lang.lower(): lang for lang in self.card.languages}  # EN is en, ALL is all
+
+        def fn(code: str) -> str:
+            return "all" if code.lower() == "all" else by_case.get(code.lower()) or loader_code(self.card, code)
+
         if isinstance(spec, str):
-            return re.sub(r"[^,+\s]+", lambda m: m.group() if m.group() == "all" else fn(self.card, m.group()), spec)
-        return [fn(self.card, code) for code in spec]
+            return re.sub(r"[^,+\s]+", lambda m: fn(m.group()), spec)
+        return [fn(code) for code in spec]
 
 
 def _check_takes_options(loader, card: TaskCard, options: Mapping) -> None:
