@@ -22,7 +22,10 @@ from ..ranking import RankTable, finish_table, rank_in_segments
 
 __all__ = ["rank_run_file"]
 
-_BLOCK = 8 << 20  # pyarrow's parse block: peak RSS 385 MB vs 465 MB at 16 MB on a 5k x 1000 run, same speed within noise
+# pyarrow's parse block. Whole `clirbench evaluate`, peak RSS / seconds, interleaved (2026-11-26, AMD EPYC):
+# 5k x 1000 run: 8 MB 274-286 MB / 0.64-0.88 s, 4 MB 194-224 MB / 0.58-0.70 s, 2 MB 187-197 MB / 0.66-0.77 s;
+# 50k x 1000: 8 MB 324-326 MB / 5.0-5.1 s, 4 MB 233-252 MB / 4.6-4.9 s, 2 MB 243-245 MB / 5.2-5.3 s
+_BLOCK = 4 << 20
 # bytes of whole lines parsed at once (pyarrow's threads, a block each) while the caller ranks the last chunk;
 # 5k x 1000 run (192 MB), process CPU: 16 MB 0.95 s, 53k page faults; 64 MB 1.36 s, 216k (buffers over
 # malloc's mmap threshold are fresh pages every time)
