@@ -307,3 +307,22 @@ def test_empty_field_check_equals_splitting_each_line(delim):
         bad = good[:at] + delim + delim + b"x\n"
         assert not _empty_field(good, len(good), delim)
         assert _empty_field(bad, len(bad), delim) == want(bad), at
+
+
+@pytest.mark.parametrize("qrels_text,says", [("q1 0 d1 x\n", "qrels.txt:1"), (None, "qrels.txt")])
+def test_the_qrels_error_comes_first_and_stops_the_reader_thread(tmp_path, qrels_text, says):
+    """The run's reader thread starts before the qrels are read (the two overlap): a malformed or
+    missing qrels file is still the error reported, and the thread is stopped, not left running."""
+    import threading
+
+    from clirbench.evaluate import evaluate_files
+
+    run = tmp_path / "run.txt"
+    run.write_text("".join(f"q{q} Q0 d{d} {d + 1} {1000 - d} t\n" for q in range(200) for d in range(500)))
+    qrels = tmp_path / "qrels.txt"
+    if qrels_text is not None:
+        qrels.write_text(qrels_text)
+    with pytest.raises((ValueError, OSError)) as err:  # what the CLI turns into one line
+        evaluate_files(qrels, run, ["RR"], resamples=10)
+    assert says in str(err.value)
+    assert not [t for t in threading.enumerate() if t.name == "clirbench-trec-reader"]
