@@ -281,7 +281,9 @@ def band_limits(lo: np.ndarray, hi: np.ndarray, err: np.ndarray) -> tuple[np.nda
 
 def count_band(R: np.ndarray, lo: np.ndarray, hi: np.ndarray, rows: int = 64):
     """Per row the count of entries > hi, and the entries in [lo, hi] as (row, col, score); in row
-    chunks whose boolean temporaries stay in cache (about 3x faster than whole-block passes)."""
+    chunks whose boolean temporaries stay in cache (about 3x faster than whole-block passes). A
+    chunk with few entries >= lo (a good retriever's: the relevant document near the top) is
+    counted from those entries alone, with one comparison pass instead of two."""
     n, w = R.shape
     gt = np.empty(n, dtype=np.int64)
     above, atleast = np.empty((min(rows, n), w), dtype=bool), np.empty((min(rows, n), w), dtype=bool)
@@ -289,10 +291,19 @@ def count_band(R: np.ndarray, lo: np.ndarray, hi: np.ndarray, rows: int = 64):
     for a in range(0, n, rows):
         b = min(a + rows, n)
         t, u = above[:b - a], atleast[:b - a]
+        np.greater_equal(R[a:b], lo[a:b, None], out=u)
+        if np.count_nonzero(u) <= u.size >> 6:  # sparse: gather the entries >= lo, split them at hi
+            i, c = np.divmod(np.flatnonzero(u), w)
+            v = R[a + i, c]
+            over = v > hi[a + i]
+            gt[a:b] = np.bincount(i[over], minlength=b - a)
+            inside = np.flatnonzero(~over)
+            if len(inside):
+                parts.append((a + i[inside], c[inside], v[inside]))
+            continue
         np.greater(R[a:b], hi[a:b, None], out=t)
         for r in range(b - a):  # count_nonzero of one row: a popcount, 1.5x a casting row sum
             gt[a + r] = np.count_nonzero(t[r])
-        np.greater_equal(R[a:b], lo[a:b, None], out=u)
         np.not_equal(t, u, out=u)  # lo <= x <= hi
         flat = np.flatnonzero(u)  # 1-d: a 2-d np.nonzero costs several times more
         if len(flat):

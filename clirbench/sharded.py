@@ -405,7 +405,7 @@ class DenseShards:
         CPU every score is ``exact_scores``' (the full-row path's, whatever the shard).
         ``bounded=True`` (CPU only, for counting): ``BoundedScores`` blocks, a float32 product with
         its error bound and exact scores on demand (the counter's ranks are the same)."""
-        from .retrievers.dense import BoundedScores, ExactScores, product_error, products_finite
+        from .retrievers.dense import BoundedScores, ExactScores, product_error, products_finite, row_norms
 
         torch = None
         if self.device is not None:
@@ -413,6 +413,7 @@ class DenseShards:
             half = {"float16": torch.float16, "bfloat16": torch.bfloat16}.get(self.precision)
             dt = half or torch.float32
             Qt = torch.from_numpy(np.ascontiguousarray(self.Q, dtype=np.float32)).to(self.device, dt)
+        q_norms = row_norms(self.Q) if bounded and torch is None else None  # once, not once per shard
 
         def score_shard(cols) -> Iterator[tuple[int, object]]:
             urows = self.rows[cols]
@@ -435,8 +436,9 @@ class DenseShards:
                 elif bounded:
                     Qb = self.Q[start:stop]
                     S = Qb @ D.T
-                    yield start, BoundedScores(Qb, Dg, S if gather is None else S[:, gather], product_error(Qb, d_norm),
-                                               products_finite(Qb, d_norm))
+                    qn = q_norms[start:stop]
+                    yield start, BoundedScores(Qb, Dg, S if gather is None else S[:, gather], product_error(Qb, d_norm, qn),
+                                               products_finite(Qb, d_norm, qn))
                 else:
                     S = exact(self.Q[start:stop], self.Q.dtype)
                     yield start, S if gather is None else S[:, gather]

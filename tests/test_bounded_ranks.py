@@ -186,3 +186,23 @@ def test_a_product_outside_its_bound_is_refused():
     with pytest.raises(RuntimeError, match="not IEEE float32"):
         rank_relevant_sharded(dense.scorer(True), 3, doc_ids, [q.id for q in pool.queries], pool.qrels,
                               bounds=dense.bounds)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_count_band_equals_a_direct_computation(seed):
+    """Per row the count above ``hi`` and the entries in [lo, hi] in row-major order, whichever way a
+    chunk is counted: sparse chunks (few entries >= lo, gathered) and dense ones (two comparisons),
+    with ties, NaN rows and empty bands (lo > hi)."""
+    rng = np.random.default_rng(seed)
+    n, w = int(rng.integers(1, 300)), int(rng.integers(1, 700))
+    R = rng.integers(0, 400, (n, w)).astype(np.float32) / 4  # values 0, 0.25, ..., 99.75: many ties
+    R[rng.random((n, w)) < 0.01] = np.nan
+    # odd seeds: bands near the top (sparse chunks, entries >= lo under 1/64), even: anywhere (dense)
+    centre = rng.choice([99.25, 99.5, 99.75, 150.0], n) if seed % 2 else rng.integers(0, 440, n) / 4
+    lo = centre - rng.integers(0, 3, n) / 4
+    hi = centre + rng.integers(-1, 3, n) / 4
+    gt, i, c, v = count_band(R, lo, hi)
+    with np.errstate(invalid="ignore"):
+        assert np.array_equal(gt, (R > hi[:, None]).sum(axis=1))
+        wi, wc = np.nonzero((R >= lo[:, None]) & (R <= hi[:, None]))
+    assert np.array_equal(i, wi) and np.array_equal(c, wc) and np.array_equal(v, R[wi, wc])

@@ -18,7 +18,7 @@ import numpy as np
 from ..collection import Text, texts_of
 from ..cache.embeddings import EmbeddingCache
 
-__all__ = ["DenseRetriever", "MAX_BLOCK_BYTES", "ExactScores", "exact_scores", "pair_scores", "BoundedScores",
+__all__ = ["DenseRetriever", "MAX_BLOCK_BYTES", "ExactScores", "exact_scores", "pair_scores", "BoundedScores", "row_norms",
            "product_error", "products_finite"]
 
 MAX_BLOCK_BYTES = 256 << 20  # one yielded score block stays at or below this
@@ -109,7 +109,13 @@ def pair_scores(q: np.ndarray, d: np.ndarray) -> np.ndarray:
     return out
 
 
-def product_error(Q: np.ndarray, d_norm: float) -> np.ndarray:
+def row_norms(Q: np.ndarray) -> np.ndarray:
+    """The float64 Euclidean norm of each row of ``Q`` (``product_error``'s and ``products_finite``'s
+    ``q_norm``: a caller scoring the same rows against many shards computes it once)."""
+    return np.sqrt(np.einsum("ij,ij->i", Q, Q, dtype=np.float64)) if Q.ndim == 2 else np.zeros(0)
+
+
+def product_error(Q: np.ndarray, d_norm: float, q_norm: np.ndarray | None = None) -> np.ndarray:
     """Per row of ``Q`` a bound on ``|fl(q . d) - q . d|`` for an IEEE float32 product computed in
     any summation order, with or without FMA, by any thread split: ``gamma_n * sum |q_i d_i| <=
     gamma_n |q| |d|`` (Higham, Accuracy and Stability, 3.1) with n = dim + 2 for slack, float32's unit
@@ -118,7 +124,7 @@ def product_error(Q: np.ndarray, d_norm: float) -> np.ndarray:
     dim = Q.shape[1] if Q.ndim == 2 else 0
     n, u = dim + 2, 2.0 ** -24
     gamma = n * u / (1 - n * u)
-    q_norm = np.sqrt(np.einsum("ij,ij->i", Q, Q, dtype=np.float64))
+    q_norm = row_norms(Q) if q_norm is None else q_norm
     return gamma * q_norm * d_norm * (1 + 2.0 ** -20) + dim * 2.0 ** -125
 
 
@@ -146,13 +152,13 @@ class BoundedScores:
         return out
 
 
-def products_finite(Q: np.ndarray, d_norm: float) -> bool:
+def products_finite(Q: np.ndarray, d_norm: float, q_norm: np.ndarray | None = None) -> bool:
     """True when every float32 product ``q . d`` with documents of norm <= ``d_norm`` is surely
     finite: each partial sum is at most ``(1 + gamma) |q| |d|``, far from float32 overflow (a NaN
     or infinite embedding makes a norm NaN or inf: False)."""
     if not len(Q):
         return True
-    qn = float(np.sqrt(np.einsum("ij,ij->i", Q, Q, dtype=np.float64)).max())
+    qn = float((row_norms(Q) if q_norm is None else q_norm).max())
     return qn * d_norm < 2.0 ** 120
 
 
@@ -320,7 +326,8 @@ class DenseRetriever:
                     S = Q @ D.T
                     if len(dup):
                         S[:, dup] = S[:, src]
-                    yield start, BoundedScores(Q, D, S, product_error(Q, d_norm), products_finite(Q, d_norm))
+                    q_norm = row_norms(Q)
+                    yield start, BoundedScores(Q, D, S, product_error(Q, d_norm, q_norm), products_finite(Q, d_norm, q_norm))
                 else:
                     if self._exact is None or self._exact.source is not D:
                         self._exact = ExactScores(D)  # D in float64 once per call
