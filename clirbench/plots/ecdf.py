@@ -16,17 +16,15 @@ def ecdf_series(results: Sequence[str | os.PathLike], measure: str = "MaxR") -> 
     """``{"<system> q-<lang>": sorted defined values}`` of ``measure``, in the order first met."""
     from ..errors import ClirbenchError
     from ..identity import labels
-    from ..results import read_per_query, read_result
-    from .figure import check_distinct, result_paths
+    from ..results import read_per_query
+    from .figure import distinct_results
 
     if not results:
         raise ClirbenchError("no result files to plot")
     given = [str(p) for p in results]
-    results = result_paths(results)
+    results, records = distinct_results(results)
     if not results:  # folders without result files: no empty figure
         raise ClirbenchError(f"{', '.join(given)[:200]}: no result files")
-    records = [read_result(p) for p in results]
-    check_distinct(records, results)
     keys = list(dict.fromkeys(r.system_key for r in records))
     label_of = dict(zip(keys, labels(keys)))  # one label per system, told apart only from the others
     names = [label_of[r.system_key] for r in records]

@@ -8,7 +8,7 @@ import io
 import os
 from pathlib import Path
 
-__all__ = ["SUFFIXES", "STYLE", "check_output", "result_paths", "check_distinct", "pyplot", "subplots", "save"]
+__all__ = ["SUFFIXES", "STYLE", "check_output", "result_paths", "check_distinct", "distinct_results", "pyplot", "subplots", "save"]
 
 SUFFIXES = (".svg", ".png")
 STYLE = {"svg.hashsalt": "clirbench", "svg.fonttype": "path", "font.size": 9, "axes.grid": True,
@@ -51,6 +51,17 @@ def check_distinct(records, places) -> None:
             raise ClirbenchError(f"{place}: a second result of {record.system_key.label} on {key[1].name} "
                                  f"(the first: {seen[key]}); a figure counts each pool once")
         seen[key] = place
+
+
+def distinct_results(paths) -> tuple[list[Path], list]:
+    """The result files named by ``paths`` (``result_paths``) and their records, each system's pool
+    once (``check_distinct``)."""
+    from ..results import read_result
+
+    files = result_paths(paths)
+    records = [read_result(p) for p in files]
+    check_distinct(records, files)
+    return files, records
 
 
 def pyplot():

@@ -53,14 +53,11 @@ def plot_preference(results, out):
     system and set of documents, stacked) to ``out`` (.svg or .png); returns the path."""
     from ..errors import ClirbenchError
     from ..identity import labels
-    from ..results import read_result
     from ..stats.preference import preference_matrix
-    from .figure import check_distinct, check_output, result_paths, save, subplots
+    from .figure import check_output, distinct_results, save, subplots
 
     check_output(out)
-    results = result_paths(results)
-    records = [read_result(p) for p in results]
-    check_distinct(records, results)
+    _, records = distinct_results(results)
     keys = list(dict.fromkeys(r.system_key for r in records))
     label_of = dict(zip(keys, labels(keys)))
     panels = [(label_of[key], m) for key in keys
