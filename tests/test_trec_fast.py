@@ -326,3 +326,93 @@ def test_the_qrels_error_comes_first_and_stops_the_reader_thread(tmp_path, qrels
         evaluate_files(qrels, run, ["RR"], resamples=10)
     assert says in str(err.value)
     assert not [t for t in threading.enumerate() if t.name == "clirbench-trec-reader"]
+
+
+@pytest.mark.parametrize("delim", [b" ", b"\t"])
+def test_line_check_refuses_exactly_what_the_exact_checks_refuse(tmp_path, delim):
+    """``_CheckedBytes.check`` (two numpy passes when pyarrow parsed the lines into rows, the exact
+    checks otherwise) against the exact checks and UTF-8 decoding, on random lines of six fields
+    with empty fields, empty lines, control bytes, \\r, non-ASCII text and invalid UTF-8, around the
+    counting slices' edges; only lines pyarrow parses are asked (the rows are its count)."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    from clirbench.formats import trec_fast as tf
+
+    (tmp_path / "r").write_bytes(b"")
+    check = tf._CheckedBytes(tmp_path / "r", delim)
+    options = dict(read_options=pcsv.ReadOptions(column_names=list("abcdef")),
+                   parse_options=pcsv.ParseOptions(delimiter=delim.decode(), quote_char=False, ignore_empty_lines=True),
+                   convert_options=pcsv.ConvertOptions(column_types={k: pa.binary() for k in "abcdef"}))
+
+    def exact(buf):
+        try:
+            text = buf.decode()
+        except UnicodeDecodeError:
+            return True
+        return bool(check._bad_ascii(buf) or tf._empty_field(buf, len(buf), delim) or check.bad_text.search(text))
+
+    rng = random.Random(11)
+    odd = [b"", b"\x0b", b"\r", b"\x7f", b"\x01", " é".encode(), b"\xff", b"\xc3", "\u2003".encode(), b"\n", delim]
+    asked = refused = 0
+    for trial in range(1500):
+        lines = []
+        for _ in range(rng.randint(1, 8)):
+            fields = [rng.choice([b"q1", b"Q0", b"doc7", b"3", b"1.5", b"run"]) for _ in range(6)]
+            if rng.random() < 0.3:
+                i = rng.randrange(6)
+                fields[i] = rng.choice([fields[i] + rng.choice(odd), rng.choice(odd)])
+            lines.append(delim.join(fields))
+        buf = b"\n".join(lines) + rng.choice([b"\n", b"", b"\n\n"])
+        if trial % 50 == 0:  # past a counting slice of 2**18 bytes
+            buf = (delim.join([b"q", b"Q0", b"d", b"1", b"2", b"t"]) + b"\n") * (2**18 // 12 + rng.randint(-3, 3)) + buf
+        try:
+            rows = pcsv.read_csv(pa.py_buffer(buf), **options).num_rows
+        except pa.ArrowInvalid:
+            continue
+        asked += 1
+        try:
+            check.check(buf + b"q2", len(buf), rows)
+            said = False
+        except tf._NotCanonical:
+            said = True
+        refused += said
+        assert said == exact(buf), buf[-200:]
+    check.close()
+    assert asked > 500 and 0.1 < refused / asked < 0.9  # both answers were asked for
+
+
+def test_relevant_entries_survive_fingerprint_collisions(monkeypatch):
+    """``_find_relevant`` gives exactly the (entry, row) pairs of equal segment and string, also when
+    entries' fingerprints collide with rows' (forced here) and when two rows share one (the lookup
+    by id then decides)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from clirbench.formats import trec_fast as tf
+
+    rng = np.random.default_rng(3)
+    docs = [f"d{int(i)}" for i in rng.integers(0, 40, 600)]
+    seg = np.repeat(np.arange(12), 50)
+    rel_docs = [f"d{int(i)}" for i in rng.integers(0, 40, 60)]
+    rel_seg = np.sort(rng.integers(0, 12, 60))
+    keep = sorted({(int(s), d) for s, d in zip(rel_seg, rel_docs)})  # a query's qrels hold a document once
+    rel_seg, rel_docs = np.array([s for s, _ in keep]), [d for _, d in keep]
+    d, rel = pa.array(docs), pa.array(rel_docs)
+    want = sorted((e, r) for e, (s, doc) in enumerate(zip(seg.tolist(), docs))
+                  for r, (rs, rd) in enumerate(zip(rel_seg.tolist(), rel_docs)) if s == rs and doc == rd)
+    ranker = tf._Ranker({})
+    fp = tf._fingerprints(d, seg)
+    rel_fp = tf._fingerprints(rel, rel_seg)
+    forced = fp.copy()
+    wrong = rng.random(len(fp)) < 0.5
+    forced[wrong] = rng.choice(rel_fp, int(wrong.sum()))  # false candidates: right fingerprint, wrong id or segment
+    true_pairs = np.isin(fp, rel_fp)
+    forced[true_pairs] = fp[true_pairs]  # a true pair keeps its fingerprint (equal strings, equal fingerprints)
+    for entry_fp in (fp, forced):
+        entry, row = ranker._find_relevant(pc, d, seg, entry_fp, rel, rel_seg)
+        assert sorted(zip(entry.tolist(), row.tolist())) == want
+    real = tf._fingerprints
+    monkeypatch.setattr(tf, "_fingerprints", lambda arr, s: real(arr, s) & np.uint64(3))  # rows share fingerprints
+    entry, row = ranker._find_relevant(pc, d, seg, tf._fingerprints(d, seg), rel, rel_seg)
+    assert sorted(zip(entry.tolist(), row.tolist())) == want
