@@ -5,10 +5,13 @@
 
 Writes a synthetic run (queries x depth, scores in steps of 1/8: heavy ties; 1-3 judged docs per
 query with grades 0-3, one relevant doc never retrieved) and its qrels under a temp folder, then
-runs each tool as its own process, one at a time, repetitions interleaved; reports wall time and
-peak RSS (ru_maxrss of the child) and CPU time per run, the load average after each, the medians, the time to read the file's bytes
-(`cat run > /dev/null`), a bare multi-threaded pyarrow parse of the whole run (`parse`:
-``pyarrow.csv.read_csv``, the same column types, nothing else), and the values of each tool side by side (they must agree to 1e-9).
+runs each tool as its own process, one at a time, repetitions interleaved. Reports, per run, wall
+time, peak RSS (ru_maxrss of the child), user and system CPU time and the load average after it;
+the medians and the fastest wall time; the time to read the file's bytes (`cat run > /dev/null`);
+a bare multi-threaded pyarrow parse of the whole run (`parse`: ``pyarrow.csv.read_csv``, the same
+column types, nothing else: its 3 GB table at 50,000 queries makes its system time, and so its wall
+time, swing with the kernel's page handling, 1 to 7 s of system time between consecutive runs);
+and the values of each tool side by side (they must agree to 1e-9).
 The temp folder is deleted at the end (``--data DIR`` keeps the files there, and reuses them).
 """
 from __future__ import annotations
@@ -72,8 +75,8 @@ def generate(folder: Path, queries: int, depth: int, n_docs: int, seed: int = 0)
             qrels.write(f"q{q} 0 doc{n_docs + q} {rng.integers(1, 4)}\n")  # relevant, never retrieved
 
 
-def run_child(cmd: list[str], folder: Path) -> tuple[float, float, float, str]:
-    """(wall seconds, peak RSS in GB of this child alone, its CPU seconds (user + system), stdout)."""
+def run_child(cmd: list[str], folder: Path) -> tuple[float, float, float, float, str]:
+    """(wall seconds, peak RSS in GB of this child alone, its user and system CPU seconds, stdout)."""
     with open(folder / "stdout", "w+") as out, open(folder / "stderr", "w+") as err:
         t = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err)
@@ -83,7 +86,7 @@ def run_child(cmd: list[str], folder: Path) -> tuple[float, float, float, str]:
         out.seek(0), err.seek(0)
         if proc.returncode:
             raise SystemExit(f"{' '.join(cmd[:4])} failed: {err.read().strip()[-500:]}")
-        return wall, usage.ru_maxrss * 1024 / 1e9, usage.ru_utime + usage.ru_stime, out.read()
+        return wall, usage.ru_maxrss * 1024 / 1e9, usage.ru_utime, usage.ru_stime, out.read()
 
 
 def main() -> None:
@@ -120,8 +123,9 @@ def main() -> None:
         values: dict[str, dict] = {}
         for rep in range(args.reps):
             for tool in ["cat", "parse", "reader"] + tools:  # one at a time, interleaved
-                wall, peak, cpu, out = run_child(commands[tool], folder)
-                rows[tool].append({"wall_s": round(wall, 3), "peak_rss_gb": round(peak, 3), "cpu_s": round(cpu, 3),
+                wall, peak, user, system, out = run_child(commands[tool], folder)
+                rows[tool].append({"wall_s": round(wall, 3), "peak_rss_gb": round(peak, 3), "cpu_s": round(user + system, 3),
+                                   "user_s": round(user, 3), "sys_s": round(system, 3),
                                    "load_avg_1min": round(os.getloadavg()[0], 2)})
                 if tool == "clirbench":
                     report = json.loads((folder / "out.json").read_text())
@@ -132,6 +136,9 @@ def main() -> None:
         summary = {
             "queries": args.queries, "depth": args.depth, "run_bytes": os.path.getsize(run),
             "median_wall_s": {t: statistics.median(r["wall_s"] for r in rs) for t, rs in rows.items()},
+            "min_wall_s": {t: min(r["wall_s"] for r in rs) for t, rs in rows.items()},
+            "median_user_s": {t: statistics.median(r["user_s"] for r in rs) for t, rs in rows.items()},
+            "median_sys_s": {t: statistics.median(r["sys_s"] for r in rs) for t, rs in rows.items()},
             "median_cpu_s": {t: statistics.median(r["cpu_s"] for r in rs) for t, rs in rows.items()},
             "median_peak_rss_gb": {t: statistics.median(r["peak_rss_gb"] for r in rs) for t, rs in rows.items()},
             "runs": rows, "values": values,
