@@ -416,3 +416,38 @@ def test_relevant_entries_survive_fingerprint_collisions(monkeypatch):
     monkeypatch.setattr(tf, "_fingerprints", lambda arr, s: real(arr, s) & np.uint64(3))  # rows share fingerprints
     entry, row = ranker._find_relevant(pc, d, seg, tf._fingerprints(d, seg), rel, rel_seg)
     assert sorted(zip(entry.tolist(), row.tolist())) == want
+
+
+@pytest.mark.parametrize("delim", [" ", "\t"])
+def test_random_damage_takes_the_fast_path_only_where_the_strict_reader_agrees(tmp_path, delim):
+    """Runs of random lines, some damaged (empty fields, empty lines, control bytes, \\r, a repeated
+    document, extra or missing fields, non-ASCII ids, a BOM): ``rank_run_file`` gives the strict
+    reader's table, or None where the strict reader must decide (it may then also refuse the file)."""
+    rng = random.Random(17 + (delim == "\t"))
+    qrels = {f"q{j}": {f"d{i}": (i % 3) for i in range(0, 12, 2)} for j in range(4)}
+    damage = ["", " ", "\t", "\x0b", "\r", "\x00", "é", "\u00a0", "\ufeff", "x y", delim * 2]
+    fast_taken = 0
+    for trial in range(300):
+        lines = [[f"q{j}", "Q0", f"d{doc}", str(i + 1), str(rng.choice([0.5, 1.0, 1.5, -2.0])), "run"]
+                 for j in range(rng.randint(1, 4)) for i, doc in enumerate(rng.sample(range(12), rng.randint(1, 12)))]
+        at, k, kind = rng.randrange(len(lines)), rng.randrange(6), rng.random()  # one damage, or none
+        if kind < 0.5:
+            lines[at][k] = rng.choice([lines[at][k] + rng.choice(damage), rng.choice(damage)])
+        elif kind < 0.6:
+            lines[at] = lines[at][:rng.randint(1, 5)] if rng.random() < 0.5 else lines[at] + ["extra"]
+        elif kind < 0.7:
+            lines.insert(at, lines[at] if rng.random() < 0.5 else [])
+        lines = [delim.join(f) for f in lines]
+        path = tmp_path / f"r{trial}"
+        path.write_bytes(("\ufeff" if trial % 37 == 0 else "").encode() + ("\n".join(lines) + "\n").encode())
+        got = rank_run_file(path, qrels)
+        try:
+            strict = read_run(path)
+        except ValueError:  # the one-line error the CLI prints
+            assert got is None, path.read_bytes()[:300]
+            continue
+        if got is not None:
+            fast_taken += 1
+            same_table(got[0], rank_run(strict, qrels))
+            assert got[1] == list(strict)
+    assert fast_taken > 100
