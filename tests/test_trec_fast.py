@@ -241,7 +241,7 @@ def test_prefetched_keeps_order_passes_errors_and_stops_when_the_caller_does():
     assert next(gen) == 0
     gen.close()
     assert time.perf_counter() - t < 5
-    assert not [th for th in threading.enumerate() if th.name == "clirbench-trec-reader"]
+    assert not [th for th in threading.enumerate() if th.name.startswith("clirbench-trec-reader")]
 
 
 def test_fingerprints_depend_only_on_the_string_and_its_segment():
@@ -325,7 +325,7 @@ def test_the_qrels_error_comes_first_and_stops_the_reader_thread(tmp_path, qrels
     with pytest.raises((ValueError, OSError)) as err:  # what the CLI turns into one line
         evaluate_files(qrels, run, ["RR"], resamples=10)
     assert says in str(err.value)
-    assert not [t for t in threading.enumerate() if t.name == "clirbench-trec-reader"]
+    assert not [t for t in threading.enumerate() if t.name.startswith("clirbench-trec-reader")]
 
 
 @pytest.mark.parametrize("delim", [b" ", b"\t"])
@@ -451,3 +451,27 @@ def test_random_damage_takes_the_fast_path_only_where_the_strict_reader_agrees(t
             same_table(got[0], rank_run(strict, qrels))
             assert got[1] == list(strict)
     assert fast_taken > 100
+
+
+def test_a_bad_chunk_far_in_stops_every_reader_thread(tmp_path, monkeypatch):
+    """Chunks parsed two at a time: a control byte in a late chunk still sends the file to the strict
+    reader (its error, through evaluate_files), and no reader or parse thread is left running."""
+    import threading
+
+    import clirbench.formats.trec_fast as tf
+    from clirbench.evaluate import evaluate_files
+
+    monkeypatch.setattr(tf, "_CHUNK", 4096)
+    lines = [f"q{q} Q0 d{d} {d + 1} {100 - d} t" for q in range(60) for d in range(40)]
+    lines[-7] = lines[-7].replace(" t", " t\x0bx")  # str.split splits on \x0b: 7 fields
+    (tmp_path / "run.txt").write_text("\n".join(lines) + "\n")
+    (tmp_path / "qrels.txt").write_text("".join(f"q{q} 0 d3 1\n" for q in range(60)))
+    assert tf.rank_run_file(tmp_path / "run.txt", {"q1": {"d3": 1}}) is None
+    with pytest.raises(ValueError, match="run.txt:2394: expected 6 fields"):
+        evaluate_files(tmp_path / "qrels.txt", tmp_path / "run.txt", ["RR"], resamples=10)
+    assert not [t for t in threading.enumerate() if t.name.startswith("clirbench-trec-reader")]
+    lines[-7] = lines[-7].replace("\x0b", "")
+    (tmp_path / "run.txt").write_text("\n".join(lines) + "\n")
+    got = tf.rank_run_file(tmp_path / "run.txt", {"q1": {"d3": 1}})
+    assert got is not None and got[0].rank.tolist() == [4.0]
+    assert not [t for t in threading.enumerate() if t.name.startswith("clirbench-trec-reader")]
