@@ -28,9 +28,9 @@ __all__ = ["rank_run_file"]
 _BLOCK = 4 << 20
 # bytes of whole lines per read_csv call (pyarrow's threads, a block each; two calls at once) while the
 # caller ranks the chunks before; 5k x 1000 run (192 MB), process CPU: 16 MB 0.95 s, 53k page faults;
-# 64 MB 1.36 s, 216k (buffers over malloc's mmap threshold are fresh pages every time). With the checks
-# after the parse and two calls at once (50k x 1000, interleaved, 2026-11-26): 8, 12 and 16 MB within
-# 3% of each other in wall time, peak RSS 0.28, 0.37 and 0.41 GB
+# 64 MB 1.36 s, 216k (buffers over malloc's mmap threshold are fresh pages every time). 50k x 1000,
+# interleaved, 2026-11-26, one call at a time and the checks in a thread of their own: 8, 12 and 16 MB
+# 3.95, 3.86 and 3.94 s (medians of 5), peak RSS 0.28, 0.37 and 0.41 GB
 _CHUNK = 2 * _BLOCK
 # every character str.split() splits on, but the line breaks (\n, \r) and the delimiter
 _PY_SPACE = "\t\x0b\x0c\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
