@@ -68,9 +68,11 @@ def test_both_ranking_layouts_agree(tmp_path, seed, monkeypatch):
     same_table(rank_run_file(tmp_path / "r", qrels)[0], ref)
 
 
-def test_many_chunks_and_queries_spanning_them(tmp_path, monkeypatch):
+@pytest.mark.parametrize("two_at_once", [0, 1 << 40])
+def test_many_chunks_and_queries_spanning_them(tmp_path, monkeypatch, two_at_once):
     import clirbench.formats.trec_fast as tf
 
+    monkeypatch.setattr(tf, "_TWO_AT_ONCE", two_at_once)  # chunks parsed two at a time, or one
     monkeypatch.setattr(tf, "_BLOCK", 1 << 10)  # pyarrow's minimum-ish block: queries cross batches
     monkeypatch.setattr(tf, "_CHUNK", 3001)  # and lines cross the byte chunks parsed at once
     rng = np.random.default_rng(1)
@@ -453,15 +455,17 @@ def test_random_damage_takes_the_fast_path_only_where_the_strict_reader_agrees(t
     assert fast_taken > 100
 
 
-def test_a_bad_chunk_far_in_stops_every_reader_thread(tmp_path, monkeypatch):
-    """Chunks parsed two at a time: a control byte in a late chunk still sends the file to the strict
-    reader (its error, through evaluate_files), and no reader or parse thread is left running."""
+@pytest.mark.parametrize("two_at_once", [0, 1 << 40])
+def test_a_bad_chunk_far_in_stops_every_reader_thread(tmp_path, monkeypatch, two_at_once):
+    """Chunks parsed one or two at a time: a control byte in a late chunk still sends the file to the
+    strict reader (its error, through evaluate_files), and no reader or parse thread is left running."""
     import threading
 
     import clirbench.formats.trec_fast as tf
     from clirbench.evaluate import evaluate_files
 
     monkeypatch.setattr(tf, "_CHUNK", 4096)
+    monkeypatch.setattr(tf, "_TWO_AT_ONCE", two_at_once)
     lines = [f"q{q} Q0 d{d} {d + 1} {100 - d} t" for q in range(60) for d in range(40)]
     lines[-7] = lines[-7].replace(" t", " t\x0bx")  # str.split splits on \x0b: 7 fields
     (tmp_path / "run.txt").write_text("\n".join(lines) + "\n")

@@ -32,6 +32,10 @@ _BLOCK = 4 << 20
 # interleaved, 2026-11-26, one call at a time and the checks in a thread of their own: 8, 12 and 16 MB
 # 3.95, 3.86 and 3.94 s (medians of 5), peak RSS 0.28, 0.37 and 0.41 GB
 _CHUNK = 2 * _BLOCK
+# files of this size or more (on disk) have two chunks parsed at once: 50k x 1000 (1.97 GB), whole
+# `clirbench evaluate`, 3.75 s and 0.25 GB peak RSS instead of about 4.0 s and 0.26 GB; below it one
+# chunk at a time (5k x 1000, 192 MB: 0.60 s either way, 0.24 -> 0.22 GB, a quarter of pytrec_eval's)
+_TWO_AT_ONCE = 512 << 20
 # every character str.split() splits on, but the line breaks (\n, \r) and the delimiter
 _PY_SPACE = "\t\x0b\x0c\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 
@@ -49,6 +53,7 @@ class _CheckedBytes:
         with open(path, "rb") as f:
             gz = f.read(2) == b"\x1f\x8b"
         self.raw = gzip.open(path, "rb") if gz else open(path, "rb")
+        self.size = os.path.getsize(path)  # on disk
         self.first, self.closed = True, False
         other = b"\t" if delim == b" " else b" "
         # whitespace but the delimiter and line breaks, and the control characters the strict reader refuses:
@@ -378,10 +383,11 @@ def _read(pa, pcsv, pc, source: _CheckedBytes, delim: bytes, qrels) -> tuple[Ran
                                             check_utf8=False,
                                             include_columns=["q", "d", "s"], null_values=[],
                                             strings_can_be_null=False, quoted_strings_can_be_null=False))
-    # parsing starts now, in the reader thread and its two parse workers (with pyarrow's pool), which
-    # also check each chunk's lines (two numpy passes: where they ran changed the wall time by under
-    # 2%). One parsed chunk waits for the ranking, not two: 0.24 -> 0.22 GB peak RSS at 5,000 queries
-    chunks = _prefetched(_parsed(pa, pcsv, source, options), depth=1)
+    # parsing starts now, in the reader thread and its parse workers (with pyarrow's pool), which also
+    # check each chunk's lines (two numpy passes: where they ran changed the wall time by under 2%).
+    # One parsed chunk waits for the ranking, not two (peak RSS at 5,000 queries: 0.24 -> 0.22 GB)
+    workers = 2 if source.size >= _TWO_AT_ONCE else 1
+    chunks = _prefetched(_parsed(pa, pcsv, source, options, workers), depth=1)
     try:
         ranker = _Ranker(qrels() if callable(qrels) else qrels)
         carry = None
