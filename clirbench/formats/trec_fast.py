@@ -34,7 +34,8 @@ _BLOCK = 4 << 20
 _CHUNK = 2 * _BLOCK
 # files of this size or more (on disk) have two chunks parsed at once: 50k x 1000 (1.97 GB), whole
 # `clirbench evaluate`, 3.75 s and 0.25 GB peak RSS instead of about 4.0 s and 0.26 GB; below it one
-# chunk at a time (5k x 1000, 192 MB: 0.60 s either way, 0.24 -> 0.22 GB, a quarter of pytrec_eval's)
+# chunk at a time (5k x 1000, 192 MB: 0.62 s and 0.24 GB with two, 0.64 s and 0.22 GB with one: a
+# quarter of pytrec_eval's 0.89 GB)
 _TWO_AT_ONCE = 512 << 20
 # every character str.split() splits on, but the line breaks (\n, \r) and the delimiter
 _PY_SPACE = "\t\x0b\x0c\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
