@@ -68,8 +68,9 @@ def test_both_ranking_layouts_agree(tmp_path, seed, monkeypatch):
     same_table(rank_run_file(tmp_path / "r", qrels)[0], ref)
 
 
+@pytest.mark.parametrize("name", ["r", "r.gz"])
 @pytest.mark.parametrize("two_at_once", [0, 1 << 40])
-def test_many_chunks_and_queries_spanning_them(tmp_path, monkeypatch, two_at_once):
+def test_many_chunks_and_queries_spanning_them(tmp_path, monkeypatch, two_at_once, name):
     import clirbench.formats.trec_fast as tf
 
     monkeypatch.setattr(tf, "_TWO_AT_ONCE", two_at_once)  # chunks parsed two at a time, or one
@@ -78,8 +79,8 @@ def test_many_chunks_and_queries_spanning_them(tmp_path, monkeypatch, two_at_onc
     rng = np.random.default_rng(1)
     run = {f"q{j}": {f"doc{i}": float(rng.integers(0, 4)) for i in rng.choice(500, 120, replace=False)} for j in range(30)}
     qrels = {q: {d: int(rng.integers(1, 4)) for d in list(v)[::7]} for q, v in run.items()}
-    write_layout(tmp_path / "r", run)
-    got = rank_run_file(tmp_path / "r", qrels)
+    write_layout(tmp_path / name, run)
+    got = rank_run_file(tmp_path / name, qrels)
     assert got is not None
     same_table(got[0], rank_run(run, qrels))
 
