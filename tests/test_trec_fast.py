@@ -269,6 +269,8 @@ def test_fingerprints_depend_only_on_the_string_and_its_segment():
             assert first.setdefault(s, f) == f
         other = _fingerprints(arr, np.ones(len(arr), dtype=np.int64))
         assert (other != fp).mean() > 0.99  # the segment is mixed in
+    alone = {x: int(_fingerprints(pa.array([x], type=pa.string()), np.zeros(1, dtype=np.int64))[0]) for x in strings}
+    assert first == alone  # whatever the other strings of the array (short ones beside long ones)
 
 
 @pytest.mark.parametrize("delim", [b" ", b"\t"])
@@ -480,3 +482,17 @@ def test_a_bad_chunk_far_in_stops_every_reader_thread(tmp_path, monkeypatch, two
     got = tf.rank_run_file(tmp_path / "run.txt", {"q1": {"d3": 1}})
     assert got is not None and got[0].rank.tolist() == [4.0]
     assert not [t for t in threading.enumerate() if t.name.startswith("clirbench-trec-reader")]
+
+
+def test_relevant_short_ids_are_found_beside_long_ones(tmp_path):
+    """Ids over 16 bytes and short ones in one chunk, the relevant ones short (and then long): the
+    fingerprints of the judged ids, computed apart from the run's, must still match theirs."""
+    lines = [f"q1 Q0 {'x' * 30}{i} {i + 1} {9 - i} t" for i in range(6)]
+    lines += [f"q2 Q0 d{i} {i + 1} {9 - i} t" for i in range(6)]
+    lines += [f"q3 Q0 {'y' * 20}{i} {i + 1} {9 - i} t" for i in range(6)]
+    (tmp_path / "r").write_text("\n".join(lines) + "\n")
+    for qrels in ({"q2": {"d3": 1, "d5": 2}}, {"q1": {"x" * 30 + "2": 1}, "q2": {"d1": 1}}, {"q3": {"y" * 20 + "4": 1}}):
+        got = rank_run_file(tmp_path / "r", qrels)
+        assert got is not None
+        same_table(got[0], rank_run(read_run(tmp_path / "r"), qrels))
+        assert np.isfinite(got[0].rank).all()

@@ -175,9 +175,11 @@ def _fingerprints(arr, seg: np.ndarray) -> np.ndarray:
         # they are combined
         fp ^= length.astype(np.uint64) * np.uint64(0x27D4EB2F165667C5)
         _mix(fp)
-        if len(length) and int(length.max()) > 16:
-            fp ^= np.where(length > 16, words[start + length // 2 - 4], 0)
-            _mix(fp)
+        long = np.flatnonzero(length > 16)  # the middle word of long strings, mixed in theirs only: a
+        if len(long):  # string's fingerprint must not depend on the others' lengths
+            x = fp[long] ^ words[start[long] + length[long] // 2 - 4]
+            _mix(x)
+            fp[long] = x
         fp ^= head
         fp ^= seg.astype(np.uint64) * np.uint64(0xC2B2AE3D27D4EB4F)
     return fp
