@@ -55,7 +55,7 @@ class _CheckedBytes:
             gz = f.read(2) == b"\x1f\x8b"
         self.raw = gzip.open(path, "rb") if gz else open(path, "rb")
         self.size = os.path.getsize(path)  # on disk
-        self.first, self.closed = True, False
+        self.first = True
         other = b"\t" if delim == b" " else b" "
         # whitespace but the delimiter and line breaks, and the control characters the strict reader refuses:
         # 0x7f, the other delimiter, and every byte < 0x20 but \n, \r and a tab delimiter (``_bad_ascii``)
@@ -64,10 +64,10 @@ class _CheckedBytes:
         self.bad_text = re.compile("[" + _PY_SPACE.replace(delim.decode(), "").replace(other.decode(), "") + other.decode()
                                    + "\x80-\x9f\ufeff]")
 
-    def read(self, n: int = -1) -> bytes:
-        """The next bytes, unchecked (``check`` every line)."""
+    def read(self, n: int) -> bytes:
+        """The next ``n`` bytes, unchecked (``check`` every line)."""
         try:
-            block = self.raw.read(_BLOCK if n is None or n < 0 else n)
+            block = self.raw.read(n)
         except Exception as exc:  # zlib.error, EOFError, BadGzipFile...: the strict reader names them
             raise _NotCanonical(str(exc)) from None
         if self.first:
@@ -128,14 +128,7 @@ class _CheckedBytes:
                     return True
         return False
 
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return False
-
     def close(self) -> None:
-        self.closed = True
         self.raw.close()
 
 
@@ -254,7 +247,7 @@ class _Ranker:
             by_row = np.sort(fp)
             dup = by_row[1:][by_row[1:] == by_row[:-1]]
         if len(dup):
-            self._check_duplicates(d, seg, dup)
+            self._check_duplicates(d, seg, fp, dup)
         # relevant judgements of the evaluated queries, in qrels order (as rank_run_arrays): this
         # chunk's only (a set of all the qrels' relevant documents, rebuilt for every chunk, cost
         # 4.7 s of 9 at 50,000 queries)
@@ -310,8 +303,8 @@ class _Ranker:
         keep = np.flatnonzero(seg[entry] == rel_seg[row])
         entry, row = entry[keep], row[keep]
         if len(entry):
-            same = _numpy(pc.indices_nonzero(pc.equal(_take(d, entry), _take(rel_docs, row))), np.uint64)
-            entry, row = entry[same.astype(np.int64)], row[same.astype(np.int64)]
+            same = _numpy(pc.indices_nonzero(pc.equal(_take(d, entry), _take(rel_docs, row))), np.uint64).astype(np.int64)
+            entry, row = entry[same], row[same]
         return entry, row
 
     def _find_relevant_by_id(self, pc, d, seg: np.ndarray, rel_docs, rel_seg: np.ndarray
@@ -331,8 +324,8 @@ class _Ranker:
         return cand[hit], order[pos[hit]]
 
     @staticmethod
-    def _check_duplicates(d, seg: np.ndarray, same: np.ndarray) -> None:
-        where = np.flatnonzero(np.isin(_fingerprints(d, seg), same))
+    def _check_duplicates(d, seg: np.ndarray, fp: np.ndarray, same: np.ndarray) -> None:
+        where = np.flatnonzero(np.isin(fp, same))
         if len(where) > 100_000:
             raise _NotCanonical("fingerprints")
         pairs = set()
