@@ -121,18 +121,17 @@ class Selected:
 
 _ATOL = re.compile(r"\s*([+-]?[0-9]+)")
 _ATOF = re.compile(r"\s*([+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?i:inf|nan))")
-LONG_MAX = MAX_LONG  # a cutoff beyond C's long is refused (atol's overflow is undefined in C)
 
 
 def atol(text: str) -> int:
-    """C's ``atol``: the leading integer, 0 if none; beyond a C long: ``LONG_MAX + 1`` (or its negative),
+    """C's ``atol``: the leading integer, 0 if none; beyond a C long: ``MAX_LONG + 1`` (or its negative),
     without converting thousands of digits."""
     m = _ATOL.match(text)
     if not m:
         return 0
     digits = m.group(1)
     if len(digits.lstrip("+-")) > 19:
-        return -(LONG_MAX + 1) if digits.startswith("-") else LONG_MAX + 1
+        return -(MAX_LONG + 1) if digits.startswith("-") else MAX_LONG + 1
     return int(digits)
 
 
@@ -163,8 +162,8 @@ def _params(record: Record, text: str | None) -> tuple[tuple, tuple[str, ...]]:
             (atol if kind == "cut_long" else atof)(t) for t in text.split(","))
         if kind == "cut_long" and values[0] <= 0:
             raise ValueError(f"-m {_shown(name, text)}: cutoffs must be positive")
-        if kind == "cut_long" and values[-1] > LONG_MAX:
-            raise ValueError(f"-m {_shown(name, text)}: cutoffs must be at most {LONG_MAX} (a C long)")
+        if kind == "cut_long" and values[-1] > MAX_LONG:
+            raise ValueError(f"-m {_shown(name, text)}: cutoffs must be at most {MAX_LONG} (a C long)")
         if kind == "cut_double":
             _finite(name, text, values)
         if len(set(values)) != len(values):
