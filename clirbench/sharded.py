@@ -140,7 +140,7 @@ class _Counter:
             if bounded is not None:
                 s = bounded.exact(p.rel_row[own] - start, local)
                 lo, hi = band_limits(s, s, bounded.err[p.rel_row[own] - start])
-                approx = S[p.rel_row[own] - start, local]
+                approx = _to_numpy(S[_index(p.rel_row[own] - start, xp, S), _index(local, xp, S)])
                 if np.any((approx < lo) | (approx > hi)):
                     raise RuntimeError("a float32 product fell outside its error bound: the products are not IEEE "
                                        "float32 (TF32 or reduced-precision matmul?); rank with exact scores instead")
@@ -193,7 +193,11 @@ class _Counter:
                rows=None) -> None:
         lo, hi = self.lo[pidx], self.hi[pidx]
         if bounded is not None:  # approximate scores: widen the band by the error, score the band exactly
-            gt, i, c, _ = count_band(R, *band_limits(lo, hi, bounded.err[rows]))
+            wide_lo, wide_hi = band_limits(lo, hi, bounded.err[rows])
+            if xp is np:
+                gt, i, c, _ = count_band(R, wide_lo, wide_hi)
+            else:
+                gt, i, c, _ = _count_band_on_device(R, wide_lo, wide_hi, xp)
             score = bounded.exact(rows[i], c)
             gt = gt + np.bincount(i[score > hi[i]], minlength=len(gt))
             inside = np.flatnonzero(score >= lo[i]) if len(i) else i
@@ -202,12 +206,7 @@ class _Counter:
         elif xp is np:
             gt, i, c, score = count_band(R, lo, hi)
         else:
-            lo_t, hi_t = xp.from_numpy(lo).to(R.device), xp.from_numpy(hi).to(R.device)
-            above = R > hi_t[:, None]
-            gt = above.sum(1).cpu().numpy()
-            band = (R >= lo_t[:, None]) & ~above
-            i, c = (x.cpu().numpy() for x in xp.nonzero(band, as_tuple=True))
-            score = R[band].float().cpu().numpy()
+            gt, i, c, score = _count_band_on_device(R, lo, hi, xp)
         self.count[pidx] += gt
         keep = c != own_local[i]  # the relevant doc never counts against itself
         i, c, score = i[keep], c[keep], score[keep]
@@ -315,6 +314,16 @@ def _isnan_any(S, xp) -> bool:
     return bool(np.isnan(S).any()) if xp is np else bool(xp.isnan(S).any())
 
 
+def _count_band_on_device(R, lo: np.ndarray, hi: np.ndarray, xp):
+    """``ranking.count_band`` for a torch tensor, counted on its device: per row the count of entries
+    > hi, and the entries in [lo, hi] as numpy (row, col, score)."""
+    lo_t, hi_t = xp.from_numpy(lo).to(R.device), xp.from_numpy(hi).to(R.device)
+    above = R > hi_t[:, None]
+    band = (R >= lo_t[:, None]) & ~above
+    i, c = (x.cpu().numpy() for x in xp.nonzero(band, as_tuple=True))
+    return above.sum(1).cpu().numpy(), i, c, R[band].float().cpu().numpy()
+
+
 def _index(a: np.ndarray, xp, like):
     return a if xp is np else xp.from_numpy(np.ascontiguousarray(a)).to(like.device)
 
@@ -400,11 +409,22 @@ class DenseShards:
     device: object = None  # torch.device or None (numpy)
     precision: str = "float32"
 
+    def exact_ranks(self) -> bool:
+        """Whether the counter's ranks are those of the canonical ``fl32(fl64(q . d))`` scores (the
+        full-row path's): always on the CPU; on a torch device for float32 products at full precision,
+        counted as ``BoundedScores`` (``scorer(bounded=True)``); not for half precision or TF32."""
+        if self.device is None:
+            return True
+        from .retrievers.dense import full_float32
+
+        return self.precision == "float32" and self.Q.dtype == np.float32 and full_float32(self.device)
+
     def scorer(self, bounded: bool = False):
         """``score_shard(cols)``: copies of one text share one row of U, so they get one score; on the
         CPU every score is ``exact_scores``' (the full-row path's, whatever the shard).
-        ``bounded=True`` (CPU only, for counting): ``BoundedScores`` blocks, a float32 product with
-        its error bound and exact scores on demand (the counter's ranks are the same)."""
+        ``bounded=True`` (float32, for counting; on a device only where ``exact_ranks()``):
+        ``BoundedScores`` blocks, a float32 product (numpy, or a tensor on the device) with its error
+        bound and exact scores on demand (the counter's ranks are the same)."""
         from .retrievers.dense import BoundedScores, ExactScores, product_error, products_finite, row_norms
 
         torch = None
@@ -413,7 +433,9 @@ class DenseShards:
             half = {"float16": torch.float16, "bfloat16": torch.bfloat16}.get(self.precision)
             dt = half or torch.float32
             Qt = torch.from_numpy(np.ascontiguousarray(self.Q, dtype=np.float32)).to(self.device, dt)
-        q_norms = row_norms(self.Q) if bounded and torch is None else None  # once, not once per shard
+        if bounded and not self.exact_ranks():
+            raise ValueError("bounded blocks need IEEE float32 products (no half precision, no TF32)")
+        q_norms = row_norms(self.Q) if bounded else None  # once, not once per shard
 
         def score_shard(cols) -> Iterator[tuple[int, object]]:
             urows = self.rows[cols]
@@ -423,22 +445,23 @@ class DenseShards:
             if torch is not None:
                 Dt = torch.from_numpy(np.ascontiguousarray(D, dtype=np.float32)).to(self.device, dt)
                 g = None if gather is None else torch.from_numpy(gather).to(self.device)
-            elif bounded:
+            if bounded:
                 Dg = D if gather is None else D[gather]
                 d_norm = float(np.sqrt(np.einsum("ij,ij->i", D, D, dtype=np.float64)).max()) if len(D) else 0.0
-            else:
+            elif torch is None:
                 exact = ExactScores(D)
             for start in range(0, len(self.Q), self.block_rows):
                 stop = min(start + self.block_rows, len(self.Q))
-                if torch is not None:
+                if torch is not None and not bounded:
                     S = (Qt[start:stop] @ Dt.T).float()
                     yield start, S if g is None else S[:, g]
-                elif bounded:
+                elif bounded:  # the float32 bound holds for numpy's and the device's product alike
                     Qb = self.Q[start:stop]
-                    S = Qb @ D.T
+                    S = Qb @ D.T if torch is None else Qt[start:stop] @ Dt.T
+                    if gather is not None:
+                        S = S[:, gather] if torch is None else S[:, g]
                     qn = q_norms[start:stop]
-                    yield start, BoundedScores(Qb, Dg, S if gather is None else S[:, gather], product_error(Qb, d_norm, qn),
-                                               products_finite(Qb, d_norm, qn))
+                    yield start, BoundedScores(Qb, Dg, S, product_error(Qb, d_norm, qn), products_finite(Qb, d_norm, qn))
                 else:
                     S = exact(self.Q[start:stop], self.Q.dtype)
                     yield start, S if gather is None else S[:, gather]
@@ -447,7 +470,7 @@ class DenseShards:
 
     def bounds(self, rel_row: np.ndarray, rel_col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """An interval surely holding each pair's computed float32 score (``dense_bounds``)."""
-        return dense_bounds(self.Q[rel_row], self.U[self.rows[rel_col]], exact=self.device is None)
+        return dense_bounds(self.Q[rel_row], self.U[self.rows[rel_col]], exact=self.exact_ranks())
 
 
 def dense_bounds(q: np.ndarray, d: np.ndarray, exact: bool = True) -> tuple[np.ndarray, np.ndarray]:
@@ -534,10 +557,10 @@ def rank_pool_sharded(retriever, seen_pool, pool, shards: int | None = None, dev
         if dense.device is not None:
             import torch as xp
         exactness = {"bounds": dense.bounds} if precision == "float32" else {}
-        bounded = dense.device is None and dense.Q.dtype == np.float32
+        bounded = dense.Q.dtype == np.float32 and dense.exact_ranks()
         table = rank_relevant_sharded(dense.scorer(bounded), parts, doc_ids, query_ids, pool.qrels, pool.exclusions,
                                       langs, pool.query_lang, xp=xp, check_nan=False, **exactness)
-        return ShardedRanks(table, len(parts), "dense document shards", precision == "float32", precision)
+        return ShardedRanks(table, len(parts), "dense document shards", dense.exact_ranks(), precision)
     table = _rank_full_rows_split(retriever.score(seen_pool.queries, seen_pool.docs), n, doc_ids, query_ids,
                                   pool, langs)
     return ShardedRanks(table, min(n, max(len(doc_ids), 1)), "column split of full rows", True, "float32")

@@ -108,7 +108,9 @@ def test_bounded_ranks_equal_exact_ranks_and_an_independent_sort(seed):
         assert np.array_equal(got.qidx, exact.qidx) and np.array_equal(got.grade, exact.grade)
     assert _triples(ExactRanker().rank(DenseRetriever(Enc(Q, D)), pool, pool).table) == want
     for shards in (1, 2, 5, 13):
-        assert _triples(rank_pool_sharded(DenseRetriever(Enc(Q, D)), pool, pool, shards).table) == want, shards
+        for device in (None, "cpu"):  # numpy's product, and torch's (counted as tensors: the GPU path)
+            got = rank_pool_sharded(DenseRetriever(Enc(Q, D), block_rows=7), pool, pool, shards, device)
+            assert got.exact and _triples(got.table) == want, (shards, device)
 
 
 def test_the_near_ties_reach_the_exact_band_and_the_product_errs():
@@ -134,6 +136,34 @@ def test_pair_scores_equal_fsum():
     want = _fsum_scores(Q, D)[r, c]
     assert np.array_equal(pair_scores(Q[r], D[c]), want)
     assert pair_scores(Q[:0], D[:0]).shape == (0,)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_torch_product_gives_the_exact_ranks_too(seed):
+    """The GPU path's code, on torch's CPU device ("cpu:0": torch's own float32 product, summed in
+    another order than numpy's BLAS): its blocks carry the same bound, so the ranks are the exact
+    ones. With TF32-like precision allowed the bound would not hold: plain blocks instead, and the
+    sharded path's record says its ranks are not exact."""
+    torch = pytest.importorskip("torch")
+    Q, D = _adversarial(seed)
+    perm = np.random.default_rng(seed + 10).permutation(len(D)) if seed else np.arange(len(D))
+    pool = _pool(Q, D, perm, seed)
+    want = _reference_ranks(Q, D[perm], [d.id for d in pool.docs], pool.qrels, pool.exclusions,
+                            [q.id for q in pool.queries])
+    r = DenseRetriever(Enc(Q, D), block_rows=7, device="cpu:0")
+    blocks = list(r.score_bounded(pool.queries, pool.docs))
+    assert all(isinstance(b, BoundedScores) for _, b in blocks)
+    exact = _fsum_scores(Q, D[perm])
+    assert any((b.approx != exact[s:s + len(b.approx)]).any() for s, b in blocks)  # torch's scores are not exact
+    assert _triples(rank_blocks(iter(blocks), pool)) == want
+    assert _triples(ExactRanker().rank(r, pool, pool).table) == want
+    before = torch.get_float32_matmul_precision()
+    try:
+        torch.set_float32_matmul_precision("high")
+        assert all(isinstance(b, np.ndarray) for _, b in r.score_bounded(pool.queries, pool.docs))
+        assert not rank_pool_sharded(DenseRetriever(Enc(Q, D)), pool, pool, 3, "cpu").exact  # and says so
+    finally:
+        torch.set_float32_matmul_precision(before)
 
 
 def test_bounded_blocks_fall_back_where_the_product_is_not_float32():

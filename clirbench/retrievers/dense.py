@@ -29,6 +29,17 @@ _CHUNK_BYTES = 1 << 20  # float64 rows checked at a time
 _PAIRS = 2048  # row pairs scored at a time by pair_scores
 
 
+def full_float32(device) -> bool:
+    """Whether torch's float32 products on ``device`` are IEEE float32 ones (no TF32 or lower), so that
+    ``product_error`` bounds them. ``torch.set_float32_matmul_precision("high")`` (or the cuBLAS TF32
+    flag) turns that off, and with it the exact ranks of ``score_bounded``."""
+    import torch
+
+    if device.type == "cuda":
+        return torch.get_float32_matmul_precision() == "highest" and not torch.backends.cuda.matmul.allow_tf32
+    return device.type == "cpu" and torch.get_float32_matmul_precision() == "highest"
+
+
 class ExactScores:
     """``Q @ D.T`` where each element is ``fl32(fl64(q . d))``: a function of the two embeddings only.
 
@@ -129,7 +140,8 @@ def product_error(Q: np.ndarray, d_norm: float, q_norm: np.ndarray | None = None
 
 
 class BoundedScores:
-    """A block of float32 BLAS scores ``approx`` (fast, last bits shape-dependent) with, per row, a
+    """A block of float32 BLAS scores ``approx`` (fast, last bits shape-dependent; a numpy array, or a
+    torch tensor on its device for the sharded counter) with, per row, a
     rigorous bound ``err`` on ``|approx - q . d|``, and ``exact(rows, cols)``: the canonical
     ``fl32(fl64(q . d))`` of chosen elements. A ranker counts what ``approx`` decides (scores
     farther than the bound from the one compared with) and asks ``exact`` for the rest, so its
@@ -194,6 +206,8 @@ class DenseRetriever:
     Blocks hold at most ``max_block_bytes`` unless ``block_rows`` is given. ``device="cuda"`` (or
     None with torch already imported and CUDA available) computes products with torch on the GPU,
     in float32: fast, but those scores may differ in the last bits between block shapes.
+    ``score_bounded`` gives them the same error bound as on the CPU, so the ranks stay the exact
+    ones (unless TF32 is allowed: ``full_float32``).
     """
 
     def __init__(self, encoder, cache: EmbeddingCache | None = None, *, block_rows: int | None = None,
@@ -283,9 +297,10 @@ class DenseRetriever:
         return self._blocks(queries, docs, bounded=False)
 
     def score_bounded(self, queries: Sequence[Text], docs: Sequence[Text]) -> Iterator[tuple[int, object]]:
-        """``score``'s blocks as ``BoundedScores`` (a float32 product and its error bound; exact scores
-        on demand) on the CPU; plain exact blocks where that does not apply (GPU, a ``_product``
-        override, a float64 score dtype). ``ranking.rank_relevant`` gives the same ranks for both."""
+        """``score``'s blocks as ``BoundedScores`` (a float32 product, by BLAS or torch's device, and
+        its error bound; exact scores on demand); plain blocks where that does not apply (a ``_product``
+        override, a float64 score dtype, TF32 allowed on the device). ``ranking.rank_relevant`` gives
+        the exact ranks from either, except from a device's plain blocks (last bits of its product)."""
         bounded = type(self)._product is DenseRetriever._product and self.score_dtype == np.float32
         return self._blocks(queries, docs, bounded=bounded)
 
@@ -302,7 +317,7 @@ class DenseRetriever:
         src = first_col[dup]
         step = self.rows_per_block(n_d)
         device = self._torch_device() if n_q and n_d else None
-        bounded = bounded and device is None
+        bounded = bounded and (device is None or full_float32(device))
         if bounded and n_d:
             d_norm = float(np.sqrt(np.einsum("ij,ij->i", D, D, dtype=np.float64)).max())
         if device is not None:
@@ -321,19 +336,20 @@ class DenseRetriever:
                     S = torch.from_numpy(Q).to(device) @ Dt.T
                     if len(dup):
                         S[:, dup_t] = S[:, src_t]
-                    yield start, S.cpu().numpy()
+                    S = S.cpu().numpy()
                 elif bounded:
                     S = Q @ D.T
                     if len(dup):
                         S[:, dup] = S[:, src]
-                    q_norm = row_norms(Q)
-                    yield start, BoundedScores(Q, D, S, product_error(Q, d_norm, q_norm), products_finite(Q, d_norm, q_norm))
                 else:
                     if self._exact is None or self._exact.source is not D:
                         self._exact = ExactScores(D)  # D in float64 once per call
                     S = self._product(Q, D)
                     if len(dup):
                         S[:, dup] = S[:, src]
-                    yield start, S
+                if bounded:  # a float32 product, by BLAS or on the GPU: within product_error in any order
+                    q_norm = row_norms(Q)
+                    S = BoundedScores(Q, D, S, product_error(Q, d_norm, q_norm), products_finite(Q, d_norm, q_norm))
+                yield start, S
         finally:
             self._exact = None  # the float64 documents live as long as the call
