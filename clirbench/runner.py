@@ -35,6 +35,10 @@ def run(model, task="xquad", config: RunConfig | None = None, **options) -> RunR
 
     c = config.with_options(**options) if config is not None else RunConfig.of(**options)  # checked: before any work
     data, out = c.data, c.output
+    if c.ranking.executor == "local":  # (Ray's workers may hold the GPU that this machine lacks)
+        from .retrievers.encoders import check_device
+
+        check_device(c.retrieval.device)
     t_start = time.perf_counter()
     if isinstance(task, str):
         task = get_task(task)

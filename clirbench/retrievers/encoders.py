@@ -37,6 +37,33 @@ HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".h5", ".msgpack", ".onnx", ".gguf")
 
 
+def check_device(device: str | None, option: str = "--device") -> str | None:
+    """``device`` when this machine has it, else a one-line ``ClirbenchError`` (checked before any
+    work: an unusable GPU otherwise failed with a traceback once everything was encoded). None and
+    "cpu" pass without importing torch; another name must parse as a torch device, and cuda[:N] or
+    mps must be visible to torch."""
+    if device is None or device == "cpu":
+        return device
+    from ..errors import ClirbenchError
+
+    try:
+        import torch
+    except ImportError:
+        raise ClirbenchError(f"{option} {device!r} needs torch (pip install torch), or use cpu") from None
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError, TypeError):
+        raise ClirbenchError(f"{option} must be a torch device such as cpu, cuda or cuda:1, got {device!r}") from None
+    if dev.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if dev.index is not None and dev.index >= count or not count:
+            seen = f"{count} CUDA device{'s' if count != 1 else ''}" + (f" (0 to {count - 1})" if count > 1 else "")
+            raise ClirbenchError(f"{option} {device!r}: torch {torch.__version__} sees {seen}; use cpu")
+    elif dev.type == "mps" and not torch.backends.mps.is_available():
+        raise ClirbenchError(f"{option} {device!r}: torch sees no Apple GPU (mps); use cpu")
+    return device
+
+
 def default_device() -> str:
     """``cuda`` when torch sees a GPU, else ``cpu`` (imports torch)."""
     import torch

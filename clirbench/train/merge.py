@@ -75,6 +75,9 @@ def merge_models(models: Sequence[str], out: str | os.PathLike, weights: Sequenc
 
     from ..retrievers.encoders import HUB_ID, weights_hash
 
+    from ..retrievers.encoders import check_device
+
+    check_device(device)
     if len(models) < 2:
         raise ClirbenchError("clirbench merge needs at least two models")
     norm = check_weights(weights, len(models))

@@ -37,6 +37,9 @@ def train(model: str, out: str | os.PathLike, config: TrainConfig | None = None,
     ``eval_every`` steps (whose values go to ``loss_history``) and the output.
     """
     c = config.with_options(**options) if config is not None else TrainConfig.from_options(**options)
+    from ..retrievers.encoders import check_device
+
+    check_device(c.device)
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ClirbenchError(f"--out {out}: exists and is not empty; choose a new folder")
