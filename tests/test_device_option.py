@@ -43,6 +43,18 @@ def test_an_unusable_device_is_one_line_before_any_work(command, device, message
     assert not (tmp_path / "cache").exists()  # nothing encoded
 
 
+def test_the_python_api_says_so_in_one_line_too():
+    from clirbench.collection import Text
+    from clirbench.errors import ClirbenchError
+    from clirbench.retrievers import DenseRetriever
+
+    from conftest import BagOfCharsEncoder
+
+    texts = [Text("a", "river bank", "en"), Text("b", "loan shark", "en")]
+    with pytest.raises(ClirbenchError, match=r"^device 'cuda:\d+': torch .* sees "):
+        next(iter(DenseRetriever(BagOfCharsEncoder(), device=_missing_gpu()).score(texts, texts)))
+
+
 def test_cpu_and_a_visible_device_pass():
     from clirbench.retrievers.encoders import check_device
 

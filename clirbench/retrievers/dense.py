@@ -286,7 +286,9 @@ class DenseRetriever:
             return None
         import torch
 
-        return torch.device(dev)
+        from .encoders import check_device
+
+        return torch.device(check_device(dev, "device"))  # one line for a device this machine lacks
 
     def _product(self, Q: np.ndarray, D: np.ndarray) -> np.ndarray:
         exact = self._exact if self._exact is not None and self._exact.source is D else ExactScores(D)
