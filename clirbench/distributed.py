@@ -359,7 +359,7 @@ def _rank_shard(job: ShardTask, pairs, keys, lo, hi, query_texts, doc_texts, col
     if dense.device is not None:
         import torch as xp
     local = slice(0, len(doc_texts))
-    bounded = dense.device is None and dense.Q.dtype == np.float32  # float32 product, exact band
+    bounded = dense.Q.dtype == np.float32 and dense.exact_ranks()  # float32 product (numpy or torch), exact band
     part = count_shard(dense.scorer(bounded), cols, pairs, keys, n_docs, lo, hi, local=local, xp=xp, check_nan=False)
     arrays = part.arrays()
     top = None
@@ -426,7 +426,9 @@ def rank_pool_ray(retriever, seen_pool, pool, shards: int | None = None, *, addr
         dt = retriever.score_dtype
         q = retriever.embed([query_texts[r] for r in pairs.rel_row], "query").astype(dt)
         d = retriever.embed([doc_texts[c] for c in pairs.rel_col], "document").astype(dt)
-        lo, hi = dense_bounds(q, d, exact=device is None) if len(q) else (np.zeros(0), np.zeros(0))
+        # the workers count exact ranks on a torch device too (bounded blocks), unless its torch allows
+        # TF32: then a relevant score falls outside these bounds and the worker says so
+        lo, hi = dense_bounds(q, d, exact=True) if len(q) else (np.zeros(0), np.zeros(0))
         lo, hi = round32(lo, up=False), round32(hi, up=True)
         pool_key = _digest("rank_pool_ray/1", retriever.describe(), expected, doc_ids, query_ids,
                            [_digest(doc_texts), _digest(query_texts)], pairs.rel_row, pairs.rel_col,

@@ -34,6 +34,28 @@ def bag_recipe(cache_dir):
     return DenseRetriever(BagOfCharsEncoder(), EmbeddingCache(cache_dir), spec="test:bag", batch_size=4)
 
 
+class NearTieEncoder:
+    """Text "q<i>" / "d<j>": row i / j of ``test_bounded_ranks``' adversarial embeddings (seed 1)."""
+
+    model_id, revision, batch_size = "test/near-ties", "1", 64
+
+    def prompt(self, role):
+        return ""
+
+    def encode(self, texts, role):
+        from test_bounded_ranks import _adversarial
+
+        M = _adversarial(1)[0 if role == "query" else 1]
+        return M[[int(t[1:]) for t in texts]]
+
+
+def near_tie_recipe(cache_dir):
+    from clirbench.cache.embeddings import EmbeddingCache
+    from clirbench.retrievers.dense import DenseRetriever
+
+    return DenseRetriever(NearTieEncoder(), EmbeddingCache(cache_dir), spec="test:near-ties", batch_size=16)
+
+
 def in_a_task(driver_pid) -> bool:
     import ray
 
@@ -188,6 +210,26 @@ def test_ranks_and_topk_on_ray_equal_rank_relevant(tmp_path, local_ray, shards):
     assert (again.computed, again.reused) == (0, shards)
     assert_same_table(again.table, want)
     assert np.array_equal(again.topk[0], want_top[0])
+
+
+def test_ranks_on_ray_with_a_torch_device_are_the_exact_ones(tmp_path, local_ray):
+    """``device``: the workers multiply with torch (its CPU device here, a GPU on a cluster), whose
+    float32 scores differ from the exact ones in the last bits on these near-ties; counted as bounded
+    blocks, the ranks are still those of an independent ``math.fsum`` sort."""
+    pytest.importorskip("torch")
+    from clirbench.distributed import rank_pool_ray
+    from test_bounded_ranks import _adversarial, _pool, _reference_ranks, _triples
+
+    Q, D = _adversarial(1)
+    perm = np.random.default_rng(11).permutation(len(D))
+    pool = _pool(Q, D, perm, 1)
+    want = _reference_ranks(Q, D[perm], [d.id for d in pool.docs], pool.qrels, pool.exclusions,
+                            [q.id for q in pool.queries])
+    for device in (None, "cpu"):
+        got = rank_pool_ray(near_tie_recipe(tmp_path / str(device)), pool, pool, 3, recipe=near_tie_recipe, workers=2,
+                            device=device)
+        assert got.exact and got.computed == 3
+        assert _triples(got.table) == want, device
 
 
 def test_workers_building_another_retriever_is_one_line(tmp_path):
