@@ -4,6 +4,7 @@ itself, so the test holds on a GPU machine too: the CUDA index one past those to
 from __future__ import annotations
 
 import re
+import sys
 
 import pytest
 
@@ -53,6 +54,16 @@ def test_the_python_api_says_so_in_one_line_too():
     texts = [Text("a", "river bank", "en"), Text("b", "loan shark", "en")]
     with pytest.raises(ClirbenchError, match=r"^device 'cuda:\d+': torch .* sees "):
         next(iter(DenseRetriever(BagOfCharsEncoder(), device=_missing_gpu()).score(texts, texts)))
+
+
+def test_without_torch_a_device_other_than_cpu_says_what_to_install(monkeypatch):
+    from clirbench.errors import ClirbenchError
+    from clirbench.retrievers.encoders import check_device
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch raises ImportError
+    with pytest.raises(ClirbenchError, match=r"^--device 'cuda' needs torch \(pip install torch\), or use cpu$"):
+        check_device("cuda")
+    assert check_device("cpu") == "cpu" and check_device(None) is None  # torch never imported for these
 
 
 def test_cpu_and_a_visible_device_pass():
