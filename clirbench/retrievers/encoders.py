@@ -56,7 +56,7 @@ def check_device(device: str | None, option: str = "--device") -> str | None:
         raise ClirbenchError(f"{option} must be a torch device such as cpu, cuda or cuda:1, got {device!r}") from None
     if dev.type == "cuda":
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        if dev.index is not None and dev.index >= count or not count:
+        if not count or (dev.index is not None and dev.index >= count):
             seen = f"{count} CUDA device{'s' if count != 1 else ''}" + (f" (0 to {count - 1})" if count > 1 else "")
             raise ClirbenchError(f"{option} {device!r}: torch {torch.__version__} sees {seen}; use cpu")
     elif dev.type == "mps" and not torch.backends.mps.is_available():

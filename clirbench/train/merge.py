@@ -73,9 +73,7 @@ def merge_models(models: Sequence[str], out: str | os.PathLike, weights: Sequenc
     import torch
     from sentence_transformers import SentenceTransformer
 
-    from ..retrievers.encoders import HUB_ID, weights_hash
-
-    from ..retrievers.encoders import check_device
+    from ..retrievers.encoders import HUB_ID, check_device, weights_hash
 
     check_device(device)
     if len(models) < 2:
