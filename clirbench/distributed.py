@@ -359,8 +359,7 @@ def _rank_shard(job: ShardTask, pairs, keys, lo, hi, query_texts, doc_texts, col
     if dense.device is not None:
         import torch as xp
     local = slice(0, len(doc_texts))
-    bounded = dense.Q.dtype == np.float32 and dense.exact_ranks()  # float32 product (numpy or torch), exact band
-    part = count_shard(dense.scorer(bounded), cols, pairs, keys, n_docs, lo, hi, local=local, xp=xp, check_nan=False)
+    part = count_shard(dense.scorer(dense.counts_bounded()), cols, pairs, keys, n_docs, lo, hi, local=local, xp=xp, check_nan=False)
     arrays = part.arrays()
     top = None
     if k:

@@ -419,6 +419,11 @@ class DenseShards:
 
         return self.precision == "float32" and self.Q.dtype == np.float32 and full_float32(self.device)
 
+    def counts_bounded(self) -> bool:
+        """Whether the counter should get ``scorer(bounded=True)``'s blocks: float32 products (numpy's,
+        or a device's at full precision) with their error bound, the near-ties scored exactly."""
+        return self.Q.dtype == np.float32 and self.exact_ranks()
+
     def scorer(self, bounded: bool = False):
         """``score_shard(cols)``: copies of one text share one row of U, so they get one score; on the
         CPU every score is ``exact_scores``' (the full-row path's, whatever the shard).
@@ -557,8 +562,7 @@ def rank_pool_sharded(retriever, seen_pool, pool, shards: int | None = None, dev
         if dense.device is not None:
             import torch as xp
         exactness = {"bounds": dense.bounds} if precision == "float32" else {}
-        bounded = dense.Q.dtype == np.float32 and dense.exact_ranks()
-        table = rank_relevant_sharded(dense.scorer(bounded), parts, doc_ids, query_ids, pool.qrels, pool.exclusions,
+        table = rank_relevant_sharded(dense.scorer(dense.counts_bounded()), parts, doc_ids, query_ids, pool.qrels, pool.exclusions,
                                       langs, pool.query_lang, xp=xp, check_nan=False, **exactness)
         return ShardedRanks(table, len(parts), "dense document shards", dense.exact_ranks(), precision)
     table = _rank_full_rows_split(retriever.score(seen_pool.queries, seen_pool.docs), n, doc_ids, query_ids,
