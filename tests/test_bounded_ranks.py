@@ -144,7 +144,8 @@ def test_a_torch_product_gives_the_exact_ranks_too(seed):
     another order than numpy's BLAS): its blocks carry the same bound, so the ranks are the exact
     ones. With TF32-like precision allowed the bound would not hold: plain blocks instead, and the
     sharded path's record says its ranks are not exact."""
-    torch = pytest.importorskip("torch")
+    import torch
+
     Q, D = _adversarial(seed)
     perm = np.random.default_rng(seed + 10).permutation(len(D)) if seed else np.arange(len(D))
     pool = _pool(Q, D, perm, seed)

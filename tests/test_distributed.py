@@ -216,7 +216,6 @@ def test_ranks_on_ray_with_a_torch_device_are_the_exact_ones(tmp_path, local_ray
     """``device``: the workers multiply with torch (its CPU device here, a GPU on a cluster), whose
     float32 scores differ from the exact ones in the last bits on these near-ties; counted as bounded
     blocks, the ranks are still those of an independent ``math.fsum`` sort."""
-    pytest.importorskip("torch")
     from clirbench.distributed import rank_pool_ray
     from test_bounded_ranks import _adversarial, _pool, _reference_ranks, _triples
 
