@@ -15,6 +15,8 @@ pytrec_eval does), the rank-set measures (MaxR, Complete@K, SameLangFirst, ...) 
 """
 from __future__ import annotations
 
+from collections import deque
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 
@@ -167,24 +169,28 @@ def judged_pairs(
     evaluated = [i for i, q in enumerate(query_ids) if qrels.get(q)]
     rel_row, rel_col, rel_grade, rel_doc, ex_row, ex_col = [], [], [], [], [], []
     num_docs = np.full(len(evaluated), float(n_docs))
+    no_exclusions = frozenset()
     for t, i in enumerate(evaluated):
         q = query_ids[i]
-        excl = set()
-        for d in exclusions.get(q, ()):
-            if d not in dindex:
-                raise ValueError(f"excluded doc {d!r} of query {q!r} is not in the pool")
-            excl.add(dindex[d])
-        num_docs[t] -= len(excl)
-        ex_row.extend([i] * len(excl))
-        ex_col.extend(sorted(excl))
+        excl = no_exclusions
+        if exclusions.get(q):
+            excl = set()
+            for d in exclusions[q]:
+                if d not in dindex:
+                    raise ValueError(f"excluded doc {d!r} of query {q!r} is not in the pool")
+                excl.add(dindex[d])
+            num_docs[t] -= len(excl)
+            ex_row.extend([i] * len(excl))
+            ex_col.extend(sorted(excl))
         for d, g in qrels[q].items():
-            if d not in dindex:
+            col = dindex.get(d)
+            if col is None:
                 raise ValueError(f"qrels doc {d!r} of query {q!r} is not in the pool")
             if g > 0:
-                if dindex[d] in excl:
+                if col in excl:
                     raise ValueError(f"relevant doc {d!r} of query {q!r} is excluded")
                 rel_row.append(i)
-                rel_col.append(dindex[d])
+                rel_col.append(col)
                 rel_grade.append(g)
                 rel_doc.append(d)
     return JudgedPairs(tuple(query_ids), evaluated, num_docs, np.asarray(rel_row, dtype=np.int64),
@@ -209,46 +215,111 @@ def rank_relevant(
     Every evaluated query (non-empty qrels) must be covered by exactly one block.
     """
     doc_ids, query_ids = list(doc_ids), list(query_ids)
-    n_docs, n_q = len(doc_ids), len(query_ids)
     p = judged_pairs(doc_ids, query_ids, qrels, exclusions, doc_langs)
     keys = tie_keys(doc_ids)
-    evaluated, rel_row, rel_col, ex_row, ex_col = p.evaluated, p.rel_row, p.rel_col, p.ex_row, p.ex_col
-    rank = np.full(len(rel_row), np.nan)
-
-    seen = np.zeros(n_q, dtype=bool)
-    for start, scores in blocks:
-        bounded = hasattr(scores, "approx")
-        scores = scores if bounded else np.asarray(scores)
-        if len(scores.shape) != 2 or scores.shape[1] != n_docs:
-            raise ValueError(f"score block has shape {scores.shape}, expected (b, {n_docs})")
-        stop = start + scores.shape[0]
-        if start < 0 or stop > n_q:
-            raise ValueError(f"score block rows {start}:{stop} outside {n_q} queries")
-        if seen[start:stop].any():
-            raise ValueError(f"score block rows {start}:{stop} overlap an earlier block")
-        seen[start:stop] = True
-        if bounded:  # a float32 product + error bound (retrievers.dense.BoundedScores)
-            if not scores.finite and np.isnan(scores.approx).any():
-                raise ValueError(f"NaN score in rows {start}:{stop}")
-            _rank_bounded(scores, start, p, keys, rank)
-            continue
-        if np.issubdtype(scores.dtype, np.floating) and np.isnan(scores).any():
-            raise ValueError(f"NaN score in rows {start}:{stop}")
-        lo, hi = np.searchsorted(rel_row, [start, stop])
-        step = max(1, _CHUNK // max(n_docs, 1))
-        for a in range(lo, hi, step):
-            b = min(a + step, hi)
-            rows, cols = rel_row[a:b], rel_col[a:b]
-            block = as_trec_scores(scores[rows - start])  # a copy: the caller's array is untouched
-            _exclude(block, rows, p)
-            s = block[np.arange(len(rows)), cols][:, None]
-            beats = (block > s) | ((block == s) & (keys[None, :] > keys[cols][:, None]))
-            rank[a:b] = 1 + np.count_nonzero(beats, axis=1)
-    missing = [query_ids[i] for i in evaluated if not seen[i]]
+    rank = np.full(len(p.rel_row), np.nan)
+    seen = np.zeros(len(query_ids), dtype=bool)
+    with _Parts() as parts:
+        for start, scores in blocks:
+            _rank_block(start, scores, p, keys, rank, seen, parts)
+    missing = [query_ids[i] for i in p.evaluated if not seen[i]]
     if missing:
         raise ValueError(f"no scores for {len(missing)} evaluated queries, e.g. {missing[0]!r}")
-
     return p.finish(rank, doc_langs, query_lang)
+
+
+def _rank_block(start: int, scores, p: JudgedPairs, keys: np.ndarray, rank: np.ndarray, seen: np.ndarray,
+                parts: "_Parts") -> None:
+    """``rank_relevant``'s work for one block: the ranks of its relevant pairs, into ``rank``."""
+    n_q, n_docs = len(seen), len(keys)
+    bounded = hasattr(scores, "approx") or hasattr(scores, "part")
+    scores = scores if bounded else np.asarray(scores)
+    if len(scores.shape) != 2 or scores.shape[1] != n_docs:
+        raise ValueError(f"score block has shape {scores.shape}, expected (b, {n_docs})")
+    stop = start + scores.shape[0]
+    if start < 0 or stop > n_q:
+        raise ValueError(f"score block rows {start}:{stop} outside {n_q} queries")
+    if seen[start:stop].any():
+        raise ValueError(f"score block rows {start}:{stop} overlap an earlier block")
+    seen[start:stop] = True
+    if hasattr(scores, "part"):  # rows still to compute (retrievers.dense.BoundedBlock)
+        parts.submit(scores, start, p, keys, rank)
+        return
+    if bounded:  # a float32 product + error bound (retrievers.dense.BoundedScores)
+        _rank_bounded(scores, start, p, keys, rank)
+        return
+    if np.issubdtype(scores.dtype, np.floating) and np.isnan(scores).any():
+        raise ValueError(f"NaN score in rows {start}:{stop}")
+    lo, hi = np.searchsorted(p.rel_row, [start, stop])
+    step = max(1, _CHUNK // max(n_docs, 1))
+    for a in range(lo, hi, step):
+        b = min(a + step, hi)
+        rows, cols = p.rel_row[a:b], p.rel_col[a:b]
+        block = as_trec_scores(scores[rows - start])  # a copy: the caller's array is untouched
+        _exclude(block, rows, p)
+        s = block[np.arange(len(rows)), cols][:, None]
+        beats = (block > s) | ((block == s) & (keys[None, :] > keys[cols][:, None]))
+        rank[a:b] = 1 + np.count_nonzero(beats, axis=1)
+
+
+class _Parts:
+    """Runs ``BoundedBlock`` rows on the BLAS's thread count of threads, each computing its part's
+    product on one BLAS thread and counting it (``_rank_bounded``): the counting then spreads over
+    the cores like the product. Parts of at most two blocks are queued; a part's scores exist only
+    while a thread works on it, so at most one block's worth of scores is held, as before."""
+
+    def __init__(self) -> None:
+        self.threads = 0
+        self.pool = None
+        self.stack = ExitStack()
+        self.queued: deque = deque()  # per block, its parts' futures
+
+    def __enter__(self) -> "_Parts":
+        return self
+
+    def submit(self, block, start: int, p: JudgedPairs, keys: np.ndarray, rank: np.ndarray) -> None:
+        if not self.threads:
+            self.threads = blas_threads()
+            if self.threads > 1:
+                from concurrent.futures import ThreadPoolExecutor
+                from threadpoolctl import ThreadpoolController
+
+                self.stack.enter_context(ThreadpoolController().limit(limits=1, user_api="blas"))
+                self.pool = self.stack.enter_context(ThreadPoolExecutor(self.threads, "clirbench-rank"))
+        n = block.shape[0]
+        step = -(-n // self.threads)
+        if self.pool is None:
+            for a in range(0, n, step):
+                _rank_bounded(block.part(a, a + step), start + a, p, keys, rank)
+            return
+        self.queued.append([self.pool.submit(_rank_part, block, a, a + step, start, p, keys, rank)
+                            for a in range(0, n, step)])
+        while len(self.queued) > 2:
+            for f in self.queued.popleft():
+                f.result()
+
+    def __exit__(self, kind, *_) -> None:
+        try:
+            if kind is None:
+                while self.queued:
+                    for f in self.queued.popleft():
+                        f.result()
+        finally:
+            for fs in self.queued:
+                for f in fs:
+                    f.cancel()
+            self.stack.close()
+
+
+def _rank_part(block, a: int, b: int, start: int, p: JudgedPairs, keys: np.ndarray, rank: np.ndarray) -> None:
+    _rank_bounded(block.part(a, b), start + a, p, keys, rank)
+
+
+def blas_threads() -> int:
+    """The thread count of the loaded BLAS (threadpoolctl; OPENBLAS_NUM_THREADS and the like set it)."""
+    from threadpoolctl import threadpool_info
+
+    return max([i.get("num_threads") or 1 for i in threadpool_info() if i.get("user_api") == "blas"], default=1)
 
 
 def _exclude(block: np.ndarray, rows: np.ndarray, p: JudgedPairs) -> None:
@@ -322,6 +393,8 @@ def _rank_bounded(block, start: int, p: JudgedPairs, keys: np.ndarray, rank: np.
     """``rank_relevant`` over one ``BoundedScores`` block: the float32 product decides every document
     farther than its error bound from the relevant one's exact score; the rest are scored exactly."""
     A = block.approx
+    if not block.finite and np.isnan(A).any():
+        raise ValueError(f"NaN score in rows {start}:{start + A.shape[0]}")
     a0, a1 = np.searchsorted(p.rel_row, [start, start + A.shape[0]])
     step = max(1, _CHUNK // max(A.shape[1], 1))  # rows copied at a time
     e0, e1 = np.searchsorted(p.ex_row, [start, start + A.shape[0]])

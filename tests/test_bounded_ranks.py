@@ -11,8 +11,16 @@ import pytest
 
 from clirbench.collection import Pool, Text
 from clirbench.ranking import ExactRanker, count_band, rank_blocks, rank_relevant
-from clirbench.retrievers.dense import BoundedScores, DenseRetriever, pair_scores, product_error, products_finite
+from clirbench.retrievers.dense import BoundedBlock, BoundedScores, DenseRetriever, pair_scores, product_error, products_finite
 from clirbench.sharded import rank_pool_sharded
+from threadpoolctl import threadpool_info, threadpool_limits
+
+
+def threadpool_info_blas():
+    return sorted(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+
+
+BLAS_THREADS = threadpool_info_blas()
 
 
 class Enc:
@@ -89,8 +97,16 @@ def _pool(Q, D, perm, seed):
     return Pool("t", "multi", "unique", ("en",), "en", docs, queries, qrels, excl)
 
 
+@pytest.mark.parametrize("blas_threads", [1, 2, 3])
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_bounded_ranks_equal_exact_ranks_and_an_independent_sort(seed):
+def test_bounded_ranks_equal_exact_ranks_and_an_independent_sort(seed, blas_threads):
+    """On one thread the blocks' parts are computed in turn; on more, on that many threads at once."""
+    with threadpool_limits(blas_threads, user_api="blas"):
+        _bounded_ranks_equal_exact_ranks(seed)
+    assert threadpool_info_blas() == BLAS_THREADS  # the parts' one-thread limit is lifted afterwards
+
+
+def _bounded_ranks_equal_exact_ranks(seed):
     Q, D = _adversarial(seed)
     perm = np.random.default_rng(seed + 10).permutation(len(D)) if seed else np.arange(len(D))
     pool = _pool(Q, D, perm, seed)
@@ -102,7 +118,7 @@ def test_bounded_ranks_equal_exact_ranks_and_an_independent_sort(seed):
     for rows in (1, 3, 7, 64, None):
         r = DenseRetriever(Enc(Q, D), block_rows=rows)
         blocks = list(r.score_bounded(pool.queries, pool.docs))
-        assert all(isinstance(b, BoundedScores) for _, b in blocks)  # the fast path, not a fallback
+        assert all(isinstance(b, BoundedBlock) for _, b in blocks)  # the fast path, not a fallback
         got = rank_blocks(iter(blocks), pool)
         assert _triples(got) == want, rows
         assert np.array_equal(got.qidx, exact.qidx) and np.array_equal(got.grade, exact.grade)
@@ -188,6 +204,25 @@ def test_nan_in_a_bounded_block_is_an_error():
         rank_blocks(iter([(0, block)]), pool)
     assert not products_finite(Q, float("nan")) and not products_finite(Q * np.float32(1e30), 1e30)
     assert products_finite(Q, 1.0)
+
+
+@pytest.mark.parametrize("blas_threads", [1, 2])
+def test_nan_from_a_blocks_part_is_an_error_on_any_thread_count(blas_threads):
+    """A NaN in a query's embedding (the embedding cache refuses them; a retriever of one's own may not)
+    makes NaN scores in the part that computes it: a ValueError naming the part's rows, raised from
+    the thread that found it."""
+    Q, D = _adversarial(0)
+    Q[33, 2] = np.nan
+    pool = _pool(Q, D, np.arange(len(D)), 0)
+    dup = np.zeros(0, np.int64)
+    blocks = [(a, BoundedBlock(Q, np.arange(a, min(a + 10, len(Q))), D, 1.0, dup, dup)) for a in range(0, len(Q), 10)]
+    with threadpool_limits(blas_threads, user_api="blas"):
+        with pytest.raises(ValueError, match="NaN score in rows " + ("30:40" if blas_threads == 1 else "30:35")):
+            rank_blocks(iter(blocks), pool)
+    assert threadpool_info_blas() == BLAS_THREADS
+    Q[33, 2] = 0.5
+    assert _triples(rank_blocks(iter(blocks), pool)) == _reference_ranks(
+        Q, D, [d.id for d in pool.docs], pool.qrels, pool.exclusions, [q.id for q in pool.queries])
 
 
 def test_a_product_outside_its_bound_is_refused():

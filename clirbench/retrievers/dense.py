@@ -18,8 +18,8 @@ import numpy as np
 from ..collection import Text, texts_of
 from ..cache.embeddings import EmbeddingCache
 
-__all__ = ["DenseRetriever", "MAX_BLOCK_BYTES", "ExactScores", "exact_scores", "pair_scores", "BoundedScores", "row_norms",
-           "product_error", "products_finite"]
+__all__ = ["DenseRetriever", "MAX_BLOCK_BYTES", "ExactScores", "exact_scores", "pair_scores", "BoundedScores",
+           "BoundedBlock", "row_norms", "product_error", "products_finite"]
 
 MAX_BLOCK_BYTES = 256 << 20  # one yielded score block stays at or below this
 
@@ -164,6 +164,30 @@ class BoundedScores:
         return out
 
 
+class BoundedBlock:
+    """Score rows not computed yet: ``part(a, b)`` computes rows ``a:b`` as ``BoundedScores`` (a
+    float32 BLAS product with its error bound; copies of a document get its first copy's column).
+    A ranker computes the parts on several threads, each counting the rows it computed, so the
+    counting spreads over the cores as the product does (``ranking.rank_relevant``)."""
+
+    def __init__(self, qvecs: np.ndarray, qrows: np.ndarray, D: np.ndarray, d_norm: float,
+                 dup: np.ndarray, src: np.ndarray) -> None:
+        self.qvecs, self.qrows, self.D, self.d_norm, self.dup, self.src = qvecs, qrows, D, d_norm, dup, src
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return len(self.qrows), len(self.D)
+
+    def part(self, a: int, b: int) -> BoundedScores:
+        Q = self.qvecs[self.qrows[a:b]].astype(np.float32, copy=False)
+        S = Q @ self.D.T
+        if len(self.dup):
+            S[:, self.dup] = S[:, self.src]
+        q_norm = row_norms(Q)
+        return BoundedScores(Q, self.D, S, product_error(Q, self.d_norm, q_norm),
+                             products_finite(Q, self.d_norm, q_norm))
+
+
 def products_finite(Q: np.ndarray, d_norm: float, q_norm: np.ndarray | None = None) -> bool:
     """True when every float32 product ``q . d`` with documents of norm <= ``d_norm`` is surely
     finite: each partial sum is at most ``(1 + gamma) |q| |d|``, far from float32 overflow (a NaN
@@ -299,10 +323,11 @@ class DenseRetriever:
         return self._blocks(queries, docs, bounded=False)
 
     def score_bounded(self, queries: Sequence[Text], docs: Sequence[Text]) -> Iterator[tuple[int, object]]:
-        """``score``'s blocks as ``BoundedScores`` (a float32 product, by BLAS or torch's device, and
-        its error bound; exact scores on demand); plain blocks where that does not apply (a ``_product``
+        """``score``'s blocks as a float32 product with its error bound (exact scores on demand):
+        ``BoundedBlock`` on the CPU (the ranker computes its rows where it counts them),
+        ``BoundedScores`` from torch's device; plain blocks where that does not apply (a ``_product``
         override, a float64 score dtype, TF32 allowed on the device). ``ranking.rank_relevant`` gives
-        the exact ranks from either, except from a device's plain blocks (last bits of its product)."""
+        the exact ranks from each, except from a device's plain blocks (last bits of its product)."""
         bounded = type(self)._product is DenseRetriever._product and self.score_dtype == np.float32
         return self._blocks(queries, docs, bounded=bounded)
 
@@ -330,26 +355,25 @@ class DenseRetriever:
         try:
             for start in range(0, n_q, step):
                 stop = min(start + step, n_q)
-                Q = qvecs[qrows[start:stop]].astype(self.score_dtype, copy=False) if n_d else None
                 if n_d == 0:
                     yield start, np.zeros((stop - start, 0), dtype=self.score_dtype)
                     continue
+                if bounded and device is None:  # computed, part by part, by the ranker's threads
+                    yield start, BoundedBlock(qvecs, qrows[start:stop], D, d_norm, dup, src)
+                    continue
+                Q = qvecs[qrows[start:stop]].astype(self.score_dtype, copy=False)
                 if device is not None:
                     S = torch.from_numpy(Q).to(device) @ Dt.T
                     if len(dup):
                         S[:, dup_t] = S[:, src_t]
                     S = S.cpu().numpy()
-                elif bounded:
-                    S = Q @ D.T
-                    if len(dup):
-                        S[:, dup] = S[:, src]
                 else:
                     if self._exact is None or self._exact.source is not D:
                         self._exact = ExactScores(D)  # D in float64 once per call
                     S = self._product(Q, D)
                     if len(dup):
                         S[:, dup] = S[:, src]
-                if bounded:  # a float32 product, by BLAS or on the GPU: within product_error in any order
+                if bounded:  # a float32 product on the device: within product_error in any order
                     q_norm = row_norms(Q)
                     S = BoundedScores(Q, D, S, product_error(Q, d_norm, q_norm), products_finite(Q, d_norm, q_norm))
                 yield start, S
