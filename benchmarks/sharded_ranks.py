@@ -9,9 +9,10 @@ products:
 - floor: the blocked float32 matmul alone (same blocks, nothing counted);
 - sharded: ``clirbench.sharded.rank_relevant_sharded`` (float32 matmul + counting, one pass with
   error bounds; documents within the product's error bound of a relevant score scored exactly:
-  ``BoundedScores``, the ranks of the exact ``fl32(fl64(q . d))`` scores);
-- full (``--full``): ``clirbench.ranking.rank_relevant`` on full rows (``BoundedScores`` blocks, as
-  ``DenseRetriever.score_bounded`` yields them), whose ranks must equal the sharded ones (asserted).
+  ``BoundedBlock`` parts computed and counted on the BLAS's thread count of threads, the ranks of
+  the exact ``fl32(fl64(q . d))`` scores);
+- full (``--full``): ``clirbench.ranking.rank_relevant`` on full rows (``BoundedBlock`` blocks, as
+  ``DenseRetriever.score_bounded`` yields them on the CPU), whose ranks must equal the sharded ones (asserted).
 
 Prints each timed run, then a table: median seconds, time relative to the floor, and the peak of
 traced allocations per path (one more run each, under tracemalloc: numpy reports its arrays to it;
@@ -33,7 +34,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from clirbench.ranking import rank_relevant  # noqa: E402
-from clirbench.retrievers.dense import BoundedScores, product_error, products_finite  # noqa: E402
+from clirbench.retrievers.dense import BoundedBlock  # noqa: E402
 from clirbench.sharded import SHARD_BYTES, DenseShards, rank_relevant_sharded, shard_plan, shard_slices  # noqa: E402
 
 
@@ -122,8 +123,9 @@ def main(argv=None) -> None:
     def full():
         step = max(1, SHARD_BYTES // (4 * args.docs))  # DenseRetriever's default row blocks
         d_norm = float(np.linalg.norm(D.astype(np.float64), axis=1).max())
-        blocks = ((s, BoundedScores(Q[s:s + step], D, Q[s:s + step] @ D.T, product_error(Q[s:s + step], d_norm),
-                                    products_finite(Q[s:s + step], d_norm))) for s in range(0, args.queries, step))
+        none = np.zeros(0, np.int64)
+        blocks = ((s, BoundedBlock(Q, np.arange(s, min(s + step, args.queries)), D, d_norm, none, none))
+                  for s in range(0, args.queries, step))
         return rank_relevant(blocks, doc_ids, query_ids, qrels)
 
     paths = {"sharded count (exact ranks)": sharded, "floor: blocked matmul only": floor}

@@ -24,7 +24,7 @@ import numpy as np
 
 __all__ = ["RankTable", "tie_keys", "judged_pairs", "JudgedPairs", "rank_relevant", "rank_run", "rank_run_arrays",
            "rank_in_segments", "Ranked", "ExactRanker", "rank_blocks", "run_blocks", "RUN_ROWS", "round32",
-           "count_band", "band_limits"]
+           "count_band", "band_limits", "BlockParts", "blas_threads"]
 
 RUN_ROWS = 256  # score rows per block when a {qid: {docid: score}} run is laid over a pool
 
@@ -219,7 +219,7 @@ def rank_relevant(
     keys = tie_keys(doc_ids)
     rank = np.full(len(p.rel_row), np.nan)
     seen = np.zeros(len(query_ids), dtype=bool)
-    with _Parts() as parts:
+    with BlockParts() as parts:
         for start, scores in blocks:
             _rank_block(start, scores, p, keys, rank, seen, parts)
     missing = [query_ids[i] for i in p.evaluated if not seen[i]]
@@ -229,7 +229,7 @@ def rank_relevant(
 
 
 def _rank_block(start: int, scores, p: JudgedPairs, keys: np.ndarray, rank: np.ndarray, seen: np.ndarray,
-                parts: "_Parts") -> None:
+                parts: "BlockParts") -> None:
     """``rank_relevant``'s work for one block: the ranks of its relevant pairs, into ``rank``."""
     n_q, n_docs = len(seen), len(keys)
     bounded = hasattr(scores, "approx") or hasattr(scores, "part")
@@ -243,7 +243,7 @@ def _rank_block(start: int, scores, p: JudgedPairs, keys: np.ndarray, rank: np.n
         raise ValueError(f"score block rows {start}:{stop} overlap an earlier block")
     seen[start:stop] = True
     if hasattr(scores, "part"):  # rows still to compute (retrievers.dense.BoundedBlock)
-        parts.submit(scores, start, p, keys, rank)
+        parts.submit(scores, lambda part, a: _rank_bounded(part, start + a, p, keys, rank))
         return
     if bounded:  # a float32 product + error bound (retrievers.dense.BoundedScores)
         _rank_bounded(scores, start, p, keys, rank)
@@ -262,11 +262,14 @@ def _rank_block(start: int, scores, p: JudgedPairs, keys: np.ndarray, rank: np.n
         rank[a:b] = 1 + np.count_nonzero(beats, axis=1)
 
 
-class _Parts:
-    """Runs ``BoundedBlock`` rows on the BLAS's thread count of threads, each computing its part's
-    product on one BLAS thread and counting it (``_rank_bounded``): the counting then spreads over
-    the cores like the product. Parts of at most two blocks are queued; a part's scores exist only
-    while a thread works on it, so at most one block's worth of scores is held, as before."""
+class BlockParts:
+    """Computes ``BoundedBlock`` rows on the BLAS's thread count of threads: each thread computes one
+    part's product on one BLAS thread and hands it to ``work(scores, offset)`` (a ``BoundedScores``
+    of rows ``offset:offset + b`` of the block), so the counting spreads over the cores like the
+    product. One thread: the parts are worked in turn, in the caller's thread. Parts of at most two
+    blocks are queued; a part's scores exist only while a thread works on it, so at most one
+    block's worth of scores is held. Leaving the ``with`` waits for every part (or, on an error,
+    drops the queued ones) and lifts the one-thread limit."""
 
     def __init__(self) -> None:
         self.threads = 0
@@ -274,10 +277,10 @@ class _Parts:
         self.stack = ExitStack()
         self.queued: deque = deque()  # per block, its parts' futures
 
-    def __enter__(self) -> "_Parts":
+    def __enter__(self) -> "BlockParts":
         return self
 
-    def submit(self, block, start: int, p: JudgedPairs, keys: np.ndarray, rank: np.ndarray) -> None:
+    def submit(self, block, work: Callable[[object, int], None]) -> None:
         if not self.threads:
             self.threads = blas_threads()
             if self.threads > 1:
@@ -287,13 +290,12 @@ class _Parts:
                 self.stack.enter_context(ThreadpoolController().limit(limits=1, user_api="blas"))
                 self.pool = self.stack.enter_context(ThreadPoolExecutor(self.threads, "clirbench-rank"))
         n = block.shape[0]
-        step = -(-n // self.threads)
+        step = max(1, -(-n // self.threads))
         if self.pool is None:
             for a in range(0, n, step):
-                _rank_bounded(block.part(a, a + step), start + a, p, keys, rank)
+                work(block.part(a, a + step), a)
             return
-        self.queued.append([self.pool.submit(_rank_part, block, a, a + step, start, p, keys, rank)
-                            for a in range(0, n, step)])
+        self.queued.append([self.pool.submit(_work_on_part, work, block, a, a + step) for a in range(0, n, step)])
         while len(self.queued) > 2:
             for f in self.queued.popleft():
                 f.result()
@@ -311,8 +313,8 @@ class _Parts:
             self.stack.close()
 
 
-def _rank_part(block, a: int, b: int, start: int, p: JudgedPairs, keys: np.ndarray, rank: np.ndarray) -> None:
-    _rank_bounded(block.part(a, b), start + a, p, keys, rank)
+def _work_on_part(work, block, a: int, b: int) -> None:
+    work(block.part(a, b), a)
 
 
 def blas_threads() -> int:

@@ -30,12 +30,13 @@ for those scores, which are not the float32 ones, so the result records itself a
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from .ranking import RankTable, as_trec_scores, band_limits, count_band, judged_pairs, round32, tie_keys
+from .ranking import BlockParts, RankTable, as_trec_scores, band_limits, count_band, judged_pairs, round32, tie_keys
 
 __all__ = ["AUTO_SHARD_DOCS", "SHARD_BYTES", "shard_plan", "shard_slices", "rank_relevant_sharded",
            "rank_pool_sharded", "topk_sharded", "dense_shard_scorer", "ShardedRanks", "ShardCounts",
@@ -93,6 +94,13 @@ class _Counter:
         self.known = np.zeros(m, dtype=bool)  # exact score known (lo == hi == score)
         self.held: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (pair, doc, score) in a band
         self.columns = np.zeros(len(pairs.query_ids), dtype=np.int64)  # columns seen per query row
+
+    def fork(self) -> "_Counter":
+        """A counter with this one's bounds and known scores and nothing counted: one per thread,
+        added back with ``absorb(fork.partial())``."""
+        other = _Counter(self.p, self.keys, self.n_docs, self.check_nan)
+        other.lo, other.hi, other.known = self.lo.copy(), self.hi.copy(), self.known.copy()
+        return other
 
     def set_exact(self, idx: np.ndarray, s: np.ndarray) -> None:
         s = as_trec_scores(np.asarray(s))
@@ -294,9 +302,32 @@ def count_shard(score_shard: Callable[[object], Iterable[tuple[int, object]]], c
     """
     counter = _Counter(pairs, keys, n_docs, check_nan)
     counter.set_bounds(lo, hi)
-    for start, S in score_shard(cols if local is None else local):
-        counter.add(start, cols, _as_scores(S, xp), owned=False, xp=xp)
+    _count_shards(counter, lambda _: score_shard(cols if local is None else local), [cols], xp)
     return counter.partial()
+
+
+def _count_shards(counter: _Counter, score_shard, shards: Sequence, xp) -> None:
+    """Count every block of every shard into ``counter``; blocks still to compute
+    (``retrievers.dense.BoundedBlock``) are computed and counted on ``ranking.BlockParts``' threads,
+    each into its own fork of the counter, added back at the end."""
+    forks: list[_Counter] = []
+    own = threading.local()
+
+    def mine() -> _Counter:
+        if not hasattr(own, "counter"):
+            own.counter = counter.fork()
+            forks.append(own.counter)
+        return own.counter
+
+    with BlockParts() as parts:
+        for cols in shards:
+            for start, S in score_shard(cols):
+                if hasattr(S, "part"):
+                    parts.submit(S, lambda block, a, start=start, cols=cols: mine().add(start + a, cols, block))
+                else:
+                    counter.add(start, cols, _as_scores(S, xp), owned=False, xp=xp)
+    for f in forks:
+        counter.absorb(f.partial())
 
 
 def ranks_from_counts(parts: Iterable[ShardCounts], pairs, keys: np.ndarray, n_docs: int, lo: np.ndarray,
@@ -376,13 +407,12 @@ def rank_relevant_sharded(
         for cols in parts:
             if own_shard[cols].any():
                 for start, S in score_shard(cols):
+                    S = S.part(0, S.shape[0]).approx if hasattr(S, "part") else S
                     _, _, own, local = counter.own(start, cols, S)
                     if len(own):
                         rows = _index(pairs.rel_row[own] - start, xp, S)
                         counter.set_exact(own, _to_numpy(S[rows, _index(local, xp, S)]))
-    for cols in parts:
-        for start, S in score_shard(cols):
-            counter.add(start, cols, _as_scores(S, xp), owned=False, xp=xp)
+    _count_shards(counter, score_shard, parts, xp)
     return pairs.finish(counter.ranks(query_ids), doc_langs, query_lang)
 
 
@@ -430,7 +460,7 @@ class DenseShards:
         ``bounded=True`` (float32, for counting; on a device only where ``exact_ranks()``):
         ``BoundedScores`` blocks, a float32 product (numpy, or a tensor on the device) with its error
         bound and exact scores on demand (the counter's ranks are the same)."""
-        from .retrievers.dense import BoundedScores, ExactScores, product_error, products_finite, row_norms
+        from .retrievers.dense import BoundedBlock, BoundedScores, ExactScores, product_error, products_finite, row_norms
 
         torch = None
         if self.device is not None:
@@ -453,6 +483,10 @@ class DenseShards:
             if bounded:
                 Dg = D if gather is None else D[gather]
                 d_norm = float(np.sqrt(np.einsum("ij,ij->i", D, D, dtype=np.float64)).max()) if len(D) else 0.0
+                if torch is None:  # the counter computes the products, on its threads
+                    first = np.unique(gather, return_index=True)[1][gather] if gather is not None else None
+                    dup = np.flatnonzero(first != np.arange(len(first))) if first is not None else np.zeros(0, np.int64)
+                    src = first[dup] if first is not None else dup
             elif torch is None:
                 exact = ExactScores(D)
             for start in range(0, len(self.Q), self.block_rows):
@@ -460,11 +494,13 @@ class DenseShards:
                 if torch is not None and not bounded:
                     S = (Qt[start:stop] @ Dt.T).float()
                     yield start, S if g is None else S[:, g]
-                elif bounded:  # the float32 bound holds for numpy's and the device's product alike
+                elif bounded and torch is None:
+                    yield start, BoundedBlock(self.Q, np.arange(start, stop), Dg, d_norm, dup, src, q_norms[start:stop])
+                elif bounded:  # the float32 bound holds for the device's product too
                     Qb = self.Q[start:stop]
-                    S = Qb @ D.T if torch is None else Qt[start:stop] @ Dt.T
-                    if gather is not None:
-                        S = S[:, gather] if torch is None else S[:, g]
+                    S = Qt[start:stop] @ Dt.T
+                    if g is not None:
+                        S = S[:, g]
                     qn = q_norms[start:stop]
                     yield start, BoundedScores(Qb, Dg, S, product_error(Qb, d_norm, qn), products_finite(Qb, d_norm, qn))
                 else:

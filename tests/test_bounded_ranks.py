@@ -225,9 +225,22 @@ def test_nan_from_a_blocks_part_is_an_error_on_any_thread_count(blas_threads):
         Q, D, [d.id for d in pool.docs], pool.qrels, pool.exclusions, [q.id for q in pool.queries])
 
 
-def test_a_product_outside_its_bound_is_refused():
+def _coarse(b: BoundedScores) -> BoundedScores:
+    b.approx = (b.approx.view(np.uint32) & np.uint32(0xFFFF0000)).view(np.float32)
+    return b
+
+
+@pytest.mark.parametrize("blas_threads", [1, 2])
+def test_a_product_outside_its_bound_is_refused(blas_threads):
     """A product that is not IEEE float32 (here: rounded to bfloat16-like 8 bits) is caught by the
-    relevant documents' own scores, on the full-rows and the sharded paths."""
+    relevant documents' own scores, on the full-rows and the sharded paths, in the caller's thread
+    or in the threads that compute the blocks' parts."""
+    with threadpool_limits(blas_threads, user_api="blas"):
+        _product_outside_its_bound_is_refused()
+    assert threadpool_info_blas() == BLAS_THREADS
+
+
+def _product_outside_its_bound_is_refused():
     from clirbench.sharded import DenseShards, rank_relevant_sharded
 
     Q, D = _adversarial(0)
@@ -236,6 +249,11 @@ def test_a_product_outside_its_bound_is_refused():
     block = BoundedScores(Q, D, coarse.view(np.float32), product_error(Q, 1.0), True)
     with pytest.raises(RuntimeError, match="not IEEE float32"):
         rank_blocks(iter([(0, block)]), pool)
+    dup = np.zeros(0, np.int64)
+    rows = BoundedBlock(Q, np.arange(len(Q)), D, 1.0, dup, dup)
+    rows.part = lambda x, y, part=rows.part: _coarse(part(x, y))
+    with pytest.raises(RuntimeError, match="not IEEE float32"):
+        rank_blocks(iter([(0, rows)]), pool)
 
     class Coarse(DenseShards):
         def scorer(self, bounded=False):
@@ -243,7 +261,8 @@ def test_a_product_outside_its_bound_is_refused():
 
             def score_shard(cols):
                 for start, b in inner(cols):
-                    b.approx = (b.approx.view(np.uint32) & np.uint32(0xFFFF0000)).view(np.float32)
+                    assert isinstance(b, BoundedBlock)  # computed by the counter's threads
+                    b.part = lambda x, y, part=b.part: _coarse(part(x, y))
                     yield start, b
             return score_shard
 

@@ -171,8 +171,9 @@ class BoundedBlock:
     counting spreads over the cores as the product does (``ranking.rank_relevant``)."""
 
     def __init__(self, qvecs: np.ndarray, qrows: np.ndarray, D: np.ndarray, d_norm: float,
-                 dup: np.ndarray, src: np.ndarray) -> None:
+                 dup: np.ndarray, src: np.ndarray, q_norm: np.ndarray | None = None) -> None:
         self.qvecs, self.qrows, self.D, self.d_norm, self.dup, self.src = qvecs, qrows, D, d_norm, dup, src
+        self.q_norm = q_norm  # row_norms of qvecs[qrows], when the caller has them
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -183,7 +184,7 @@ class BoundedBlock:
         S = Q @ self.D.T
         if len(self.dup):
             S[:, self.dup] = S[:, self.src]
-        q_norm = row_norms(Q)
+        q_norm = row_norms(Q) if self.q_norm is None else self.q_norm[a:b]
         return BoundedScores(Q, self.D, S, product_error(Q, self.d_norm, q_norm),
                              products_finite(Q, self.d_norm, q_norm))
 
