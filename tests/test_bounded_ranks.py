@@ -5,6 +5,7 @@ size and shard count. The reference is independent: ``math.fsum`` scores and a P
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -16,11 +17,19 @@ from clirbench.sharded import rank_pool_sharded
 from threadpoolctl import threadpool_info, threadpool_limits
 
 
-def threadpool_info_blas():
-    return sorted(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+def blas_threads_by_library():
+    return {i["filepath"]: i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
 
 
-BLAS_THREADS = threadpool_info_blas()
+@contextmanager
+def blas_limited_to(threads: int):
+    """``threadpool_limits(threads)`` for the block, then a check that every BLAS loaded before it has
+    its thread count back (the parts' one-thread limit is lifted, also after an error)."""
+    before = blas_threads_by_library()
+    with threadpool_limits(threads, user_api="blas"):
+        yield
+    after = blas_threads_by_library()
+    assert {lib: after[lib] for lib in before} == before
 
 
 class Enc:
@@ -101,9 +110,8 @@ def _pool(Q, D, perm, seed):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_bounded_ranks_equal_exact_ranks_and_an_independent_sort(seed, blas_threads):
     """On one thread the blocks' parts are computed in turn; on more, on that many threads at once."""
-    with threadpool_limits(blas_threads, user_api="blas"):
+    with blas_limited_to(blas_threads):
         _bounded_ranks_equal_exact_ranks(seed)
-    assert threadpool_info_blas() == BLAS_THREADS  # the parts' one-thread limit is lifted afterwards
 
 
 def _bounded_ranks_equal_exact_ranks(seed):
@@ -216,10 +224,9 @@ def test_nan_from_a_blocks_part_is_an_error_on_any_thread_count(blas_threads):
     pool = _pool(Q, D, np.arange(len(D)), 0)
     dup = np.zeros(0, np.int64)
     blocks = [(a, BoundedBlock(Q, np.arange(a, min(a + 10, len(Q))), D, 1.0, dup, dup)) for a in range(0, len(Q), 10)]
-    with threadpool_limits(blas_threads, user_api="blas"):
+    with blas_limited_to(blas_threads):
         with pytest.raises(ValueError, match="NaN score in rows " + ("30:40" if blas_threads == 1 else "30:35")):
             rank_blocks(iter(blocks), pool)
-    assert threadpool_info_blas() == BLAS_THREADS
     Q[33, 2] = 0.5
     assert _triples(rank_blocks(iter(blocks), pool)) == _reference_ranks(
         Q, D, [d.id for d in pool.docs], pool.qrels, pool.exclusions, [q.id for q in pool.queries])
@@ -235,9 +242,8 @@ def test_a_product_outside_its_bound_is_refused(blas_threads):
     """A product that is not IEEE float32 (here: rounded to bfloat16-like 8 bits) is caught by the
     relevant documents' own scores, on the full-rows and the sharded paths, in the caller's thread
     or in the threads that compute the blocks' parts."""
-    with threadpool_limits(blas_threads, user_api="blas"):
+    with blas_limited_to(blas_threads):
         _product_outside_its_bound_is_refused()
-    assert threadpool_info_blas() == BLAS_THREADS
 
 
 def _product_outside_its_bound_is_refused():
