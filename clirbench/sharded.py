@@ -407,9 +407,11 @@ def rank_relevant_sharded(
         for cols in parts:
             if own_shard[cols].any():
                 for start, S in score_shard(cols):
-                    S = S.part(0, S.shape[0]).approx if hasattr(S, "part") else S
+                    S = S.part(0, S.shape[0]) if hasattr(S, "part") else S
                     _, _, own, local = counter.own(start, cols, S)
-                    if len(own):
+                    if len(own) and hasattr(S, "exact"):  # a bounded block: its exact scores
+                        counter.set_exact(own, S.exact(pairs.rel_row[own] - start, local))
+                    elif len(own):
                         rows = _index(pairs.rel_row[own] - start, xp, S)
                         counter.set_exact(own, _to_numpy(S[rows, _index(local, xp, S)]))
     _count_shards(counter, score_shard, parts, xp)

@@ -13,7 +13,7 @@ import pytest
 from clirbench.collection import Pool, Text
 from clirbench.ranking import ExactRanker, count_band, rank_blocks, rank_relevant
 from clirbench.retrievers.dense import BoundedBlock, BoundedScores, DenseRetriever, pair_scores, product_error, products_finite
-from clirbench.sharded import rank_pool_sharded
+from clirbench.sharded import DenseShards, rank_pool_sharded, rank_relevant_sharded
 from threadpoolctl import threadpool_info, threadpool_limits
 
 
@@ -135,6 +135,11 @@ def _bounded_ranks_equal_exact_ranks(seed):
         for device in (None, "cpu"):  # numpy's product, and torch's (counted as tensors: the GPU path)
             got = rank_pool_sharded(DenseRetriever(Enc(Q, D), block_rows=7), pool, pool, shards, device)
             assert got.exact and _triples(got.table) == want, (shards, device)
+        # without bounds: a first pass takes the relevant documents' exact scores from the bounded blocks
+        dense = DenseShards(Q, Dp, np.arange(len(Dp)), 7)
+        got = rank_relevant_sharded(dense.scorer(True), shards, doc_ids, [q.id for q in pool.queries], pool.qrels,
+                                    pool.exclusions)
+        assert _triples(got) == want, shards
 
 
 def test_the_near_ties_reach_the_exact_band_and_the_product_errs():
