@@ -407,9 +407,8 @@ def rank_relevant_sharded(
         for cols in parts:
             if own_shard[cols].any():
                 for start, S in score_shard(cols):
-                    S = S.part(0, S.shape[0]) if hasattr(S, "part") else S
                     _, _, own, local = counter.own(start, cols, S)
-                    if len(own) and hasattr(S, "exact"):  # a bounded block: its exact scores
+                    if len(own) and hasattr(S, "exact"):  # a bounded block: its exact scores, no product
                         counter.set_exact(own, S.exact(pairs.rel_row[own] - start, local))
                     elif len(own):
                         rows = _index(pairs.rel_row[own] - start, xp, S)
@@ -462,7 +461,8 @@ class DenseShards:
         ``bounded=True`` (float32, for counting; on a device only where ``exact_ranks()``):
         ``BoundedScores`` blocks, a float32 product (numpy, or a tensor on the device) with its error
         bound and exact scores on demand (the counter's ranks are the same)."""
-        from .retrievers.dense import BoundedBlock, BoundedScores, ExactScores, product_error, products_finite, row_norms
+        from .retrievers.dense import (BoundedBlock, BoundedScores, ExactScores, duplicate_columns, product_error,
+                                       products_finite, row_norms)
 
         torch = None
         if self.device is not None:
@@ -485,10 +485,8 @@ class DenseShards:
             if bounded:
                 Dg = D if gather is None else D[gather]
                 d_norm = float(np.sqrt(np.einsum("ij,ij->i", D, D, dtype=np.float64)).max()) if len(D) else 0.0
-                if torch is None:  # the counter computes the products, on its threads
-                    first = np.unique(gather, return_index=True)[1][gather] if gather is not None else None
-                    dup = np.flatnonzero(first != np.arange(len(first))) if first is not None else np.zeros(0, np.int64)
-                    src = first[dup] if first is not None else dup
+                if torch is None:  # for the counter's threads, which compute the products
+                    dup, src = duplicate_columns(urows)
             elif torch is None:
                 exact = ExactScores(D)
             for start in range(0, len(self.Q), self.block_rows):

@@ -19,7 +19,7 @@ from ..collection import Text, texts_of
 from ..cache.embeddings import EmbeddingCache
 
 __all__ = ["DenseRetriever", "MAX_BLOCK_BYTES", "ExactScores", "exact_scores", "pair_scores", "BoundedScores",
-           "BoundedBlock", "row_norms", "product_error", "products_finite"]
+           "BoundedBlock", "duplicate_columns", "row_norms", "product_error", "products_finite"]
 
 MAX_BLOCK_BYTES = 256 << 20  # one yielded score block stays at or below this
 
@@ -158,10 +158,26 @@ class BoundedScores:
 
     def exact(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """float32 exact scores of the elements ``(rows[i], cols[i])`` of this block."""
-        out = np.empty(len(rows), dtype=np.float32)
-        for a in range(0, len(rows), _PAIRS):  # gathered rows of bounded size
-            out[a:a + _PAIRS] = pair_scores(self.Q[rows[a:a + _PAIRS]], self.D[cols[a:a + _PAIRS]])
-        return out
+        return _exact_at(self.Q, self.D, rows, cols)
+
+
+def _exact_at(Q: np.ndarray, D: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """``pair_scores`` of ``(Q[rows[i]], D[cols[i]])``, gathered in slices of bounded size."""
+    out = np.empty(len(rows), dtype=np.float32)
+    for a in range(0, len(rows), _PAIRS):
+        out[a:a + _PAIRS] = pair_scores(Q[rows[a:a + _PAIRS]], D[cols[a:a + _PAIRS]])
+    return out
+
+
+def duplicate_columns(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(dup, src)`` for score columns given by their embedding rows: the columns that repeat an
+    earlier column's row, and that row's first column for each. Copying ``S[:, src]`` into
+    ``S[:, dup]`` after a product gives copies of one text bit-identical scores."""
+    rows = np.asarray(rows).ravel()
+    _, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
+    first_col = first[inverse.ravel()] if len(rows) else np.zeros(0, np.int64)
+    dup = np.flatnonzero(first_col != np.arange(len(rows)))
+    return dup, first_col[dup]
 
 
 class BoundedBlock:
@@ -178,6 +194,10 @@ class BoundedBlock:
     @property
     def shape(self) -> tuple[int, int]:
         return len(self.qrows), len(self.D)
+
+    def exact(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """float32 exact scores of the elements ``(rows[i], cols[i])`` of this block (no product)."""
+        return _exact_at(self.qvecs, self.D, self.qrows[rows], cols)
 
     def part(self, a: int, b: int) -> BoundedScores:
         Q = self.qvecs[self.qrows[a:b]].astype(np.float32, copy=False)
@@ -338,11 +358,7 @@ class DenseRetriever:
         n_q, n_d = len(qrows), len(drows)
         dim = dvecs.shape[1] if dvecs.ndim == 2 and dvecs.shape[1] else (qvecs.shape[1] if qvecs.ndim == 2 else 0)
         D = dvecs[drows].astype(self.score_dtype, copy=False) if n_d else np.zeros((0, dim), self.score_dtype)
-        # copies of one text: overwrite their columns with the first copy's (bit-identical scores)
-        _, first, inverse = np.unique(drows, return_index=True, return_inverse=True)
-        first_col = first[inverse.ravel()] if n_d else np.zeros(0, np.int64)
-        dup = np.flatnonzero(first_col != np.arange(n_d))
-        src = first_col[dup]
+        dup, src = duplicate_columns(drows)  # copies of one text: the first copy's column (bit-identical scores)
         step = self.rows_per_block(n_d)
         device = self._torch_device() if n_q and n_d else None
         bounded = bounded and (device is None or full_float32(device))
