@@ -1,4 +1,4 @@
-"""The malformed-input corpus (``tests/malformed/cases.yaml``) run through the real CLI.
+"""The malformed-input corpus (``tests/malformed/cases.yaml`` and ``cases.<topic>.yaml``) run through the real CLI.
 
 Every case writes its files into a fresh folder (a valid base plus the case's damage), runs
 ``clirbench.cli.main(argv)`` in-process and requires: no traceback, exit code 2 (or, for a cache
@@ -20,7 +20,25 @@ import yaml
 from clirbench import cli
 
 HERE = Path(__file__).parent / "malformed"
-MANIFEST = yaml.safe_load((HERE / "cases.yaml").read_text(encoding="utf-8"))
+
+
+def _manifest() -> dict:
+    """``cases.yaml`` and every ``cases.<topic>.yaml`` beside it: their commands, bases and cases together."""
+    merged: dict = {"commands": {}, "bases": {}, "cases": []}
+    for path in [HERE / "cases.yaml", *sorted(HERE.glob("cases.*.yaml"))]:
+        part = yaml.safe_load(path.read_text(encoding="utf-8"))
+        for key in ("commands", "bases"):
+            clash = merged[key].keys() & part.get(key, {}).keys()
+            assert not clash, f"{path.name} redefines {key} {sorted(clash)}"
+            merged[key].update(part.get(key, {}))
+        merged["cases"].extend(part.get("cases", []))
+    ids = [c["id"] for c in merged["cases"]]
+    assert len(ids) == len(set(ids)), "a case id is used twice"
+    return merged
+
+
+MANIFEST = _manifest()
+
 
 def _content(spec) -> bytes:
     """A file's bytes from the manifest: a string, or a small generator spec."""
