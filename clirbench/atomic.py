@@ -23,7 +23,15 @@ _TEMP = re.compile(r"\.(?P<target>.+)\.(?P<host>[A-Za-z0-9-]+)\.(?P<pid>\d+)\.[0
 
 
 def _host() -> str:
-    return re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname()) or "host"
+    return re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname())[:32] or "host"
+
+
+def _temp_target(name: str) -> str:
+    """``name`` as its temp files spell it: shortened with a hash (``identity.fit_name``) when the
+    temp name would be over the file system's 255-byte limit."""
+    from .identity import NAME_MAX, fit_name
+
+    return fit_name(name, NAME_MAX - 60)  # dots, host (32), pid, random part and .tmp
 
 
 def is_temp(name: str) -> bool:
@@ -62,7 +70,7 @@ def is_stale_temp(path: str | os.PathLike, now: float | None = None, stale_after
 
 def remove_stale_temps(folder: str | os.PathLike, target: str | None = None) -> list[Path]:
     """Remove stale temp files in ``folder`` (only those of file ``target`` when given); returns them."""
-    prefix = "." if target is None else f".{target}."
+    prefix = "." if target is None else f".{_temp_target(target)}."
     try:
         names = [e.name for e in os.scandir(folder) if e.name.startswith(prefix) and e.name.endswith(".tmp")]
     except FileNotFoundError:
@@ -83,7 +91,7 @@ def unlink_all(paths) -> list[Path]:
 
 
 def _open_temp(path: Path) -> tuple[int, Path]:
-    stem = f".{path.name}.{_host()}.{os.getpid()}."
+    stem = f".{_temp_target(path.name)}.{_host()}.{os.getpid()}."
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
     while True:
         tmp = path.parent / f"{stem}{secrets.token_hex(4)}.tmp"

@@ -19,19 +19,57 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
-__all__ = ["PoolKey", "SystemKey", "slug", "local_model_name", "labels"]
+__all__ = ["PoolKey", "SystemKey", "slug", "fit_name", "check_path_fits", "local_model_name", "labels",
+           "NAME_MAX", "NAME_LIMIT"]
+
+#: bytes of UTF-8 a file or folder name may have on Linux, macOS and Windows file systems
+NAME_MAX = 255
+#: the longest name clirbench builds from user-given parts (ids, languages, specs), its suffix
+#: included: under ``NAME_MAX`` with room for an atomic write's temp name and for a suffix added later
+NAME_LIMIT = 200
+#: room a result stem leaves for the names beside it (``.perquery.tsv``, ``.ranks.tsv``, ``.json``)
+_SUFFIX_ROOM = 16
+_HASH_HEX = 16
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+=@-]")
 _SHA = re.compile(r"sha256:([0-9a-f]{8,})")
 _TRANSLATION_TAG = {"query": "qt", "docs": "dt"}
 
 
+def fit_name(name: str, limit: int = NAME_LIMIT) -> str:
+    """``name`` when its UTF-8 has at most ``limit`` bytes; else its first bytes (whole characters),
+    ``~`` and 16 hex digits of the SHA-256 of the whole name (``~`` is never in a :func:`slug`).
+
+    The same name always gives the same result, so a rerun finds (and reuses) the same file; the
+    full name stays inside the record.
+    """
+    raw = name.encode("utf-8")
+    if len(raw) <= limit:
+        return name
+    digest = hashlib.sha256(raw).hexdigest()[:_HASH_HEX]
+    keep = max(limit - _HASH_HEX - 1, 0)
+    head = raw[:keep].decode("utf-8", errors="ignore").rstrip(".-_")
+    return f"{head}~{digest}"
+
+
+def check_path_fits(path: str | os.PathLike, what: str) -> None:
+    """ValueError naming ``what`` when a folder or file name in ``path`` has more than ``NAME_MAX``
+    bytes (the file system would refuse it, after the work)."""
+    for part in os.fspath(path).replace("\\", "/").split("/"):
+        size = len(part.encode("utf-8", errors="surrogateescape"))
+        if size > NAME_MAX:
+            shown = part[:40] + f"… ({size:,} bytes)"
+            raise ValueError(f"{what}: the name {shown!r} is over the file system's limit of {NAME_MAX} bytes "
+                             f"per file or folder name")
+
+
 def slug(text: str) -> str:
-    """Filesystem-safe name: ``dense:intfloat/multilingual-e5-large`` -> ``dense__intfloat__multilingual-e5-large``."""
+    """Filesystem-safe name: ``dense:intfloat/multilingual-e5-large`` -> ``dense__intfloat__multilingual-e5-large``;
+    one over ``NAME_LIMIT`` bytes is shortened by :func:`fit_name`."""
     out = _UNSAFE.sub("_", re.sub(r"[:/\\]", "__", str(text)))
     if not out.strip("."):
         raise ValueError(f"cannot make a file name from {text!r}")
-    return "_" + out if out.startswith(".") else out
+    return fit_name("_" + out if out.startswith(".") else out)
 
 
 def _get(obj: Any, key: str, default: Any = None) -> Any:
@@ -107,10 +145,12 @@ class PoolKey:
         return replace(self, qrels_sha256="")
 
     def path_parts(self) -> tuple[str, ...]:
-        """Result-path parts below the system folder: task[, subset], scenario, pool mode, file name."""
-        langs = "-".join(slug(l) for l in self.doc_langs)
+        """Result-path parts below the system folder: task[, subset], scenario, pool mode, file name
+        (``L1-L2.q-Lq.json``; many languages: ``L1-…~<hash>.q-Lq.json``, see :func:`fit_name`)."""
+        query = f".q-{slug(self.query_lang)}"
+        langs = fit_name("-".join(slug(l) for l in self.doc_langs), NAME_LIMIT - _SUFFIX_ROOM - len(query))
         head = (slug(self.task), slug(self.subset)) if self.subset else (slug(self.task),)
-        return (*head, slug(self.scenario), slug(self.pool_mode), f"{langs}.q-{slug(self.query_lang)}.json")
+        return (*head, slug(self.scenario), slug(self.pool_mode), f"{langs}{query}.json")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -23,8 +23,16 @@ def score_key(measure) -> str:
 
 
 def task_name(task: str, scenario: str, pool_mode: str, subset: str = "") -> str:
-    """``clirbench.xquad.multi.unique`` (``.<subset>`` appended when the task has subsets)."""
-    return ".".join([_PREFIX, task, scenario, pool_mode] + ([subset] if subset else []))
+    """``clirbench.xquad.multi.unique`` (``.<subset>`` appended when the task has subsets).
+
+    MTEB names its result file after it (``<name>.json``): a long task id or subset (``parallel:<file>``)
+    is shortened with a hash (``identity.fit_name``), the scenario and pool mode kept.
+    """
+    from ..identity import NAME_LIMIT, fit_name
+
+    tail = [scenario, pool_mode] + ([fit_name(subset, NAME_LIMIT // 4)] if subset else [])
+    room = NAME_LIMIT - len(".json") - len(".".join([_PREFIX, "", *tail]).encode("utf-8"))
+    return ".".join([_PREFIX, fit_name(task, room), *tail])
 
 
 def parse_task_name(name: str) -> tuple[str, str, str, str] | None:

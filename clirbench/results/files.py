@@ -18,7 +18,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 from ..atomic import write_text_atomic
-from ..errors import DataNotFoundError, MalformedDataError
+from ..errors import ClirbenchError, DataNotFoundError, MalformedDataError
 from .records import Result
 
 __all__ = ["PerQuery", "RankedDoc", "per_query_name", "ranks_name", "write_result", "read_result", "read_per_query",
@@ -239,10 +239,16 @@ def result_path(output_dir: str | os.PathLike, system, task: str | None = None, 
     """``<out>/<system slug>/<task>[/<subset>]/<scenario>/<pool_mode>/<L1>-<L2>.q-<Lq>.json``.
 
     ``system`` is an ``identity.SystemKey`` (its ``slug``) or a folder name; the pool is given by its
-    fields, or ``task`` is an ``identity.PoolKey``.
+    fields, or ``task`` is an ``identity.PoolKey``. Names built from long ids, specs or many
+    languages are shortened with a hash (``identity.fit_name``); an output folder whose own name is
+    over the file system's limit is refused here, before any work.
     """
-    from ..identity import PoolKey, SystemKey, slug
+    from ..identity import PoolKey, SystemKey, check_path_fits, slug
 
     folder = system.slug if isinstance(system, SystemKey) else slug(system)
     pool = task if isinstance(task, PoolKey) else PoolKey(task, subset, scenario, pool_mode, doc_langs, query_lang)
+    try:
+        check_path_fits(output_dir, "output folder (--output)")
+    except ValueError as exc:
+        raise ClirbenchError(str(exc)) from None
     return Path(output_dir, folder, *pool.path_parts())
