@@ -76,9 +76,15 @@ def _interpolated(r: Ranked, counts: Sequence[int]) -> tuple[list[float], float]
     """trec_eval's interpolated precision, walked from the bottom of the ranking: per cutoff (a count
     of relevant documents, in the given order), the best precision at or below the rank where that
     many relevant documents are found; cutoffs above num_rel_ret get 0, and cutoffs the walk does not
-    meet (0, or out of order) the value where it ends."""
+    meet (0, or out of order) the value where it ends.
+
+    The walk counts down from num_rel_ret at each document at or above the relevance level and stops
+    at 0: with ``-l`` <= -1 the not-pooled (and, <= -2, unjudged) documents pass that test without
+    counting in num_rel_ret, so the walk stops below them; ``cum`` is then the count trec_eval's walk
+    holds at each rank (<= 0 above the stop)."""
     rel = r.is_rel
-    cum = np.cumsum(rel)
+    cum = _walk_counts(r)
+    rel = rel & (cum >= 1)
     with np.errstate(divide="ignore", invalid="ignore"):
         prec = cum / np.arange(1.0, r.num_ret + 1)
         last = np.float64(r.num_rel_ret) / np.float64(r.num_ret)
@@ -101,6 +107,15 @@ def _interpolated(r: Ranked, counts: Sequence[int]) -> tuple[list[float], float]
     return out, final
 
 
+def _walk_counts(r: Ranked) -> np.ndarray:
+    """(num_ret,) trec_eval's ``rel_so_far`` at each rank of its bottom-up walk: the relevant documents
+    at or above that rank, less those that num_rel_ret does not count (not pooled or unjudged
+    documents that ``-l`` <= -1 makes "relevant")."""
+    rel = r.is_rel
+    cum = np.cumsum(rel)
+    return cum - (int(cum[-1]) - r.num_rel_ret) if len(cum) else cum
+
+
 def iprec_at_recall(r: Ranked, points, n_docs) -> list[float]:
     return _interpolated(r, [lround(p * r.num_rel) for p in points])[0]
 
@@ -113,7 +128,9 @@ def eleven_pt_avg(r: Ranked, points, n_docs) -> float:
 
 
 def rprec_mult(r: Ranked, mults, n_docs) -> list[float]:
-    cum = np.concatenate(([0], np.cumsum(r.is_rel)))
+    """Precision at (long)(m * num_rel + 0.9) documents; 0 where trec_eval's walk has stopped (see
+    ``_walk_counts``) or the count is 0."""
+    cum = np.concatenate(([0], np.maximum(_walk_counts(r), 0)))
     out = []
     for m in mults:
         k = int(m * r.num_rel + 0.9)

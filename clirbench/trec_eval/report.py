@@ -25,10 +25,11 @@ def format_value(kind: str, value) -> str:
 
 
 def _c_float(value: float) -> str:
+    """C's ``%6.4f`` (glibc): NaN keeps its sign bit (``-nan``: x86's 0/0), special values right-aligned in 6."""
     if math.isnan(value):
-        return "-nan" if math.copysign(1.0, value) < 0 else "nan"
+        return f"{'-nan' if math.copysign(1.0, value) < 0 else 'nan':>6}"
     if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
+        return f"{'inf' if value > 0 else '-inf':>6}"
     return f"{value:6.4f}"
 
 

@@ -114,7 +114,7 @@ def bin_g(r: Ranked, params, n_docs) -> float:
 def yaap(r: Ranked, params, n_docs) -> float:
     total, _ = _ap_sum(r)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return float(np.log((1.0 + total) / (1.0 + r.num_rel - total)))
+        return float(np.log(_div(1.0 + total, 1.0 + r.num_rel - total)))
 
 
 def utility(r: Ranked, params, n_docs) -> float:
