@@ -15,31 +15,37 @@ def evaluate_files(qrels_path, run_path, measures=None, resamples: int = 1000, s
     and line.
 
     The run is read by the pyarrow reader (``trec_fast``) straight into ranks; a file it cannot
-    vouch for, or no pyarrow, goes through the strict pure-Python reader (same result, slower).
-    ``per_query_path`` (``.tsv`` or ``.jsonl``) also gets one ``query_id, measure, value`` record
-    per evaluated query and measure (as ir_measures' ``-q``).
+    vouch for, or no pyarrow, goes through the strict pure-Python reader (same result, slower); both
+    follow ``formats.trec``'s rules. ``-`` is standard input; a stream (``-``, a pipe, a FIFO) is
+    read once (the run into a temporary copy, deleted after). ``per_query_path`` (``.tsv`` or
+    ``.jsonl``) also gets one ``query_id, measure, value`` record per evaluated query and measure
+    (as ir_measures' ``-q``).
     """
     from .checks import check_resamples, check_seed
     from .ranking import rank_run
-    from .formats.trec import read_qrels, read_run
+    from .formats.trec import check_inputs, is_stream, read_qrels, read_run, rereadable
     from .formats.trec_fast import rank_run_file
 
     resamples, seed = check_resamples(resamples), check_seed(seed)  # before reading any file
     if per_query_path is not None and not str(per_query_path).endswith((".tsv", ".jsonl")):
         raise ValueError(f"--per-query {per_query_path}: the name must end in .tsv or .jsonl")
     kernel, by_trec = _split_measures(measures)
+    check_inputs(qrels_path, run_path)
     read = functools.cache(lambda: read_qrels(qrels_path))
-    fast = rank_run_file(run_path, read)  # reads the qrels while its thread parses the run's first blocks
-    qrels = read()  # read already; or (no fast path) read now, its errors before the run's
+    if is_stream(run_path):
+        read()  # the qrels first, as trec_eval: one writer may feed the qrels, then the run
+    with rereadable(run_path) as run_file:  # the run itself, or a copy of a stream's bytes
+        fast = rank_run_file(run_file, read)  # reads the qrels while its thread parses the run's first blocks
+        qrels = read()  # read already; or (no fast path) read now, its errors before the run's
+        run = read_run(run_file, name=run_path) if fast is None or by_trec else None
     if fast is None:
-        run = read_run(run_path)
         fast = rank_run(run, qrels), list(run)
     from .evaluation import evaluate_ranked_run
 
     kernel_names = kernel if measures is None or kernel else ["RR"]  # RR: a placeholder, dropped below
     evaluation = evaluate_ranked_run(fast[0], qrels, fast[1], kernel_names, resamples, seed)
     if by_trec:
-        evaluation = _with_trec_eval_measures(evaluation, qrels, read_run(run_path), measures, kernel, by_trec)
+        evaluation = _with_trec_eval_measures(evaluation, qrels, run, measures, kernel, by_trec)
     if per_query_path is not None:
         _write_per_query(per_query_path, *evaluation.per_query)
     return evaluation

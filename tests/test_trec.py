@@ -61,10 +61,12 @@ def test_malformed_qrels(tmp_path, text, match):
     assert "\n" not in str(e.value) and str(p) in str(e.value)
 
 
-def test_repeated_identical_qrels_line_is_accepted(tmp_path):
+def test_repeated_identical_qrels_line_is_refused_as_trec_eval_refuses_it(tmp_path):
+    """trec_eval 9.0.8 and 10.0: "trec_eval.form_res_rels: duplicate docs d1", exit 4."""
     p = tmp_path / "qrels"
-    p.write_text("q1 0 d1 1\nq1 0 d1 1\n")
-    assert read_qrels(p) == {"q1": {"d1": 1}}
+    p.write_text("q1 0 d1 1\nq2 0 d1 1\n# c\nq1 7 d1 1\n")
+    with pytest.raises(ValueError, match=r"qrels:4: doc 'd1' of query 'q1' judged twice \(1 and 1\)$"):
+        read_qrels(p)
 
 
 @pytest.mark.parametrize("text,match", [
@@ -87,7 +89,7 @@ def test_unreadable_files(tmp_path):
     with pytest.raises(ValueError, match="not UTF-8"):
         read_run(p)
     bad_gz = tmp_path / "trunc.gz"
-    bad_gz.write_bytes(gzip.compress(b"q 0 d 1\n" * 100)[:30])
+    bad_gz.write_bytes(gzip.compress(b"".join(b"q 0 d%d 1\n" % i for i in range(100)))[:30])
     with pytest.raises(ValueError, match="cannot read"):
         read_qrels(bad_gz)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import random
+import re
 import zlib
 
 import numpy as np
@@ -14,7 +15,7 @@ from clirbench import ranking
 from clirbench.cli import main
 from clirbench.ranking import rank_run
 from clirbench.formats.trec import read_qrels, read_run, write_qrels, write_run
-from clirbench.formats.trec_fast import _PY_SPACE, rank_run_file
+from clirbench.formats.trec_fast import _BAD_NON_ASCII, rank_run_file
 from test_pytrec_eval_agreement import assert_agree, random_case
 
 
@@ -100,13 +101,16 @@ def test_byte_chunks_with_long_lines_and_runs_of_empty_lines(tmp_path, monkeypat
     same_table(got[0], rank_run(read_run(tmp_path / "r"), qrels))
 
 
-def test_whitespace_set_is_pythons():
-    every = {c for c in map(chr, range(0x110000)) if c.isspace()}
-    ours = set()
-    for part in _PY_SPACE.split("\u2000-\u200a"):
-        ours |= set(part)
-    ours |= {chr(c) for c in range(0x2000, 0x200b)}
-    assert ours | {"\n", "\r"} == every
+def test_refused_characters_above_ascii_are_the_strict_readers():
+    """The fast path defers on exactly the characters above ASCII that ``strict.bad_character`` refuses
+    in an id (U+0085, U+2028, U+FEFF...); the other ones, no-break spaces included, are id text."""
+    import re
+
+    from clirbench.strict import bad_character
+
+    ours = re.compile(f"[{_BAD_NON_ASCII}]")
+    text = "".join(chr(c) for c in range(0x80, 0x110000) if not 0xD800 <= c < 0xE000)  # UTF-8 holds no surrogate
+    assert {m.group() for m in ours.finditer(text)} == {c for c in text if bad_character(c)}
 
 
 GOOD = "q1 Q0 a 1 2.5 t\nq1 Q0 b 2 1.5 t\nq2 Q0 a 1 1 t\n"
@@ -120,12 +124,24 @@ CASES = [
     (GOOD.replace("\n", "\r\n").encode(), "SAME"),
     (b"q1 Q0 a 1 2.5 t\nq2 Q0 a 1 1 t\nq1 Q0 b 2 1.5 t\n", "SAME"),  # not grouped by query
     (GOOD.replace(" t\n", " \n", 1).encode(), "run:1: expected 6 fields"),  # empty last field
-    (GOOD.replace("Q0 b", "Q0 b\xa0x").encode(), "run:2: expected 6 fields"),  # str.split splits at NBSP
-    (GOOD.replace("Q0 b", "Q0 b\u3000x").encode(), "run:2: expected 6 fields"),
-    (GOOD.replace("Q0 b", "Q0 b\x1fx").encode(), "run:2: expected 6 fields"),
-    (GOOD.replace("Q0 b", "Q0\x0bb").encode(), "SAME"),  # any whitespace separates fields
+    # fields are split at ASCII blanks only (trec_eval's isspace): U+001F, U+0085, U+2028 are inside an id, refused
+    (GOOD.replace("Q0 b", "Q0 b\x1fx").encode(), "run:2: the forbidden character U+001F"),
+    (GOOD.replace("Q0 b", "Q0 b\x85x").encode(), "run:2: the forbidden character U+0085"),
+    (GOOD.replace("Q0 b", "Q0 b\u2028x").encode(), "run:2: the forbidden character U+2028"),
+    (GOOD.replace("Q0 b", "Q0 b\uffff").encode(), "run:2: the forbidden character U+FFFF"),
+    (GOOD.replace("Q0 b", "Q0\x0bb").encode(), "SAME"),  # every ASCII blank separates fields
+    (GOOD.replace("Q0 b", "Q0\x0cb").encode(), "SAME"),
     (GOOD.replace("Q0 b", "Q0\tb").encode(), "SAME"),  # mixed separators
-    (GOOD.replace(" t\n", " t x\n", 1).encode(), "run:1: expected 6 fields"),
+    (GOOD.replace(" t\n", " t x\n", 1).encode(), "SAME"),  # fields after the tag are ignored, as trec_eval
+    (GOOD.replace(" t\n", "\tt\tx y\n").encode(), "SAME"),
+    (("# a comment\n#q1 Q0 z 1 9 t\n" + GOOD + "#\n").encode(), "SAME"),  # comment lines
+    (GOOD.replace("\n", "\n  # indented comment\n", 1).encode(), "SAME"),
+    (GOOD.replace("\n", "\r").encode(), "run:1: a carriage return (\\r) not followed by a line feed"),
+    (GOOD.replace("Q0 b", "Q0\rb").encode(), "run:2: a carriage return"),
+    (GOOD.replace("\n", "\r\r\n", 1).encode(), "run:1: a carriage return"),
+    (GOOD.encode()[:-1] + b"\r", "run:3: a carriage return"),
+    (b"# only a comment\n\n", "run: no result line in the run file"),
+    (GOOD.replace("\n", " #\n").encode(), "SAME"),  # "#" as a seventh field: ignored
     (GOOD.replace("1.5", "high").encode(), "run:2: score 'high' is not a number"),
     (GOOD.replace("1.5", "1_5").encode(), "run:2: score '1_5' is not a number"),
     (GOOD.replace("1.5", "\u0661").encode(), "run:2: score '\u0661' is not a number"),  # Arabic-Indic 1
@@ -355,10 +371,14 @@ def test_line_check_refuses_exactly_what_the_exact_checks_refuse(tmp_path, delim
             text = buf.decode()
         except UnicodeDecodeError:
             return True
-        return bool(check._bad_ascii(buf) or tf._empty_field(buf, len(buf), delim) or check.bad_text.search(text))
+        lone_cr = re.search(rb"\r(?!\n)", buf)
+        comment = any(line.startswith(b"#") for line in buf.split(b"\n"))
+        return bool(check._bad_ascii(buf) or tf._empty_field(buf, len(buf), delim) or check.bad_text.search(text)
+                    or lone_cr or comment)
 
     rng = random.Random(11)
-    odd = [b"", b"\x0b", b"\r", b"\x7f", b"\x01", " é".encode(), b"\xff", b"\xc3", "\u2003".encode(), b"\n", delim]
+    odd = [b"", b"\x0b", b"\r", b"\r\n", b"\x7f", b"\x01", " é".encode(), b"\xff", b"\xc3", "\u2003".encode(),
+           b"\n", delim, b"#", "\u2028".encode(), b"\xc2\x85"]
     asked = refused = 0
     for trial in range(1500):
         lines = []
@@ -430,7 +450,8 @@ def test_random_damage_takes_the_fast_path_only_where_the_strict_reader_agrees(t
     reader's table, or None where the strict reader must decide (it may then also refuse the file)."""
     rng = random.Random(17 + (delim == "\t"))
     qrels = {f"q{j}": {f"d{i}": (i % 3) for i in range(0, 12, 2)} for j in range(4)}
-    damage = ["", " ", "\t", "\x0b", "\r", "\x00", "é", "\u00a0", "\ufeff", "x y", delim * 2]
+    damage = ["", " ", "\t", "\x0b", "\x0c", "\r", "\x00", "\x1f", "\x85", "é", "\u00a0", "\u3000", "\u2003",
+              "\u2028", "\ufeff", "\uffff", "x y", delim * 2, "#", "# c"]
     fast_taken = 0
     for trial in range(300):
         lines = [[f"q{j}", "Q0", f"d{doc}", str(i + 1), str(rng.choice([0.5, 1.0, 1.5, -2.0])), "run"]
@@ -470,14 +491,14 @@ def test_a_bad_chunk_far_in_stops_every_reader_thread(tmp_path, monkeypatch, two
     monkeypatch.setattr(tf, "_CHUNK", 4096)
     monkeypatch.setattr(tf, "_TWO_AT_ONCE", two_at_once)
     lines = [f"q{q} Q0 d{d} {d + 1} {100 - d} t" for q in range(60) for d in range(40)]
-    lines[-7] = lines[-7].replace(" t", " t\x0bx")  # str.split splits on \x0b: 7 fields
+    lines[-7] = lines[-7].replace(" t", " t\x0bx\x01")  # \x0b separates fields (the strict reader's split)
     (tmp_path / "run.txt").write_text("\n".join(lines) + "\n")
     (tmp_path / "qrels.txt").write_text("".join(f"q{q} 0 d3 1\n" for q in range(60)))
     assert tf.rank_run_file(tmp_path / "run.txt", {"q1": {"d3": 1}}) is None
-    with pytest.raises(ValueError, match="run.txt:2394: expected 6 fields"):
+    with pytest.raises(ValueError, match="run.txt:2394: the forbidden character U\\+0001"):
         evaluate_files(tmp_path / "qrels.txt", tmp_path / "run.txt", ["RR"], resamples=10)
     assert not [t for t in threading.enumerate() if t.name.startswith("clirbench-trec-reader")]
-    lines[-7] = lines[-7].replace("\x0b", "")
+    lines[-7] = lines[-7].replace("\x0bx\x01", "")
     (tmp_path / "run.txt").write_text("\n".join(lines) + "\n")
     got = tf.rank_run_file(tmp_path / "run.txt", {"q1": {"d3": 1}})
     assert got is not None and got[0].rank.tolist() == [4.0]

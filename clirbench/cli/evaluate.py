@@ -13,8 +13,8 @@ __all__ = ["add_evaluate_parser", "cmd_evaluate"]
 def add_evaluate_parser(subparsers) -> argparse.ArgumentParser:
     """Add ``evaluate`` to the ``clirbench`` subparsers; returns its parser."""
     p = subparsers.add_parser("evaluate", help="score a TREC run against TREC qrels, with CIs (JSON out)")
-    p.add_argument("--qrels", required=True)
-    p.add_argument("--run", required=True)
+    p.add_argument("--qrels", required=True, help="TREC qrels file (plain or gzip; - reads standard input)")
+    p.add_argument("--run", required=True, help="TREC run file (plain or gzip; - reads standard input)")
     p.add_argument("--measures", default=None, help="comma list (default: the standard set)")
     p.add_argument("--resamples", type=checks.resample_count, default=1000)
     p.add_argument("--seed", type=checks.seed, default=42)

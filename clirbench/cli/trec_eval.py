@@ -34,19 +34,21 @@ def add_trec_eval_parser(subparsers) -> argparse.ArgumentParser:
                                                       "(two more tab-separated fields)")
     p.add_argument("--resamples", type=checks.resample_count, default=1000)
     p.add_argument("--seed", type=checks.seed, default=42)
-    p.add_argument("qrels")
-    p.add_argument("run")
+    p.add_argument("qrels", help="qrels file (plain or gzip; - reads standard input)")
+    p.add_argument("run", help="run file (plain or gzip; - reads standard input)")
     p.set_defaults(handler=cmd_trec_eval)
     return p
 
 
 def cmd_trec_eval(args) -> int:
     from ..errors import ClirbenchError
+    from ..formats.trec import check_inputs
     from ..trec_eval import Options, evaluate_files, intervals
     from ..trec_eval.report import lines
 
     if args.Rel_info_format != "qrels" or args.Results_format != "trec_results":
         raise ClirbenchError("-R/-T: only the qrels and trec_results formats are read")
+    check_inputs(args.qrels, args.run)  # "-" is standard input (either one), read once
     options = Options(per_query=args.query_eval_wanted, complete=args.complete_rel_info_wanted,
                       summary=not args.nosummary, rel_level=args.level_for_rel,
                       max_ret=args.Max_retrieved_per_topic, judged_only=args.Judged_docs_only,

@@ -1,7 +1,9 @@
 """Line-oriented data files (JSON Lines, TSV, TREC, bitext) read with one-line ``file:line`` errors,
-for every loader. Lines end at ``\n`` only (``str.splitlines`` would also break at U+2028, U+0085,
-form feeds...), and no line is longer than :data:`MAX_LINE_BYTES` (an endless file such as
-``/dev/zero`` stops there instead of filling memory)."""
+for every loader. Lines end at ``\\n`` or ``\\r\\n`` only (``str.splitlines`` would also break at
+U+2028, U+0085, form feeds...); a carriage return anywhere else is an error naming its line (a file
+with old Mac CR-only line ends would otherwise be one long line, its records glued together). No
+line is longer than :data:`MAX_LINE_BYTES` (an endless file such as ``/dev/zero`` stops there
+instead of filling memory)."""
 from __future__ import annotations
 
 import os
@@ -31,7 +33,8 @@ def numbered_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
 
 def raw_lines(handle: IO[bytes], path: str | os.PathLike) -> Iterator[tuple[int, bytes]]:
     """(line number, bytes) of an open binary file (plain or gzip), lines ending at ``\n``; a line
-    longer than :data:`MAX_LINE_BYTES` is a one-line error naming it."""
+    longer than :data:`MAX_LINE_BYTES`, or holding a carriage return that is not its ``\\r\\n``
+    ending, is a one-line error naming it."""
     lineno = 0
     while True:
         raw = handle.readline(MAX_LINE_BYTES + 1)
@@ -41,6 +44,10 @@ def raw_lines(handle: IO[bytes], path: str | os.PathLike) -> Iterator[tuple[int,
         if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
             raise MalformedDataError(f"{path}:{lineno}: a line longer than {MAX_LINE_BYTES >> 20} MiB "
                                      f"(not a text file of lines?)")
+        cr = raw.find(b"\r")
+        if cr >= 0 and (cr != len(raw) - 2 or raw[-1] != 10):
+            raise MalformedDataError(f"{path}:{lineno}: a carriage return (\\r) not followed by a line feed "
+                                     f"(old Mac CR-only line ends?); lines must end with \\n or \\r\\n")
         yield lineno, raw
 
 

@@ -1,115 +1,262 @@
-"""TREC qrels and run files (plain or gzip), read and written the way trec_eval reads them.
+"""TREC qrels and run files (plain or gzip), read the way trec_eval reads them: the one reader of
+``clirbench evaluate`` (and its pyarrow fast path, ``trec_fast``) and ``clirbench trec_eval``.
 
-qrels: ``qid iter docid rel`` (rel an integer). run: ``qid Q0 docid rank score tag``; the rank,
-Q0 and tag columns are ignored, as trec_eval ignores them. Fields are whitespace separated; blank
-lines are skipped; a byte-order mark at the start is dropped. Grades are ASCII integers and scores
-ASCII numbers (trec_eval's ``atoi``/``atof`` would read ``١`` as 0, Python as 1: refused). A malformed
-line raises ``ValueError("<file>:<line>: ...")``. A (qid, docid)
-pair that occurs twice in a run is an error (trec_eval stops on duplicate docnos too); in qrels, a
-repeated pair with the same grade is accepted and one with a different grade is an error.
+qrels: ``qid iter docid rel`` (rel an integer; iter ignored). run: ``qid Q0 docid rank score tag``,
+fields after the tag ignored; Q0 and rank ignored, as trec_eval ignores them; the run id is the tag
+of the last line. As trec_eval: fields are separated by ASCII blanks only (space, tab, vertical tab,
+form feed: C's ``isspace``), so a no-break space, U+3000 or U+2003 is part of an id; a line whose
+first field starts with ``#`` is a comment; a document judged twice for one query (even with the
+same grade) or retrieved twice is an error. ``-`` is standard input, read once (trec_eval 10 reads a
+run from ``-``; clirbench reads the qrels from it too). Stricter than trec_eval: grades are ASCII
+integers and scores ASCII numbers (trec_eval's ``atol``/``atof`` would read ``x`` as 0 and ``١``
+as 0, Python ``١`` as 1); ids hold no control character, line separator or U+FEFF (``bad_character``);
+a carriage return must end a line as ``\r\n`` (``jsonl.raw_lines``); a file without a judgement or
+a result is an error. Kinder: blank lines are skipped (trec_eval calls one in qrels malformed) and a
+byte-order mark at the start is dropped. A malformed line raises ``MalformedDataError("<file>:<line>:
+...")``, a ``ValueError``.
 """
 from __future__ import annotations
 
+import contextlib
 import gzip
+import io
 import math
 import os
+import re
+import shutil
+import stat
+import sys
+import tempfile
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Iterator, Mapping
 
 from ..atomic import write_bytes_atomic
+from ..errors import MalformedDataError
 from ..strict import MAX_GRADE, ascii_int, bad_character
-from .jsonl import raw_lines
+from .jsonl import MAX_LINE_BYTES, raw_lines
 
-__all__ = ["read_qrels", "add_qrels_line", "read_run", "add_run_line", "write_run", "write_qrels", "line_fields"]
+__all__ = ["TrecRun", "read_qrels", "read_run", "read_trec_run", "write_run", "write_qrels", "open_input",
+           "is_stream", "rereadable", "check_inputs"]
+
+#: the bytes that separate fields: C's isspace in the C locale, as trec_eval (and ``bytes.split()``)
+BLANKS = " \t\n\v\f\r"
+_BLANK_RUN = re.compile("[ \t\n\v\f\r]+")
+STDIN = "-"
 
 
-def _open_binary(path: str | os.PathLike) -> IO[bytes]:
-    with open(path, "rb") as f:
-        gz = f.read(2) == b"\x1f\x8b"
-    return gzip.open(path, "rb") if gz else open(path, "rb")
+@dataclass(frozen=True)
+class TrecRun:
+    """A run file: ``{qid: {docid: score}}`` and the run id (the tag of its last line)."""
+
+    scores: Mapping[str, Mapping[str, float]]
+    runid: str
 
 
-def line_fields(path: str | os.PathLike) -> Iterator[tuple[int, list[str]]]:
-    """(line number, whitespace-separated fields) of each non-blank line, checked as described above."""
-    with _open_binary(path) as f:
+def _shown(path, name=None) -> str:
+    """How errors name the file: ``name`` (else ``path``), ``-`` as ``<stdin>``."""
+    shown = path if name is None else name
+    return "<stdin>" if os.fspath(shown) == STDIN else str(shown)
+
+
+class _Prefixed(io.RawIOBase):
+    """``head`` then the rest of ``raw``: the bytes read to see whether a stream is gzip, given back."""
+
+    def __init__(self, head: bytes, raw: IO[bytes]) -> None:
+        self.head, self.raw = head, raw
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        if self.head:
+            n = min(len(buffer), len(self.head))
+            buffer[:n] = self.head[:n]
+            self.head = self.head[n:]
+            return n
+        return self.raw.readinto(buffer)
+
+
+@contextlib.contextmanager
+def open_input(path: str | os.PathLike) -> Iterator[IO[bytes]]:
+    """The bytes of a file, gunzipped when they start with gzip's magic, from one open: a pipe or
+    FIFO is read once (never opened again to sniff); ``-`` is standard input (left open)."""
+    if os.fspath(path) == STDIN:
+        raw, owned = sys.stdin.buffer, False
+    else:
+        raw, owned = open(path, "rb"), True
+    try:
+        head = raw.read(2)  # up to 2 bytes, waiting for a slow writer
+        data = io.BufferedReader(_Prefixed(head, raw), 1 << 16)
+        if head == b"\x1f\x8b":
+            with gzip.GzipFile(fileobj=data, mode="rb") as unzipped:
+                yield unzipped
+        else:
+            yield data
+    finally:
+        if owned:
+            raw.close()
+
+
+def _stream_id(path) -> tuple[int, int] | None:
+    """(device, inode) of a path that is not a regular file (``-``: standard input); None otherwise
+    (also when it cannot be looked at: the reader names the problem)."""
+    try:
+        st = os.fstat(sys.stdin.fileno()) if os.fspath(path) == STDIN else os.stat(path)
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return None
+    return None if stat.S_ISREG(st.st_mode) else (st.st_dev, st.st_ino)
+
+
+def is_stream(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is ``-`` (standard input) or not a regular file (a pipe, a FIFO, a device):
+    its bytes can be read once."""
+    return os.fspath(path) == STDIN or _stream_id(path) is not None
+
+
+def check_inputs(qrels_path, run_path) -> None:
+    """Refuse a qrels file and a run that are one stream (both ``-``, or one pipe): it is read once."""
+    one = os.fspath(qrels_path) == os.fspath(run_path) == STDIN
+    if one or (_stream_id(qrels_path) is not None and _stream_id(qrels_path) == _stream_id(run_path)):
+        raise MalformedDataError(f"{_shown(qrels_path)}, {_shown(run_path)}: the qrels and the run are one stream "
+                                 f"(standard input?); it can be read once: give one of them as a file")
+
+
+@contextlib.contextmanager
+def rereadable(path: str | os.PathLike) -> Iterator[str | os.PathLike]:
+    """``path`` when it is a regular file; else (``-``, a pipe, a FIFO, a device) a temporary copy of
+    its bytes, read once and deleted on exit, for a reader that may read it twice. Copying stops past
+    a line longer than :data:`jsonl.MAX_LINE_BYTES` in a plain stream (``/dev/zero``): the reader
+    then names that line."""
+    if not is_stream(path):
+        yield path
+        return
+    fd, copy = tempfile.mkstemp(prefix="clirbench-stream-")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            src = sys.stdin.buffer if os.fspath(path) == STDIN else open(path, "rb")
+            try:
+                _copy_bounded(src, out)
+            finally:
+                if src is not sys.stdin.buffer:
+                    src.close()
+        yield copy
+    finally:
+        os.unlink(copy)
+
+
+def _copy_bounded(src: IO[bytes], out: IO[bytes]) -> None:
+    """Copy ``src`` to ``out``; a plain (not gzip) stream stops a chunk past a line over the limit."""
+    first, since_newline = True, 0
+    while True:
+        chunk = src.read(1 << 20)
+        if not chunk:
+            return
+        out.write(chunk)
+        if first and chunk.startswith(b"\x1f\x8b"):
+            shutil.copyfileobj(src, out)
+            return
+        first = False
+        end = chunk.rfind(b"\n")
+        since_newline = since_newline + len(chunk) if end < 0 else len(chunk) - end - 1
+        if since_newline > MAX_LINE_BYTES:
+            return
+
+
+def _fields(raw: bytes, path, no: int) -> list[str]:
+    """The fields of one line, split at ASCII blanks only, each checked."""
+    if no == 1 and raw.startswith(b"\xef\xbb\xbf"):  # a leading BOM is not part of the first id
+        raw = raw[3:]
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise MalformedDataError(f"{path}:{no}: not UTF-8 text ({e.reason})") from None
+    if line.isascii() and "\x1c" not in line and "\x1d" not in line and "\x1e" not in line and "\x1f" not in line:
+        fields = line.split()  # str.split splits ASCII at the blanks and at \x1c-\x1f (none here): 3x faster
+    else:
+        if "\ufeff" in line:  # a second BOM, or one mid-file: it would become part of an id
+            raise MalformedDataError(f"{path}:{no}: a byte-order mark (U+FEFF) inside the line")
+        line = line.strip(BLANKS)
+        fields = _BLANK_RUN.split(line) if line else []
+    bad = bad_character("".join(fields))
+    if bad:
+        raise MalformedDataError(f"{path}:{no}: the forbidden character {bad} (a control character or line "
+                                 f"separator) inside a field")
+    return fields
+
+
+def _lines(path, name=None) -> Iterator[tuple[int, list[str]]]:
+    """(line number, fields) of each line that is neither blank nor a comment (first field ``#...``)."""
+    shown = _shown(path, name)
+    with open_input(path) as f:
         try:
-            for no, raw in raw_lines(f, path):
-                if no == 1 and raw.startswith(b"\xef\xbb\xbf"):  # a leading BOM is not part of the first id
-                    raw = raw[3:]
-                try:
-                    line = raw.decode("utf-8")
-                except UnicodeDecodeError as e:
-                    raise ValueError(f"{path}:{no}: not UTF-8 text ({e.reason})") from None
-                if "\ufeff" in line:  # a second BOM, or one mid-file: it would become part of an id
-                    raise ValueError(f"{path}:{no}: a byte-order mark (U+FEFF) inside the line")
-                fields = line.split()
-                bad = bad_character("".join(fields))
-                if bad:
-                    raise ValueError(f"{path}:{no}: the forbidden character {bad} (a control character) "
-                                     f"inside a field")
-                if fields:
+            for no, raw in raw_lines(f, shown):
+                fields = _fields(raw, shown, no)
+                if fields and not fields[0].startswith("#"):
                     yield no, fields
         except (OSError, EOFError, zlib.error) as e:
-            raise ValueError(f"{path}: cannot read ({e})") from None
+            raise MalformedDataError(f"{shown}: cannot read ({e})") from None
 
 
-def read_qrels(path: str | os.PathLike) -> dict[str, dict[str, int]]:
-    """``{qid: {docid: grade}}`` from ``qid iter docid rel`` lines."""
+def read_qrels(path: str | os.PathLike, name: str | os.PathLike | None = None) -> dict[str, dict[str, int]]:
+    """``{qid: {docid: grade}}`` from ``qid iter docid rel`` lines; ``name`` names the file in errors."""
+    shown = _shown(path, name)
     qrels: dict[str, dict[str, int]] = {}
-    for no, f in line_fields(path):
-        add_qrels_line(qrels, f, path, no)
+    for no, f in _lines(path, shown):
+        if len(f) != 4:
+            raise MalformedDataError(f"{shown}:{no}: expected 4 fields 'qid iter docid rel', got {len(f)}")
+        try:
+            grade = ascii_int(f[3], -MAX_GRADE, MAX_GRADE)
+        except ValueError as exc:
+            raise MalformedDataError(f"{shown}:{no}: relevance {_grade_problem(f[3], exc)}") from None
+        q = qrels.setdefault(f[0], {})
+        if f[2] in q:  # trec_eval: "duplicate docs", exit 4, whether or not the grades differ
+            raise MalformedDataError(f"{shown}:{no}: doc {f[2]!r} of query {f[0]!r} judged twice "
+                                     f"({q[f[2]]} and {grade})")
+        q[f[2]] = grade
+    if not qrels:
+        raise MalformedDataError(f"{shown}: no judgement in the qrels file")
     return qrels
-
-
-def add_qrels_line(qrels: dict[str, dict[str, int]], f, path, no: int, error: type = ValueError) -> None:
-    """Put one qrels line's fields ``f`` (``qid iter docid rel``) into ``qrels``: four fields, an
-    integer grade within ``MAX_GRADE``, one grade per document; else ``error`` naming file and line."""
-    if len(f) != 4:
-        raise error(f"{path}:{no}: expected 4 fields 'qid iter docid rel', got {len(f)}")
-    try:
-        grade = ascii_int(f[3], -MAX_GRADE, MAX_GRADE)
-    except ValueError as exc:
-        raise error(f"{path}:{no}: relevance {_grade_problem(f[3], exc)}") from None
-    q = qrels.setdefault(f[0], {})
-    if q.get(f[2], grade) != grade:
-        raise error(f"{path}:{no}: doc {f[2]!r} of query {f[0]!r} judged twice ({q[f[2]]} and {grade})")
-    q[f[2]] = grade
 
 
 def _grade_problem(text: str, exc: ValueError) -> str:
     return f"{text!r} is not an integer" if "not an ASCII integer" in str(exc) else str(exc)
 
 
-def read_run(path: str | os.PathLike) -> dict[str, dict[str, float]]:
-    """``{qid: {docid: score}}`` from ``qid Q0 docid rank score tag`` lines."""
+def read_trec_run(path: str | os.PathLike, name: str | os.PathLike | None = None) -> TrecRun:
+    """A ``TrecRun`` from ``qid Q0 docid rank score tag [ignored...]`` lines; ``name`` names the file in errors."""
+    shown = _shown(path, name)
     run: dict[str, dict[str, float]] = {}
-    for no, f in line_fields(path):
-        if len(f) != 6:
-            raise ValueError(f"{path}:{no}: expected 6 fields 'qid Q0 docid rank score tag', got {len(f)}")
-        add_run_line(run, f, path, no)
-    return run
+    tag = None
+    for no, f in _lines(path, shown):
+        if len(f) < 6:
+            raise MalformedDataError(f"{shown}:{no}: expected 6 fields 'qid Q0 docid rank score tag', got {len(f)}")
+        try:
+            if not f[4].isascii() or "_" in f[4]:
+                raise ValueError
+            score = float(f[4])
+        except ValueError:
+            raise MalformedDataError(f"{shown}:{no}: score {f[4][:40]!r} is not a number") from None
+        if math.isnan(score):
+            raise MalformedDataError(f"{shown}:{no}: score is NaN")
+        q = run.setdefault(f[0], {})
+        if f[2] in q:
+            raise MalformedDataError(f"{shown}:{no}: doc {f[2]!r} retrieved twice for query {f[0]!r}")
+        q[f[2]] = score
+        tag = f[5]
+    if tag is None:
+        raise MalformedDataError(f"{shown}: no result line in the run file")
+    return TrecRun(run, tag)
 
 
-def add_run_line(run: dict[str, dict[str, float]], f, path, no: int, error: type = ValueError) -> None:
-    """Put one run line's fields ``f`` (``qid Q0 docid rank score tag ...``) into ``run``: the score a
-    finite-or-infinite ASCII number, each document once per query; else ``error`` naming file and line."""
-    try:
-        if not f[4].isascii() or "_" in f[4]:
-            raise ValueError
-        score = float(f[4])
-    except ValueError:
-        raise error(f"{path}:{no}: score {f[4][:40]!r} is not a number") from None
-    if math.isnan(score):
-        raise error(f"{path}:{no}: score is NaN")
-    q = run.setdefault(f[0], {})
-    if f[2] in q:
-        raise error(f"{path}:{no}: doc {f[2]!r} retrieved twice for query {f[0]!r}")
-    q[f[2]] = score
+def read_run(path: str | os.PathLike, name: str | os.PathLike | None = None) -> dict[str, dict[str, float]]:
+    """``{qid: {docid: score}}`` of a run file (``read_trec_run`` without the run id)."""
+    return dict(read_trec_run(path, name).scores)
 
 
 def _check_token(kind: str, s: str) -> str:
-    if not s or any(c.isspace() for c in s) or bad_character(s):
+    if not s or any(c in BLANKS for c in s) or bad_character(s):
         raise ValueError(f"{kind} {s!r} is empty or contains whitespace or control characters; "
                          f"TREC files cannot hold it")
     return s

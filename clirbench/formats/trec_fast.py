@@ -1,24 +1,29 @@
 """A TREC run file read at C speed (pyarrow's CSV reader) straight into a RankTable, by chunks.
 
-It reads only runs in the canonical layout (one space or one tab between the six fields, queries
-grouped, as every tool writes them) and checks everything ``trec.read_run`` checks. Whatever it
-cannot prove valid -- another layout, an unparsable score, NaN, a repeated (query, doc), invalid
-UTF-8, a whitespace character that ``str.split`` would split on, a corrupt gzip stream -- makes
-``rank_run_file`` return None, and the caller reads the file with the strict reader, which then
-gives the same result or the same one-line error naming file and line. Memory is bounded by a
-chunk of the file (plus the longest query), not by the run's size.
+It reads only regular files (a pipe or standard input is read once, by the caller) of runs in the
+canonical layout (one space or one tab between the six fields, queries grouped, as every tool
+writes them) and checks everything ``trec.read_trec_run`` checks. Whatever it cannot prove valid --
+another layout, a seventh field, a comment line, an unparsable score, NaN, a repeated (query, doc),
+invalid UTF-8, a blank that the strict reader splits on (vertical tab, form feed, the other
+delimiter), a character it refuses in an id (a control character, U+2028, U+FEFF...), a carriage
+return that does not end a line, a corrupt gzip stream, no line at all -- makes ``rank_run_file``
+return None, and the caller reads the file with the strict reader, which then gives the same result
+or the same one-line error naming file and line. Memory is bounded by a chunk of the file (plus the
+longest query), not by the run's size.
 """
 from __future__ import annotations
 
-import gzip
+import contextlib
 import os
 import re
+import stat
 from typing import Callable, Mapping
 
 import numpy as np
 
 from ..ranking import RankTable, finish_table, rank_in_segments
 from .jsonl import MAX_LINE_BYTES
+from .trec import open_input
 
 __all__ = ["rank_run_file"]
 
@@ -37,8 +42,9 @@ _CHUNK = 2 * _BLOCK
 # chunk at a time (5k x 1000, 192 MB: 0.62 s and 0.24 GB with two, 0.64 s and 0.22 GB with one: a
 # quarter of pytrec_eval's 0.89 GB)
 _TWO_AT_ONCE = 512 << 20
-# every character str.split() splits on, but the line breaks (\n, \r) and the delimiter
-_PY_SPACE = "\t\x0b\x0c\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+# the characters above ASCII that the strict reader refuses in an id (``strict.bad_character``: C1
+# controls, line and paragraph separators, BOMs, non-characters; a lone surrogate is not UTF-8)
+_BAD_NON_ASCII = "\x80-\x9f\u2028\u2029\ufeff\ufffe\uffff"
 
 
 class _NotCanonical(Exception):
@@ -46,23 +52,21 @@ class _NotCanonical(Exception):
 
 
 class _CheckedBytes:
-    """The file's bytes (gunzipped), BOM dropped, and the check that its lines hold no whitespace
-    that ``str.split`` splits on but the delimiter and line breaks, no empty field (two delimiters
-    in a row, or one at either end of a line), and valid UTF-8."""
+    """The file's bytes (gunzipped), BOM dropped, and the check that its lines hold no blank but the
+    delimiter and line ends, no character the strict reader refuses, no empty field (two delimiters
+    in a row, or one at either end of a line), no comment, no lone carriage return, and valid UTF-8."""
 
     def __init__(self, path: str | os.PathLike, delim: bytes) -> None:
-        with open(path, "rb") as f:
-            gz = f.read(2) == b"\x1f\x8b"
-        self.raw = gzip.open(path, "rb") if gz else open(path, "rb")
+        self._files = contextlib.ExitStack()
+        self.raw = self._files.enter_context(open_input(path))
         self.size = os.path.getsize(path)  # on disk
         self.first = True
         other = b"\t" if delim == b" " else b" "
-        # whitespace but the delimiter and line breaks, and the control characters the strict reader refuses:
-        # 0x7f, the other delimiter, and every byte < 0x20 but \n, \r and a tab delimiter (``_bad_ascii``)
+        # the ASCII bytes the strict reader splits on or refuses: 0x7f, the other delimiter, and every
+        # byte < 0x20 but \n, \r and a tab delimiter (``_bad_ascii``)
         self.other, self.delim = other, delim
-        # and U+FEFF (a BOM past the first, which the strict reader refuses), C1 controls
-        self.bad_text = re.compile("[" + _PY_SPACE.replace(delim.decode(), "").replace(other.decode(), "") + other.decode()
-                                   + "\x80-\x9f\ufeff]")
+        # and the characters above ASCII it refuses (a BOM past the first, C1 controls, U+2028...)
+        self.bad_text = re.compile(f"[{_BAD_NON_ASCII}]")
 
     def read(self, n: int) -> bytes:
         """The next ``n`` bytes, unchecked (``check`` every line)."""
@@ -90,8 +94,12 @@ class _CheckedBytes:
                 raise _NotCanonical("whitespace")
         if b"\x7f" in buf or self.other in buf:  # bytes past cut are the next lines': refused there too
             raise _NotCanonical("whitespace")
+        if buf[:1] == b"#" or buf.find(b"\n#", 0, cut) >= 0:  # a comment line (no blank before it here)
+            raise _NotCanonical("comment")
         if b"\r" not in buf and self._only_fields(buf, cut, rows):
             return
+        if buf.count(b"\r", 0, cut) != buf.count(b"\r\n", 0, cut):  # pyarrow ends a line at a lone \r
+            raise _NotCanonical("carriage return")
         if self._bad_ascii(buf[:cut]):
             raise _NotCanonical("whitespace")
         if _empty_field(buf, cut, self.delim):
@@ -129,15 +137,12 @@ class _CheckedBytes:
         return False
 
     def close(self) -> None:
-        self.raw.close()
+        self._files.close()
 
 
 def _delimiter(path) -> bytes:
-    with open(path, "rb") as f:
-        head = f.read(2)
-    opener = gzip.open if head == b"\x1f\x8b" else open
     try:
-        with opener(path, "rb") as f:
+        with open_input(path) as f:
             line = f.readline(1 << 16)
     except Exception as exc:
         raise _NotCanonical(str(exc)) from None
@@ -346,13 +351,20 @@ def rank_run_file(path: str | os.PathLike, qrels: Mapping[str, Mapping[str, int]
 
     ``qrels`` may be a function that reads them: it is called while the run's first blocks are parsed
     (its errors propagate; an OSError gives None, so the caller calls it again). None also when
-    pyarrow is missing (``pip install 'clirbench[evaluate]'`` for the fast path).
+    pyarrow is missing (``pip install 'clirbench[evaluate]'`` for the fast path), and when ``path`` is
+    not a regular file (``-``, a pipe, a FIFO: read once by the strict reader, or copied first with
+    ``trec.rereadable``).
     """
     try:
         import pyarrow as pa
         import pyarrow.csv as pcsv
         import pyarrow.compute as pc
     except ImportError:
+        return None
+    try:
+        if os.fspath(path) == "-" or not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+    except OSError:
         return None
     try:
         delim = _delimiter(path)
@@ -395,6 +407,8 @@ def _read(pa, pcsv, pc, source: _CheckedBytes, delim: bytes, qrels) -> tuple[Ran
                 carry = _rank_complete(ranker, pc, q, d, s, final=False)
         if carry is not None:
             _rank_complete(ranker, pc, *carry, final=True)
+        if not ranker.run_queries:  # no result line: the strict reader says so
+            raise _NotCanonical("empty")
     finally:
         chunks.close()
         # pyarrow's allocator keeps freed pages for reuse; what it kept is returned before the
