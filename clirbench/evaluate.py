@@ -79,13 +79,17 @@ def _with_trec_eval_measures(evaluation, qrels, run, measures, kernel, by_trec):
     from .measures import parse
     from .results.run_report import PerQuery
     from .stats.summary import summarise
-    from .trec_eval.names import per_query
+    from .trec_eval.names import lookup, per_query
 
     ids, values = per_query(qrels, run.scores if hasattr(run, "scores") else run, by_trec)
     position = {q: i for i, q in enumerate(ids)}
     order = [position[q] for q in evaluation.per_query[0]]
     columns = {n: np.asarray(values[n], dtype=np.float64)[order] for n in by_trec}
-    summary = summarise(by_trec, columns, evaluation.resamples, evaluation.seed)
+    summary = summarise(by_trec, columns, evaluation.resamples, evaluation.seed,
+                        transforms=_summary_rules(by_trec, columns))
+    for n in by_trec:
+        if lookup(n).summary == "gm":  # per query: max(value, 0.00001), whose geometric mean is reported
+            columns[n] = np.exp(columns[n])
     all_columns = {**dict(evaluation.per_query[1]), **columns}
     names = [str(m) for m in measures]
     if not kernel:
@@ -94,6 +98,24 @@ def _with_trec_eval_measures(evaluation, qrels, run, measures, kernel, by_trec):
     merged = {**evaluation.measures, **summary}
     return dataclasses.replace(evaluation, measures={n: merged[n] for n in kept},
                                per_query=PerQuery(evaluation.per_query[0], {n: all_columns[n] for n in kept}))
+
+
+def _summary_rules(names, columns) -> dict:
+    """trec_eval's summary of each name that is not a mean, as a function of the bootstrap's mean
+    (exact for the percentile interval, the functions being increasing): gm_map, gm_bpref: exp of
+    the mean of the per-query logs; the counts (NumRet, num_rel, ...): the sum, n times the mean;
+    NumQ, num_q: the number of queries."""
+    from .trec_eval.names import lookup
+
+    out = {}
+    for n in names:
+        rule = lookup(n).summary
+        count = int(np.count_nonzero(~np.isnan(columns[n])))
+        if rule == "gm":
+            out[n] = np.exp
+        elif rule in ("sum", "count"):
+            out[n] = lambda mean, count=count: mean * count
+    return out
 
 
 def _write_per_query(path, query_ids: Sequence[str], per_query: Mapping[str, np.ndarray]) -> None:

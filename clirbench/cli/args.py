@@ -22,10 +22,13 @@ class Parser(argparse.ArgumentParser):
 
 def split_list(value: str | None, option: str) -> list[str] | None:
     """The items of a comma list given to ``option``; None when it is not given. An empty item (``,``,
-    ``a,,b``, a trailing comma) is an error, not a fall back to the default."""
+    ``a,,b``, a trailing comma) is an error, not a fall back to the default. A comma inside
+    parentheses is part of its item (ir_measures' ``P(rel=2,judged_only=True)@5``)."""
+    import re
+
     if value is None:
         return None
-    items = [v.strip() for v in value.split(",")]
+    items = [v.strip() for v in re.split(r",(?![^()]*\))", value)]
     if not all(items):
         from ..errors import ClirbenchError
 
