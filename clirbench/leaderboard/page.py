@@ -136,8 +136,11 @@ def _colors(systems: Sequence[str]) -> dict[str, str]:
 
 
 def bars_svg(board: Board) -> str:
-    """Horizontal bars with CI whiskers, one per system (ranked order), in a figure with its title."""
-    rows = [r for r in board.rows if not math.isnan(r.value)]
+    """Horizontal bars with CI whiskers, one per ranked system (ranked order), in a figure with its
+    title; incomplete systems (results on some of the board's pools) are named in its note."""
+    rows = [r for r in board.rows if r.rank is not None and not math.isnan(r.value)]
+    left_out = [f"{r.system} ({r.pools}/{len(board.pools)} pools)" for r in board.rows if r.rank is None]
+    note = f"not drawn (incomplete, not comparable): {', '.join(left_out)}" if left_out else ""
     if not rows:
         return ""
     labels = short_names([r.system for r in rows])
@@ -169,7 +172,7 @@ def bars_svg(board: Board) -> str:
                      f'stroke-dasharray="4 3" fill="none"><title>{esc(board.direction_label)}</title></path>')
     parts.append(f'<text x="{label_w}" y="{height - 4}" class="muted">{_fmt(lo)}</text>'
                  f'<text x="{label_w + plot_w}" y="{height - 4}" text-anchor="end">{_fmt(hi)}</text></svg>')
-    return _figure(title, "".join(parts))
+    return _figure(title, "".join(parts), note)
 
 
 def heatmap_svg(values: Mapping[str, Mapping[str, float]], title: str) -> str:
@@ -254,9 +257,12 @@ def dots_svg(values: Mapping[str, Mapping[str, float]], title: str) -> str:
 
 
 def _breakdowns(data: Mapping, pids: Sequence[str]) -> dict[tuple[str, str], dict[str, dict[str, float]]]:
-    """``{(field, measure): {system: {group: mean over pools weighted by n}}}``."""
+    """``{(field, measure): {system: {group: mean over pools weighted by n}}}``, systems with results
+    on every pool of ``pids`` only (a mean over fewer pools is not comparable)."""
     sums: dict = {}
     for system, sysd in data["systems"].items():
+        if not all(pid in sysd["results"] for pid in pids):
+            continue
         for pid in pids:
             for fld, groups in (sysd["results"].get(pid, {}).get("breakdown") or {}).items():
                 for group, cell in groups.items():
@@ -296,8 +302,13 @@ def _table(group_boards: Sequence[Board], table_id: str, systems: Sequence[str])
             if row is None:
                 cells.append('<td data-v="">–</td>')
                 continue
+            if row.rank is None:  # incomplete: not comparable with the ranked rows, so it sorts last
+                cells.append(f'<td data-v="" class="incomplete" title="the mean over the {row.pools} of '
+                             f'{len(b.pools)} pools it has; not ranked">{_fmt(row.value)} <span class="ci">'
+                             f'(incomplete, {row.pools}/{len(b.pools)} pools)</span></td>')
+                continue
             half = (row.ci_high - row.ci_low) / 2 if not math.isnan(row.ci_low) else math.nan
-            ci = f' <span class="ci">± {_fmt(half)}</span>' if not math.isnan(half) else ' <span class="ci">(partial)</span>'
+            ci = f' <span class="ci">± {_fmt(half)}</span>' if not math.isnan(half) else ""
             group = f'<sup class="g">{esc(row.group)}</sup>' if row.group else ""
             if row.rank_interval:
                 group += f'<br><span class="ci rank">{esc(row.rank_interval)}</span>'
@@ -380,8 +391,14 @@ def render_page(data: Mapping, correction: str = DEFAULT_CORRECTION) -> str:
             if gap:
                 gap = {s: gap[s] for s in sorted(gap, key=lambda s: (s not in systems, systems.index(s) if s in systems else 0, s))}
                 out.append("<h3>Query-language gap</h3>" + heatmap_svg(gap, f"{title}: gap in {measure} per language pair"))
-        for (fld, measure), values in sorted(_breakdowns(data, group_boards[0].pools).items()):
+        pids = group_boards[0].pools
+        partial = sorted(s for s, d in data["systems"].items()
+                         if any(p in d["results"] for p in pids) and not all(p in d["results"] for p in pids))
+        for (fld, measure), values in sorted(_breakdowns(data, pids).items()):
             out.append(f"<h3>By {esc(fld)}</h3>" + dots_svg(values, f"{title}: {measure} by {fld}"))
+            if partial:
+                out.append(f'<p class="note">Not drawn (results on some of the pools only, not comparable): '
+                           f'{esc(", ".join(partial))}.</p>')
         out.append(preference_section(data, group_boards[0].pools))  # multi pools: query × document language heatmaps
         out.append("</section>")
     out.append(_systems_table(data, order))

@@ -1,14 +1,18 @@
 """Paper-ready leaderboard tables (``clirbench leaderboard show --format markdown|latex|csv``).
 
 One row per system, one column per board (scenario × measure) for LaTeX and Markdown: the board's
-value with its bootstrap interval, the best ranked value of each column in bold. With a baseline,
+value with its bootstrap interval, the best ranked value of each column in bold. A system without
+results on every pool of a board is not comparable with the others there: its cell is the mean over
+the pools it has marked ``(incomplete, k/n pools)``, never bold, never tested, with a note under the
+table (as ``(incomplete)`` in the text format). With a baseline,
 each ranked system's difference with it on each board is tested: a paired randomisation test of
 the board's macro-mean difference (each pool's per-query differences weighted by one over its
 number of queries, so the test statistic is the board's difference; the board's seed,
 ``PERMUTATIONS`` sign flips), the p-values of the family (every system compared with the baseline
 × every board shown) adjusted by ``stats.correction``; a marker (†) flags an adjusted p below 0.05.
 CSV: one row per system × board with the numbers as stored (value, interval, rank and its
-interval, group, raw and adjusted p against the baseline).
+interval, group, the pools it has and the board's, raw and adjusted p against the baseline; an
+incomplete row has ``pools`` < ``board_pools`` and no rank, interval or p).
 """
 from __future__ import annotations
 
@@ -28,7 +32,7 @@ __all__ = ["FORMATS", "PERMUTATIONS", "CSV_COLUMNS", "select", "baseline_tests",
 
 PERMUTATIONS = 10000
 CSV_COLUMNS = ("task", "subset", "scenario", "pool_mode", "measure", "system", "value", "ci_low", "ci_high", "rank",
-               "rank_low", "rank_high", "group", "pools", "baseline", "p_value", "p_adjusted")
+               "rank_low", "rank_high", "group", "pools", "board_pools", "baseline", "p_value", "p_adjusted")
 
 
 def select(leaderboard: Mapping, path, scenario: str | None = None, measure: str | None = None,
@@ -107,6 +111,9 @@ def _note(items: Sequence[Board], leaderboard: Mapping, baseline: str | None, te
     parts = [f"Macro mean over each board's pools ({'/'.join(map(str, pools))} pools) with its "
              f"{float(sig['confidence']):.0%} bootstrap interval ({sig['resamples']} resamples, "
              f"{'± half its length' if ci == 'pm' else '[low, high]'}); best in bold"]
+    if any(r.rank is None for b in items for r in b.rows):
+        parts.append("(incomplete, k/n pools): a system without results on all n pools of a board, its mean over the "
+                     "k it has; not comparable with the others there, so not ranked, bold or tested")
     if baseline is not None and not tests:
         parts.append(f"no system was compared with {baseline} (it is not ranked, or ranked alone, on these boards)")
     elif baseline is not None:
@@ -130,7 +137,7 @@ def _csv(task: str, items: Sequence[Board], baseline: str | None, tests: Mapping
             writer.writerow([task, board.subset, board.scenario, board.pool_mode, board.measure, r.system,
                              num(r.value), num(r.ci_low), num(r.ci_high), r.rank or "",
                              "" if r.rank_low is None else r.rank_low, "" if r.rank_high is None else r.rank_high,
-                             r.group, r.pools, baseline or "", num(p), num(q)])
+                             r.group, r.pools, len(board.pools), baseline or "", num(p), num(q)])
     return out.getvalue().rstrip("\n")
 
 
@@ -140,7 +147,7 @@ def render(task: str, leaderboard_dir: str | os.PathLike = "leaderboards", scena
     """The boards of ``<leaderboard_dir>/<task>.json`` as a Markdown, LaTeX or CSV table."""
     from ..checks import check_correction
     from ..errors import ClirbenchError
-    from ..paper import SIGNIFICANCE_LEVEL, Cell, check_ci_style, latex_table, markdown_table
+    from ..paper import SIGNIFICANCE_LEVEL, Cell, check_ci_style, latex_table, markdown_table, number
 
     if fmt not in FORMATS[1:]:
         raise ClirbenchError(f"unknown table format {fmt!r}; choose one of {', '.join(FORMATS[1:])}")
@@ -163,6 +170,9 @@ def render(task: str, leaderboard_dir: str | os.PathLike = "leaderboards", scena
             r = next((r for r in board.rows if r.system == system), None)
             if r is None:
                 row.append("–")
+                continue
+            if r.rank is None:  # incomplete: not comparable with the ranked rows
+                row.append(f"{number(r.value)} (incomplete, {r.pools}/{len(board.pools)} pools)")
                 continue
             good = board.goodness
             best = max(float(good(x.value)) for x in board.rows if x.rank is not None) if board.rows[0].rank else None

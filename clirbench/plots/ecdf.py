@@ -41,7 +41,7 @@ def ecdf_series(results: Sequence[str | os.PathLike], measure: str = "MaxR") -> 
 def plot_ecdf(results: Sequence[str | os.PathLike], out: str | os.PathLike, measure: str = "MaxR"):
     """Write the ECDF figure of ``results`` to ``out`` (.svg or .png); returns the path."""
     from ..measures import parse
-    from .figure import check_output, save, subplots
+    from .figure import check_output, plain, save, subplots
 
     check_output(out)
     family = parse(measure).record
@@ -49,11 +49,11 @@ def plot_ecdf(results: Sequence[str | os.PathLike], out: str | os.PathLike, meas
     fig, (ax,) = subplots()
     for k, (label, values) in enumerate(series.items()):
         y = np.arange(1, len(values) + 1) / max(len(values), 1)
-        (line,) = ax.step(values, y, where="post", label=f"{label} (n={len(values)})")
+        (line,) = ax.step(values, y, where="post", label=plain(f"{label} (n={len(values)})"))
         line.set_gid(f"ecdf-{k}")
     if family.unit == "rank":
         ax.set_xscale("log")
-    ax.set_xlabel(f"{measure} per query ({family.direction_label})")
+    ax.set_xlabel(plain(f"{measure} per query ({family.direction_label})"))
     ax.set_ylabel("fraction of queries ≤ x")
     ax.set_ylim(0, 1.02)
     ax.legend(loc="lower right", fontsize=8)

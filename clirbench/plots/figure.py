@@ -8,11 +8,20 @@ import io
 import os
 from pathlib import Path
 
-__all__ = ["SUFFIXES", "STYLE", "check_output", "result_paths", "check_distinct", "distinct_results", "pyplot", "subplots", "save"]
+__all__ = ["SUFFIXES", "STYLE", "plain", "check_output", "result_paths", "check_distinct", "distinct_results", "pyplot", "subplots", "save"]
 
 SUFFIXES = (".svg", ".png")
 STYLE = {"svg.hashsalt": "clirbench", "svg.fonttype": "path", "font.size": 9, "axes.grid": True,
          "grid.alpha": 0.3, "figure.dpi": 100}
+
+
+def plain(text: object) -> str:
+    """``text`` drawn as itself by matplotlib: every ``$`` escaped (``\\$``), so no part of a name
+    is read as mathtext (``bm25 $x^2$``, an unbalanced ``$\\frac{$``). Matplotlib parses math only
+    between unescaped ``$`` pairs and draws ``\\$`` as ``$`` elsewhere; backslashes stay as they
+    are. Every user-provided string in a figure (system, task, pool and language names, measures,
+    titles, labels) goes through it."""
+    return str(text).replace("$", r"\$")
 
 
 def check_output(path: str | os.PathLike) -> Path:

@@ -37,7 +37,7 @@ def gap_matrix(task: str, leaderboard_dir: str | os.PathLike = "leaderboards", s
 def plot_gap_heatmap(task: str, out: str | os.PathLike, leaderboard_dir: str | os.PathLike = "leaderboards",
                      scenario: str = "multi", measure: str | None = None):
     """Write the gap heatmap of ``<leaderboard_dir>/<task>.json`` to ``out``."""
-    from .figure import check_output, pyplot, save, subplots
+    from .figure import check_output, plain, pyplot, save, subplots
 
     check_output(out)
     measure, systems, pairs, values = gap_matrix(task, leaderboard_dir, scenario, measure)
@@ -58,9 +58,9 @@ def plot_gap_heatmap(task: str, out: str | os.PathLike, leaderboard_dir: str | o
             ax.text(j + 0.5, i + 0.5, f"{v:.3g}", ha="center", va="center", fontsize=7)
     ax.set_xlim(0, len(pairs))
     ax.set_ylim(len(systems), 0)
-    ax.set_xticks([j + 0.5 for j in range(len(pairs))], pairs, rotation=90 if len(pairs) > 8 else 0)
-    ax.set_yticks([i + 0.5 for i in range(len(systems))], systems)
+    ax.set_xticks([j + 0.5 for j in range(len(pairs))], [plain(p) for p in pairs], rotation=90 if len(pairs) > 8 else 0)
+    ax.set_yticks([i + 0.5 for i in range(len(systems))], [plain(s) for s in systems])
     ax.grid(False)
-    ax.set_title(f"{task} {scenario}: gap in {measure} (queries in L2 minus in L1)", fontsize=9)
+    ax.set_title(plain(f"{task} {scenario}: gap in {measure} (queries in L2 minus in L1)"), fontsize=9)
     fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), ax=ax, fraction=0.05)
     return save(fig, out)

@@ -3,7 +3,8 @@
 A system's effectiveness is a measure macro-averaged over its pools, its cost the mean over the same
 pools of one of ``COSTS`` (read from the records' ``cost`` sections). The front is the set of
 systems no other system beats on both axes (as cheap or cheaper and as good or better, one of them
-strictly); it is drawn as a step line. SVG output is deterministic (fixed hash salt, no date).
+strictly); it is drawn as a step line. A system without results on every pool the others cover is
+not comparable: it is drawn hollow, labelled ``(incomplete, k/n pools)`` and kept off the front. SVG output is deterministic (fixed hash salt, no date).
 """
 from __future__ import annotations
 
@@ -41,12 +42,15 @@ COSTS: Mapping[str, _CostAxis] = {
 
 @dataclass(frozen=True)
 class SystemPoint:
-    """One system: its label, effectiveness (macro mean over ``pools``), cost, and how many pools."""
+    """One system: its label, effectiveness (macro mean over ``pools``), cost, how many pools, and
+    whether it has every one of the ``of_pools`` pools of the figure (``complete``)."""
 
     system: str
     effectiveness: float
     cost: float
     pools: int
+    complete: bool = True
+    of_pools: int | None = None
 
 
 def read_records(source) -> list:
@@ -102,7 +106,10 @@ def system_points(records: Iterable, measure: str = "nDCG@10",
     from ..errors import ClirbenchError
 
     name, axis = str(_measure(measure)), _cost_axis(cost)
+    from ..identity import PoolKey
+
     values: dict[str, tuple[list, list]] = {}
+    pools: dict[str, set] = {}
     for r in read_records(records):
         if scenario is not None and r.scenario != scenario:
             continue
@@ -112,10 +119,13 @@ def system_points(records: Iterable, measure: str = "nDCG@10",
         eff, costs = values.setdefault(r.system_key.label, ([], []))
         eff.append(mv.value)
         costs.append(c)
+        pools.setdefault(r.system_key.label, set()).add(PoolKey.of(r))
     if not values:
         raise ClirbenchError(f"no result reports both {name} and the cost {cost}"
                              + (f" in scenario {scenario}" if scenario else ""))
-    return [SystemPoint(s, sum(e) / len(e), sum(c) / len(c), len(e)) for s, (e, c) in sorted(values.items())]
+    every = set().union(*pools.values())
+    return [SystemPoint(s, sum(e) / len(e), sum(c) / len(c), len(e), pools[s] == every, len(every))
+            for s, (e, c) in sorted(values.items())]
 
 
 def pareto_front(points: Sequence[SystemPoint], higher_is_better: bool = True) -> list[SystemPoint]:
@@ -139,17 +149,21 @@ def pareto_figure(records: Iterable, measure: str = "nDCG@10", cost: str = "sear
     require("matplotlib", extra="plot", purpose="Pareto plots")
     from matplotlib.figure import Figure
 
+    from .figure import plain
+
     m, axis = _measure(measure), _cost_axis(cost)
     points = system_points(records, measure, cost, scenario)
-    front = pareto_front(points, m.higher_is_better)
+    front = pareto_front([p for p in points if p.complete], m.higher_is_better)
     fig = Figure(figsize=(6.4, 4.4))
     ax = fig.add_subplot()
     xs, ys = [p.cost for p in points], [p.effectiveness for p in points]
     on_front = {p.system for p in front}
-    ax.scatter(xs, ys, c=["#1f77b4" if p.system in on_front else "#999999" for p in points], zorder=3,
-               gid="pareto-points")
+    ax.scatter(xs, ys, c=["#1f77b4" if p.system in on_front else "#999999" if p.complete else "none"
+                          for p in points], edgecolors=["none" if p.complete else "#999999" for p in points],
+               zorder=3, gid="pareto-points")
     for p in points:
-        ax.annotate(p.system, (p.cost, p.effectiveness), textcoords="offset points", xytext=(5, 5), fontsize=8,
+        label = p.system if p.complete else f"{p.system} (incomplete, {p.pools}/{p.of_pools} pools)"
+        ax.annotate(plain(label), (p.cost, p.effectiveness), textcoords="offset points", xytext=(5, 5), fontsize=8,
                     gid=f"label-{p.system}")
     fx, fy = [p.cost for p in front], [p.effectiveness for p in front]
     ax.step(fx, fy, where="post", color="#1f77b4", alpha=0.6, label="Pareto front", gid="pareto-front")
@@ -158,8 +172,8 @@ def pareto_figure(records: Iterable, measure: str = "nDCG@10", cost: str = "sear
         log_cost = len(positive) == len(xs) and len(xs) > 1 and max(xs) > 100 * min(xs)
     if log_cost:
         ax.set_xscale("log")
-    ax.set_xlabel(axis.label + (" (log)" if log_cost else ""))
-    ax.set_ylabel(f"{m} ({'higher' if m.higher_is_better else 'lower'} is better), macro mean over pools")
+    ax.set_xlabel(plain(axis.label + (" (log)" if log_cost else "")))
+    ax.set_ylabel(plain(f"{m} ({'higher' if m.higher_is_better else 'lower'} is better), macro mean over pools"))
     ax.margins(x=0.15, y=0.08)  # room for the labels
     ax.grid(True, alpha=0.3)
     ax.legend(loc="best", fontsize=8)

@@ -17,6 +17,7 @@ def preference_figure(matrix: Mapping, system: str = "", ax=None):
     import numpy as np
 
     from ..optional import require
+    from .figure import plain
 
     require("matplotlib.figure", "plot")
     from matplotlib.figure import Figure  # no pyplot: no global figure state, no backend switch
@@ -35,15 +36,15 @@ def preference_figure(matrix: Mapping, system: str = "", ax=None):
         fig = ax.figure
     image = ax.imshow(share, cmap="Blues", vmin=0.0, vmax=100.0, aspect="auto")
     ax.grid(False)
-    ax.set_xticks(range(len(docs)), docs)
-    ax.set_yticks(range(len(queries)), [f"q {q}" for q in queries])
+    ax.set_xticks(range(len(docs)), [plain(d) for d in docs])
+    ax.set_yticks(range(len(queries)), [plain(f"q {q}") for q in queries])
     ax.set_xlabel("document language")
     for i in range(len(queries)):
         for j in range(len(docs)):
             if not np.isnan(share[i, j]):
                 ax.text(j, i, f"{share[i, j]:.1f}%\nrank {rank[i, j]:.1f}", ha="center", va="center", fontsize=7,
                         color="white" if share[i, j] > 55 else "black")
-    ax.set_title(str(matrix["pool"]) + (f" · {system}" if system else ""), fontsize=9)
+    ax.set_title(plain(str(matrix["pool"]) + (f" · {system}" if system else "")), fontsize=9)
     fig.colorbar(image, ax=ax, label="% of queries: best-ranked relevant passage")
     return fig
 

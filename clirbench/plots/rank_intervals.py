@@ -1,6 +1,7 @@
 """The rank-interval figure (``clirbench plot ranks``): per leaderboard board, each ranked system's
 rank (dot) and its 95% bootstrap rank interval (bar), best first; one panel per board. Each
-system's mark is an SVG group with id ``rank-<board>-<row>``."""
+system's mark is an SVG group with id ``rank-<board>-<row>``. Systems without results on every pool
+of a board are not ranked there: the panel's axis label names them, with their pools."""
 from __future__ import annotations
 
 import os
@@ -14,7 +15,7 @@ def plot_rank_intervals(task: str, out: str | os.PathLike, leaderboard_dir: str 
     from ..errors import ClirbenchError
     from ..leaderboard import store
     from ..leaderboard.tables import select
-    from .figure import check_output, save, subplots
+    from .figure import check_output, plain, save, subplots
 
     check_output(out)
     path = store.path_for(task, leaderboard_dir)
@@ -31,11 +32,13 @@ def plot_rank_intervals(task: str, out: str | os.PathLike, leaderboard_dir: str 
             (dot,) = ax.plot([r.rank], [j], "o", color="C0")
             line.set_gid(f"rank-{i}-{j}")
             dot.set_gid(f"rank-dot-{i}-{j}")
-        ax.set_yticks(range(len(rows)), [r.system for r in rows])
+        ax.set_yticks(range(len(rows)), [plain(r.system) for r in rows])
         ax.invert_yaxis()
         ax.set_xlim(0.5, len(rows) + 0.5)
         ax.set_xticks(range(1, len(rows) + 1))
-        ax.set_xlabel("rank (dot) and 95% bootstrap rank interval")
-        ax.set_title(f"{task}: {board.title} ({board.direction_label})", fontsize=9)
+        left_out = [f"{r.system} ({r.pools}/{len(board.pools)} pools)" for r in board.rows if r.rank is None]
+        ax.set_xlabel(plain("rank (dot) and 95% bootstrap rank interval" + (
+            f"\nnot ranked (incomplete): {', '.join(left_out)}" if left_out else "")))
+        ax.set_title(plain(f"{task}: {board.title} ({board.direction_label})"), fontsize=9)
     fig.tight_layout()
     return save(fig, out)
