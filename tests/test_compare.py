@@ -37,7 +37,7 @@ def systems():
     a = {"nDCG@10": rng.random(N), "RR": rng.random(N), "MaxR": rng.integers(1, 480, N).astype(float)}
     b = {"nDCG@10": np.clip(a["nDCG@10"] + 0.1 + 0.05 * rng.normal(size=N), 0, 1),
          "RR": rng.random(N), "MaxR": a["MaxR"].copy(), "Complete@10": rng.random(N)}
-    a["RR"][7] = np.nan
+    a["RR"][7] = b["RR"][7] = np.nan  # no value for this query (the qrels decide): on both sides
     return a, b
 
 

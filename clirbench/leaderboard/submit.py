@@ -257,6 +257,8 @@ def validate_result(path: str | os.PathLike, leaderboard: Mapping, data_dir=None
         if np.isinf(vec).any() or (finite.size and (finite.min() < lo - _TOL or finite.max() > hi + _TOL)):
             raise _fail(path, f"per-query {col} values out of range [{lo:g}, {hi:g}]")
         reported = result.measures.get(col)
+        if reported is not None and reported.value is not None and finite.size != reported.n:  # nan: no value
+            raise _fail(path, f"per-query {col} has {finite.size} values (nan: no value), the result says n={reported.n}")
         if reported is not None and not measure.of_mean and finite.size:
             mean = float(finite.mean())
             if not math.isclose(mean, reported.value, rel_tol=1e-6, abs_tol=1e-9):
@@ -398,8 +400,26 @@ def merge(leaderboard: Mapping, sub: Submission, commands: Iterable[str] = (), r
                                   f"other values ({describe_changes(diff)}); pass --replace to replace it")
         if changes is not None:
             changes.extend(diff)
+    _check_undefined(out, sub)
     system["results"][sub.pool_id] = sub.record
     return out
+
+
+def _check_undefined(leaderboard: Mapping, sub: Submission) -> None:
+    """Refuse per-query vectors whose undefined queries (nan) differ from those of a system already
+    on the pool: the qrels decide which queries a measure is undefined for (docs/measures.md)."""
+    n = sub.pool["num_queries"]
+    for measure, text in sub.record["per_query"]["measures"].items():
+        mask = np.isnan(store.decode_vector(text, n, f"{sub.path} {measure}"))
+        for other, sysd in sorted(leaderboard["systems"].items()):
+            theirs = sysd["results"].get(sub.pool_id, {}).get("per_query", {}).get("measures", {}).get(measure)
+            if other == sub.system or theirs is None:
+                continue
+            if not np.array_equal(mask, np.isnan(store.decode_vector(theirs, n, f"{other} {measure}"))):
+                raise _fail(sub.path, f"per-query {measure} has no value (nan) for other queries than "
+                                      f"{store._show(other)} on pool {sub.pool_id}; one pool's undefined queries "
+                                      f"are the same for every system")
+            break
 
 
 def _key_of(sub: Submission):

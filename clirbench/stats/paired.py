@@ -186,6 +186,45 @@ def _pool_of(result: Result) -> dict:
             "qrels_sha256": result.qrels_sha256}
 
 
+def _table(s: Side) -> str:
+    """Where ``s``'s per-query values come from, for messages: its table's path, or its label."""
+    if s.path is None:
+        return s.label
+    return str(Path(s.path).parent / s.record.per_query_file) if s.record.per_query_file else s.path
+
+
+def check_defined(sa: Side, sb: Side, names: Sequence[str], a: np.ndarray, b: np.ndarray) -> None:
+    """Refuse per-query values a paired test cannot use, in one line naming the table, line, query
+    and measure: an infinite value; a NaN ("no value": a query the measure is undefined for, which
+    the qrels decide, docs/measures.md) on one side only, since two results of one pool have the
+    same undefined queries; and a column whose defined values are not the ``n`` its own record
+    reports. ``a`` and ``b`` are the aligned (queries × measures) matrices of ``_aligned``."""
+    line_b = {q: i for i, q in enumerate(sb.query_ids)}
+    line = lambda side_, k: k if side_ is sa else line_b[sa.query_ids[k]]  # noqa: E731  (file row of aligned row k)
+    for j, name in enumerate(names):
+        for side_, col in ((sa, a[:, j]), (sb, b[:, j])):
+            bad = np.flatnonzero(np.isinf(col))
+            if bad.size:
+                i = line(side_, bad[0])
+                raise ClirbenchError(f"{_table(side_)}:{i + 2}: query {side_.query_ids[i]!r}: {name} is "
+                                     f"{float(col[bad[0]])!r}; a per-query value must be a finite number or nan (no value)")
+        one_sided = np.flatnonzero(np.isnan(a[:, j]) != np.isnan(b[:, j]))
+        if one_sided.size:
+            k = one_sided[0]
+            side_, other = (sa, sb) if np.isnan(a[k, j]) else (sb, sa)
+            i = line(side_, k)
+            raise ClirbenchError(f"{_table(side_)}:{i + 2}: query {side_.query_ids[i]!r}: {name} is nan (no value) "
+                                 f"where {_table(other)} has one; on one pool a query is undefined for both results "
+                                 f"or for neither ({one_sided.size} such quer{'ies' if one_sided.size > 1 else 'y'})")
+        for side_, col in ((sa, a[:, j]), (sb, b[:, j])):
+            reported = side_.record.measures.get(name)
+            undefined = np.flatnonzero(np.isnan(col))
+            if reported is not None and reported.value is not None and reported.n != len(col) - undefined.size:
+                first = f" (the first nan: line {line(side_, undefined[0]) + 2})" if undefined.size else ""
+                raise ClirbenchError(f"{_table(side_)}: {name} has {len(col) - undefined.size} defined per-query "
+                                     f"values{first} where {side_.label} says n={reported.n}")
+
+
 def _aligned(sa: Side, sb: Side, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """(queries × measures) matrices of A and B, B's rows reordered to A's query order."""
     order = {q: i for i, q in enumerate(sb.query_ids)}
@@ -277,6 +316,7 @@ def compare(a, b, measures: Sequence | None = None, resamples: int = 1000, seed:
     if not names:
         raise ClirbenchError(f"{sa.label} and {sb.label} share no per-query measure")
     a_values, b_values = _aligned(sa, sb, names)
+    check_defined(sa, sb, names, a_values, b_values)
     # undefined for every query of both results (SameLangFirst on a one-language pool): nothing to compare
     undefined = np.isnan(a_values).all(axis=0) & np.isnan(b_values).all(axis=0)
     skipped = [m for m, u in zip(names, undefined) if u]
