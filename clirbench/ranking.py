@@ -95,7 +95,9 @@ def as_trec_scores(a: np.ndarray) -> np.ndarray:
 def _doc_index(doc_ids: Sequence[str]) -> dict[str, int]:
     index = {d: i for i, d in enumerate(doc_ids)}
     if len(index) != len(doc_ids):
-        raise ValueError("duplicate doc ids")
+        from .strict import first_duplicate
+
+        raise ValueError(f"duplicate doc id {first_duplicate(doc_ids)[0]!r}")
     return index
 
 
@@ -164,7 +166,9 @@ def judged_pairs(
     if doc_langs is not None and len(doc_langs) != n_docs:
         raise ValueError(f"doc_langs has {len(doc_langs)} entries for {n_docs} docs")
     if len(set(query_ids)) != n_q:
-        raise ValueError("duplicate query ids")
+        from .strict import first_duplicate
+
+        raise ValueError(f"duplicate query id {first_duplicate(query_ids)[0]!r}")
 
     evaluated = [i for i, q in enumerate(query_ids) if qrels.get(q)]
     rel_row, rel_col, rel_grade, rel_doc, ex_row, ex_col = [], [], [], [], [], []
@@ -545,7 +549,10 @@ def rank_run_arrays(
     entry = np.concatenate(entries)  # run entries that are relevant judgements
     which = np.concatenate(whiches)  # their rows in rel_*
     if len(np.unique(which)) != len(which):
-        raise ValueError("duplicate (query, doc) pair in run")
+        values, counts = np.unique(which, return_counts=True)
+        twice = int(values[counts > 1][0])
+        raise ValueError(f"duplicate (query, doc) pair in run: ({query_ids[int(rel_row[twice])]!r}, "
+                         f"{doc_ids[int(rel_col[twice])]!r})")
     if len(entry):
         _rank_entries(qidx, doc, score, run_len, entry, which, _Ties(doc_ids, rel_col, len(rank)), rank)
     num_docs = np.full(len(evaluated), np.nan)

@@ -142,10 +142,17 @@ def parse_langs(spec: str | Sequence[str], available: Sequence[str]) -> list[tup
         listed = ", ".join(unknown)
         raise UnknownNameError(f"unknown language(s) {listed[:200]}{'…' if len(listed) > 200 else ''}; "
                                f"available: {', '.join(available)}")
-    if any(len(set(g)) != len(g) for g in groups):
-        raise UnknownNameError(f"--langs {shown}: a pool's languages must all differ")
-    if len(set(groups)) != len(groups):  # en+de,de: the same pair twice
-        raise UnknownNameError(f"--langs {shown}: a language is listed twice")
+    from .strict import first_duplicate
+
+    for g in groups:
+        dup = first_duplicate(g)
+        if dup is not None:
+            raise UnknownNameError(f"--langs {shown}: a pool's languages must all differ; "
+                                   f"{dup[0]!r} is listed twice")
+    dup = first_duplicate(groups)
+    if dup is not None:  # en+de,de: the same pair twice
+        raise UnknownNameError(f"--langs {shown}: a language is listed twice: {dup[0][-1]!r} "
+                               f"(the pool {'+'.join(dup[0])} twice)")
     if any(len(g) < 2 for g in groups):
         raise UnknownNameError(f"--langs {shown}: a pool needs two or more languages")
     return groups
@@ -158,6 +165,9 @@ def parse_scenarios(spec: str | Sequence[str]) -> tuple[str, ...]:
     unknown = [s for s in names if s not in SCENARIOS]
     if unknown:
         raise UnknownNameError(f"unknown scenario(s) {', '.join(unknown)}; available: all, {', '.join(SCENARIOS)}")
-    if len(set(names)) != len(names):
-        raise UnknownNameError(f"scenarios {','.join(names)}: a scenario is listed twice")
+    from .strict import first_duplicate
+
+    dup = first_duplicate(names)
+    if dup is not None:
+        raise UnknownNameError(f"scenarios {','.join(names)}: a scenario is listed twice: {dup[0]!r}")
     return tuple(names)

@@ -19,7 +19,7 @@ from typing import Any
 from .errors import MalformedDataError
 
 __all__ = ["MAX_JSON_DEPTH", "MAX_INT_DIGITS", "MAX_GRADE", "loads_json", "load_yaml", "ascii_int", "BOM",
-           "bad_character", "check_id", "language_tag"]
+           "bad_character", "check_id", "language_tag", "first_duplicate", "shown", "json_kind", "expect_json"]
 
 MAX_JSON_DEPTH = 64
 #: longest integer read from a file (JSON, YAML, TREC, TSV): far above any count, seed or grade
@@ -43,6 +43,27 @@ _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 def _show(key: Any, limit: int = 60) -> str:
     text = str(key)
     return ascii(text[:limit]) + ("…" if len(text) > limit else "")
+
+
+def shown(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` for a one-line message: control characters escaped, cut after ``limit``
+    characters with the full length said (``'aaa…' (5,000 characters)``)."""
+    text = value if isinstance(value, str) else str(value)
+    if len(text) <= limit:
+        return ascii(text) if bad_character(text) else repr(text)
+    head = text[:limit]
+    return f"{ascii(head) if bad_character(head) else repr(head)}… ({len(text):,} characters)"
+
+
+def first_duplicate(values) -> tuple[Any, int, int] | None:
+    """``(value, first position, second position)`` of the first value seen twice in ``values``
+    (positions from 0); None when all differ. For messages that name what is duplicated and where."""
+    seen: dict = {}
+    for i, value in enumerate(values):
+        if value in seen:
+            return value, seen[value], i
+        seen[value] = i
+    return None
 
 
 def _json_depth_ok(text: str, limit: int) -> bool:
@@ -95,6 +116,36 @@ def loads_json(text: str | bytes, where: str, max_depth: int = MAX_JSON_DEPTH, c
         raise MalformedDataError(f"{where}: not valid JSON ({exc.msg})") from None
     except RecursionError:  # the depth scan should have caught it; never a traceback
         raise MalformedDataError(f"{where}: JSON nested too deeply") from None
+
+
+def json_kind(value: Any, yaml: bool = False) -> str:
+    """What a parsed JSON value is, in JSON's words (``a JSON array``, ``a JSON object``, ``JSON
+    null``...), or with ``yaml`` in YAML's (``a YAML list``, ``a YAML mapping``, ``nothing``)."""
+    if yaml:
+        kinds = {dict: "a YAML mapping", list: "a YAML list", str: "a YAML string", bool: "a YAML boolean",
+                 int: "a YAML number", float: "a YAML number"}
+        return "nothing (an empty file, or null)" if value is None else kinds.get(type(value), type(value).__name__)
+    if isinstance(value, dict):
+        return "a JSON object"
+    if isinstance(value, list):
+        return "a JSON array"
+    if isinstance(value, str):
+        return "a JSON string"
+    if isinstance(value, bool):
+        return f"JSON {str(value).lower()}"
+    if isinstance(value, (int, float)):
+        return "a JSON number"
+    return "JSON null" if value is None else type(value).__name__
+
+
+def expect_json(value: Any, kind: type, where: str, what: str, expected: str | None = None) -> Any:
+    """``value`` if its top level is ``kind`` (``dict``: an object, ``list``: an array); else one line
+    ``<where>: not <what>: a JSON array, expected a JSON object`` (MalformedDataError; ``expected``
+    replaces "a JSON object")."""
+    if isinstance(value, kind):
+        return value
+    expected = expected or ("a JSON object" if kind is dict else "a JSON array" if kind is list else kind.__name__)
+    raise MalformedDataError(f"{where}: not {what}: {json_kind(value)}, expected {expected}")
 
 
 def _strict_loader(origin: str):

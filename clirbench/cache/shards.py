@@ -179,6 +179,10 @@ class Shard:
 def _load_manifest(path: Path) -> tuple[dict | None, str | None]:
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(manifest, dict):
+            from ..strict import json_kind
+
+            return None, f"{path.name} is not a manifest: {json_kind(manifest)}, expected a JSON object"
         files = manifest["files"]
         if manifest.get("format") != FORMAT or not isinstance(files, dict) or not all(
                 isinstance(v, dict) and isinstance(v.get("bytes"), int) and isinstance(v.get("blake2b"), str)
@@ -464,10 +468,14 @@ def verify_cache(root: str | os.PathLike) -> CacheReport:
         for name in ("meta.json", "spec.json"):
             if name in filenames:
                 try:
-                    if not isinstance(json.loads((folder / name).read_text(encoding="utf-8")), dict):
-                        raise ValueError
-                except (OSError, ValueError):
-                    report.bad.append((folder / name, "not a JSON object"))
+                    data = json.loads((folder / name).read_text(encoding="utf-8"))
+                except (OSError, ValueError, RecursionError):
+                    report.bad.append((folder / name, "not valid JSON"))
+                    continue
+                if not isinstance(data, dict):
+                    from ..strict import json_kind
+
+                    report.bad.append((folder / name, f"{json_kind(data)}, expected a JSON object"))
         for shard in find_shards(folder, HASHES):
             report.shards += 1
             if shard.legacy:

@@ -171,9 +171,14 @@ class ShardStore:
             return
         try:
             meta = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(meta, dict):
+                from ..strict import json_kind
+
+                raise TypeError(f"not a cache's meta.json: {json_kind(meta)}, expected a JSON object")
             dim = int(meta["dim"])
         except (OSError, ValueError, KeyError, TypeError) as e:
-            quarantine(self.folder.parent, [path], f"unreadable: {type(e).__name__}", str(path))
+            why = str(e) if str(e).startswith("not a cache") else f"unreadable: {type(e).__name__}"
+            quarantine(self.folder.parent, [path], why, str(path))
             return  # rewritten with the next shard; the shards' own shapes give the dimension
         for k, v in self.meta.items():
             if meta.get(k) != v:

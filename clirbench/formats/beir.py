@@ -18,7 +18,7 @@ from ..collection import Pool, Text
 from ..errors import DataNotFoundError, MalformedDataError, UnknownNameError
 from .jsonl import json_objects, numbered_lines
 from ..scenarios import RETRIEVAL
-from ..strict import MAX_GRADE, ascii_int, check_id, language_tag
+from ..strict import MAX_GRADE, ascii_int, check_id, language_tag, shown
 
 __all__ = [
     "UNDETERMINED", "read_corpus", "read_queries", "read_qrels", "qrels_path", "check_scenarios",
@@ -43,12 +43,12 @@ def _field(obj: dict, key: str, path: Path, lineno: int, required: bool = True, 
 
 
 def _records(path: Path, fixed: Sequence[str], default_lang: str | None, role: str) -> Iterator[Text]:
-    seen: set[str] = set()
+    seen: dict[str, int] = {}  # id -> its line
     for lineno, obj in json_objects(path):
         rid = check_id(str(_field(obj, "_id", path, lineno, kinds=(str, int))), f"{path}:{lineno}", "_id")
         if rid in seen:
-            raise MalformedDataError(f"{path}:{lineno}: duplicate _id {rid!r}")
-        seen.add(rid)
+            raise MalformedDataError(f"{path}:{lineno}: duplicate _id {shown(rid)} (a {role} id first on line {seen[rid]})")
+        seen[rid] = lineno
         text = _field(obj, "text", path, lineno)
         lang = _field(obj, "lang", path, lineno, required=False)
         lang = language_tag(lang, f"{path}:{lineno}") if lang else default_lang or UNDETERMINED
@@ -116,6 +116,9 @@ def read_qrels(path: str | os.PathLike) -> dict[str, dict[str, int]]:
         judged[did] = grade
     if lineno == 0:
         raise MalformedDataError(f"{path}: empty file (expected a header and judgements)")
+    if not qrels:
+        raise MalformedDataError(f"{path}: the qrels file has no judgement (only its header), "
+                                 f"so no query can be evaluated")
     return qrels
 
 
@@ -199,7 +202,9 @@ def split_option(options: dict, task: str, default: str = "test") -> str:
     """The ``split`` task option: a plain name (``test``, ``dev``), never a path out of the data folder."""
     split = str(options.pop("split", default))
     if not _SPLIT.fullmatch(split) or ".." in split:
-        raise UnknownNameError(f"task {task}: option split must be a name like test or dev, got {split[:60]!r}")
+        raise UnknownNameError(f"task {task}: option split must be a name like test or dev, got {shown(split)} "
+                               f"(letters, digits, '_', '.', '-': it names qrels/<split>.tsv, never a path "
+                               f"out of the data folder)")
     return split
 
 

@@ -262,7 +262,9 @@ def _need(data: Mapping, key: str, types: tuple, where: str) -> Any:
 def validate(data: Any, where: str = "leaderboard") -> dict:
     """Check a parsed leaderboard's structure and strings; returns it."""
     if not isinstance(data, dict):
-        raise MalformedDataError(f"{where}: expected a JSON object")
+        from ..strict import expect_json
+
+        expect_json(data, dict, where, "a clirbench leaderboard")
     if data.get("format") != FORMAT:
         raise MalformedDataError(f"{where}: not a clirbench leaderboard (format {_show(str(data.get('format')))})")
     version = _need(data, "schema_version", (int,), where)

@@ -15,6 +15,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from ..errors import ClirbenchError, MalformedDataError, UnknownNameError
+from ..strict import json_kind
 from . import store
 
 __all__ = ["MAX_RESULT_BYTES", "MAX_PER_QUERY_BYTES", "Submission", "validate_result", "merge", "submit", "build",
@@ -180,7 +181,7 @@ def validate_result(path: str | os.PathLike, leaderboard: Mapping, data_dir=None
     path = Path(path)
     raw = store.strict_json(path, MAX_RESULT_BYTES, "result file")
     if not isinstance(raw, dict):
-        raise _fail(path, "expected a JSON object")
+        raise _fail(path, f"malformed result file: not a result record: {json_kind(raw)}, expected a JSON object")
     version = raw.get("schema_version")
     if version != SCHEMA_VERSION or isinstance(version, bool):
         raise _fail(path, f"result schema_version {store._show(str(version))}; the leaderboard takes {SCHEMA_VERSION}")
@@ -435,6 +436,8 @@ def _load_or_new(task: str, leaderboard_dir) -> tuple[Path, dict]:
 
 def _task_of(path: Path) -> str:
     raw = store.strict_json(path, MAX_RESULT_BYTES, "result file")
+    if not isinstance(raw, dict):
+        raise _fail(path, f"malformed result file: not a result record: {json_kind(raw)}, expected a JSON object")
     task = raw.get("task", {}).get("id") if isinstance(raw, dict) and isinstance(raw.get("task"), dict) else None
     if not isinstance(task, str):
         raise _fail(path, "result names no task id")

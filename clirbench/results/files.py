@@ -19,6 +19,7 @@ import numpy as np
 
 from ..atomic import write_text_atomic
 from ..errors import ClirbenchError, DataNotFoundError, MalformedDataError
+from ..strict import expect_json, first_duplicate, shown
 from .records import Result
 
 __all__ = ["PerQuery", "RankedDoc", "per_query_name", "ranks_name", "write_result", "read_result", "read_per_query",
@@ -69,7 +70,7 @@ def _per_query_text(per_query) -> tuple[str, int]:
     ids, values = per_query
     ids = [str(q) for q in ids]
     if len(set(ids)) != len(ids):
-        raise ValueError("per-query query ids are not unique")
+        raise ValueError(f"per-query query ids are not unique: {first_duplicate(ids)[0]!r} appears twice")
     bad = [q for q in ids if _bad_field(q)]
     if bad:
         raise ValueError(f"query id {bad[0]!r} is empty or contains a tab or newline")
@@ -139,6 +140,7 @@ def read_result(path: str | os.PathLike) -> Result:
     from ..strict import loads_json
 
     data = loads_json(raw, f"{path}: malformed result file")  # duplicate keys and deep nesting refused
+    expect_json(data, dict, f"{path}: malformed result file", "a result record")
     try:
         return Result.from_dict(data)
     except (ValueError, TypeError) as exc:  # JSONDecodeError is a ValueError
@@ -157,7 +159,8 @@ def read_per_query(path: str | os.PathLike) -> PerQuery:
         if not name:
             raise MalformedDataError(f"{path}: result names no per-query table")
         if Path(name).name != name or name.startswith(".") or "\\" in name:  # never a file elsewhere
-            raise MalformedDataError(f"{path}: per_query_file {name[:60]!r} must be a file name beside the result")
+            raise MalformedDataError(f"{path}: per_query_file {shown(name)} must be a file name beside the result "
+                                     f"(a path, '..' or a hidden file is never read)")
         path = path.parent / name
     if not path.exists():
         raise DataNotFoundError(f"{path}: no such per-query table")
@@ -174,8 +177,12 @@ def read_per_query(path: str | os.PathLike) -> PerQuery:
     if not lines or lines[0].split("\t")[0] != "query_id":
         raise bad("the header must start with query_id")
     names = lines[0].split("\t")[1:]
-    if len(set(names)) != len(names) or any(not n for n in names):
-        raise bad("empty or duplicate measure names in the header")
+    if any(not n for n in names):
+        raise bad(f"empty or duplicate measure names in the header: column {names.index('') + 2} has no name")
+    dup = first_duplicate(names)
+    if dup is not None:
+        raise bad(f"empty or duplicate measure names in the header: {dup[0]!r} in columns {dup[1] + 2} "
+                  f"and {dup[2] + 2}")
     ids, cells = [], []
     for lineno, line in enumerate(lines[1:], start=2):
         parts = line.split("\t")
@@ -183,8 +190,9 @@ def read_per_query(path: str | os.PathLike) -> PerQuery:
             raise bad(f"line {lineno} has {len(parts)} fields, the header {len(names) + 1}")
         ids.append(check_id(parts[0], f"{path}:{lineno}", "query id"))
         cells.append(parts[1:])
-    if len(set(ids)) != len(ids):
-        raise bad("duplicate query ids")
+    dup = first_duplicate(ids)
+    if dup is not None:
+        raise bad(f"duplicate query ids: {dup[0]!r} on lines {dup[1] + 2} and {dup[2] + 2}")
     try:
         matrix = np.array(cells, dtype=np.float64).reshape(len(ids), len(names))
     except ValueError as exc:

@@ -375,7 +375,9 @@ class Result:
     def from_dict(cls, data: Mapping) -> "Result":
         """Validate and build; raises ValueError naming the first bad key."""
         if not isinstance(data, Mapping):
-            raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+            from ..strict import json_kind
+
+            raise ValueError(f"not a result record: {json_kind(data)}, expected a JSON object")
         version = _get(data, "schema_version", (int,), "")
         if version > SCHEMA_VERSION:
             raise ValueError(f"schema_version {version} is newer than this clirbench reads ({SCHEMA_VERSION}); upgrade clirbench")

@@ -28,7 +28,9 @@ def summarise(measures: Sequence[Any], per_query: Mapping[str, np.ndarray], resa
     transforms = dict(transforms or {})
     names = [str(m) for m in measures]
     if len(set(names)) != len(names):
-        raise ValueError(f"duplicate measure names in {names}")
+        from ..strict import first_duplicate
+
+        raise ValueError(f"measure {first_duplicate(names)[0]!r} is listed twice")
     for m, name in zip(measures, names):
         if getattr(m, "of_mean", False) and name not in transforms:
             raise ValueError(f"{name} is reported from the mean of its per-query values: pass transforms[{name!r}]")

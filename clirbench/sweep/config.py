@@ -167,7 +167,10 @@ def parse_config(data: Any, origin: str = "<config>") -> SweepConfig:
         raise SweepConfigError(f"{origin}: {key}: {message}")
 
     if not isinstance(data, Mapping):
-        raise SweepConfigError(f"{origin}: a sweep config must be a mapping with keys models, tasks, ...")
+        from ..strict import json_kind
+
+        raise SweepConfigError(f"{origin}: a sweep config must be a mapping with keys models, tasks, ..., "
+                               f"got {json_kind(data, yaml=True)}")
     unknown = [str(k) for k in data if k not in _TOP_KEYS]
     if unknown:
         fail(unknown[0], f"unknown key; expected one of {', '.join(_TOP_KEYS)}")
@@ -183,7 +186,7 @@ def parse_config(data: Any, origin: str = "<config>") -> SweepConfig:
     tasks = tuple(_task_entry(item, f"tasks[{i}]", fail) for i, item in enumerate(tasks_data))
     for i, entry in enumerate(tasks):
         if entry in tasks[:i]:
-            fail(f"tasks[{i}]", f"duplicates tasks[{tasks.index(entry)}]")
+            fail(f"tasks[{i}]", f"duplicates tasks[{tasks.index(entry)}] ({_show(entry.label())})")
 
     translations = (NO_TRANSLATION,)
     if data.get("translations") is not None:
@@ -193,7 +196,7 @@ def parse_config(data: Any, origin: str = "<config>") -> SweepConfig:
         translations = tuple(_translation(item, f"translations[{i}]", fail) for i, item in enumerate(raw))
         for i, tr in enumerate(translations):
             if tr in translations[:i]:
-                fail(f"translations[{i}]", f"duplicates translations[{translations.index(tr)}]")
+                fail(f"translations[{i}]", f"duplicates translations[{translations.index(tr)}] ({_show(tr.label())})")
 
     measures = None
     if data.get("measures") is not None:

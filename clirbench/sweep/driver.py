@@ -30,6 +30,23 @@ class SweepReport:
         return tuple(o for o in self.outcomes if o.status == "failed")
 
 
+def _read_gap(path: Path):
+    """A ``*.gap.json`` beside the results; one line naming the file when it is not one."""
+    from ..errors import MalformedDataError
+    from ..stats.paired import Gap
+    from ..strict import expect_json, loads_json
+
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise MalformedDataError(f"{path}: cannot read the gap file ({exc.strerror or exc})") from None
+    data = expect_json(loads_json(raw, f"{path}: malformed gap file"), dict, str(path), "a query-language gap file")
+    try:
+        return Gap.from_dict(data)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise MalformedDataError(f"{path}: malformed gap file ({type(exc).__name__}: {exc})") from None
+
+
 def run_sweep(config: SweepConfig, executor=None, overwrite: bool = False, progress: bool = True,
               leaderboard: bool | None = None, command: str | None = None, correction: str = "holm") -> SweepReport:
     """Run every unfinished cell of ``config`` (paths made absolute first); failed cells are reported,
@@ -74,14 +91,14 @@ def sweep_gaps(output, outcomes, correction: str = "holm"):
 
     from ..atomic import write_text_atomic
     from ..stats.correction import describe, family_size
-    from ..stats.paired import Gap, correct_gaps
+    from ..stats.paired import correct_gaps
     from .executors import STATE_DIR
 
     out = Path(output)
     files = sorted({p for o in outcomes for rel in o.results for p in (out / rel).parent.glob("*.gap.json")})
     if not files:
         return (), "", None
-    gaps = correct_gaps([Gap.from_dict(json.loads(f.read_text(encoding="utf-8"))) for f in files], correction)
+    gaps = correct_gaps([_read_gap(f) for f in files], correction)
     size = family_size([row.p_value for g in gaps for row in g.measures.values()])
     family = describe(correction, size, "every measure of every query-language gap of this sweep")
     body = {"correction": {"method": correction, "family": family, "size": size},

@@ -269,6 +269,7 @@ def get_task(task_id: str) -> Task:
         make_task: Callable[[str], Task] = _resolve(f"{__name__}.{kind}_data:make_task",
                                                     f"unknown task kind {kind!r} in {task_id!r}")
         return make_task(argument)
+    _not_a_path(task_id)
     name, *parts = task_id.split("/")
     tasks = _registry()
     if name not in tasks:  # entry points are read only when needed: the built-ins start faster
@@ -276,6 +277,17 @@ def get_task(task_id: str) -> Task:
     if name not in tasks:
         raise UnknownNameError(f"unknown task {name!r}; available: {', '.join(sorted(tasks))}")
     return _address(tasks[name], parts, task_id) if parts else tasks[name]
+
+
+def _not_a_path(task_id: str) -> None:
+    """Refuse a task id that reads as a path (``../../pwn``, ``/data/x``, ``a//b``), naming all of it."""
+    from ..strict import shown
+
+    parts = task_id.replace("\\", "/").split("/")
+    if task_id.startswith(("/", "~")) or "\\" in task_id or any(p in ("", ".", "..") for p in parts):
+        raise UnknownNameError(f"task {shown(task_id)} is refused: a task id is a name (xquad, or a pool id like "
+                               f"xquad/multi/en-de/q-de), not a path ('..', '.', '\\', an empty part or a leading "
+                               f"'/' or '~'); data of your own: beir:<folder> or parallel:<file>")
 
 
 def _address(task: Task, parts: list[str], task_id: str) -> Task:

@@ -14,7 +14,7 @@ from ..scenarios import RETRIEVAL
 from ..strict import language_tag, loads_json
 from ..formats.jsonl import numbered_lines
 from . import Task
-from .hub import sha256_file
+from .hub import is_dir, is_file, sha256_file
 from ..formats.beir import (UNDETERMINED, check_qrels, check_scenarios, no_options, pools_by_query_lang,
                           qrels_path, read_corpus, read_qrels, read_queries, split_option)
 from .card import TaskCard, parse_card
@@ -43,8 +43,8 @@ def _langs_in(path: Path) -> set[str]:
 def make_task(argument: str) -> Task:
     """A retrieval task over the BEIR folder ``argument`` (id ``beir-<folder name>``)."""
     folder = Path(argument).expanduser()
-    missing = [name for name in ("corpus.jsonl", "queries.jsonl") if not (folder / name).is_file()]
-    if not folder.is_dir() or missing or not (folder / "qrels").is_dir():
+    missing = [name for name in ("corpus.jsonl", "queries.jsonl") if not is_dir(folder) or not is_file(folder / name)]
+    if not is_dir(folder) or missing or not is_dir(folder / "qrels"):
         raise DataNotFoundError(f"beir:{argument}: expected {_FILES} in {folder}")
     doc_langs = _langs_in(folder / "corpus.jsonl")
     query_langs = _langs_in(folder / "queries.jsonl")
@@ -74,7 +74,7 @@ def pools(card: TaskCard, langs=None, scenarios="all", query_langs=None, data_di
     no_options(options, card.id, ("split", "lang"))
     folder = Path(data_dir) if data_dir is not None else Path(card.source["local_dir"])
     qpath = qrels_path(folder, split)
-    if not qpath.is_file():
+    if not is_file(qpath):
         available = sorted(p.stem for p in (folder / "qrels").glob("*.tsv"))
         raise DataNotFoundError(f"{card.id}: no {qpath}; splits present: {', '.join(available) or 'none'}")
     qrels = read_qrels(qpath)

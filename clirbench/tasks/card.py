@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import MalformedDataError
+from ..strict import shown
 from ..scenarios import MAIN_MEASURES, POOL_MODES, RETRIEVAL, SCENARIOS
 _REQUIRED = ("id", "name", "description", "kind", "source", "languages", "scenarios", "license", "citation")
 
@@ -39,7 +40,9 @@ def cards_dir() -> Path:
 def parse_card(data: Mapping[str, Any], origin: str) -> TaskCard:
     """Validate one card's fields and build a TaskCard; errors name the file and the field."""
     if not isinstance(data, Mapping):
-        raise MalformedDataError(f"{origin}: a task card must be a mapping")
+        from ..strict import json_kind
+
+        raise MalformedDataError(f"{origin}: a task card must be a mapping, got {json_kind(data, yaml=True)}")
     missing = [k for k in _REQUIRED if k not in data]
     if missing:
         raise MalformedDataError(f"{origin}: missing field(s) {', '.join(missing)}")
@@ -76,7 +79,9 @@ def parse_card(data: Mapping[str, Any], origin: str) -> TaskCard:
         raise MalformedDataError(f"{origin}: pivot {pivot!r} is not among the languages")
     sha = dict(data.get("files_sha256") or {})
     if set(sha) - set(languages):
-        raise MalformedDataError(f"{origin}: files_sha256 names a language the task lacks")
+        extra = sorted(map(str, set(sha) - set(languages)))
+        raise MalformedDataError(f"{origin}: files_sha256 names a language the task lacks: {', '.join(extra)[:200]}")
+    _check_local_files(dict(data["source"]), origin)
     _check_embedded(dict(data["source"]), languages, sha, origin)
     return TaskCard(
         id=str(data["id"]), name=str(data["name"]), description=str(data["description"]),
@@ -98,14 +103,28 @@ def read_card_yaml(path: Path) -> Any:
     return load_yaml(text, str(path))
 
 
+def _outside(path: str) -> bool:
+    """Whether ``path`` (a name from a card) could point outside its folder."""
+    return path.startswith(("/", "\\", "~")) or ".." in path.replace("\\", "/").split("/") or ":" in path[:2]
+
+
+def _check_local_files(source: Mapping[str, Any], origin: str) -> None:
+    """``source.local_files``: file name patterns inside the data folder (never ``..`` or absolute)."""
+    files = source.get("local_files")
+    for pattern in [files] if isinstance(files, str) else list(files or []):
+        if not isinstance(pattern, str) or not pattern or _outside(pattern):
+            raise MalformedDataError(f"{origin}: source.local_files {shown(pattern)} is refused: it must name files "
+                                     f"inside the data folder (no '..', no absolute path)")
+
+
 def _check_embedded(source: Mapping[str, Any], languages, sha: Mapping[str, str], origin: str) -> None:
     """``source.embedded``: a folder inside the package (relative, no ``..``), every language pinned."""
     embedded = source.get("embedded")
     if embedded is None:
         return
-    if not isinstance(embedded, str) or not embedded or embedded.startswith(("/", "\\")) or ".." in Path(embedded).parts:
+    if not isinstance(embedded, str) or not embedded or _outside(embedded):
         raise MalformedDataError(f"{origin}: source.embedded must be a folder inside the clirbench package, "
-                                 f"e.g. data/<task id>")
+                                 f"e.g. data/<task id>; got {shown(embedded)} (no '..', no absolute path)")
     if not source.get("local_files"):
         raise MalformedDataError(f"{origin}: source.embedded needs source.local_files (the file names)")
     unpinned = [lang for lang in languages if lang not in sha]

@@ -26,9 +26,9 @@ from typing import Mapping
 
 from ..collection import Pool, Text
 from ..errors import DataNotFoundError, MalformedDataError, UnknownNameError
-from .hub import load_hub_split, sha256_file
+from .hub import is_file, load_hub_split, sha256_file
 from ..formats.jsonl import numbered_lines
-from ..strict import check_id
+from ..strict import check_id, first_duplicate
 from ..formats.beir import (check_scenarios, local_dir, no_options, parse_int_option, parse_lang_list,
                           pools_by_query_lang, truncate_tokens)
 from .card import TaskCard
@@ -50,7 +50,7 @@ _HELP = ("put docs/fr.test.parquet, queries/en.test.parquet and qrels/en_fr.test
 
 def _files(folder: Path, config: str, split: str) -> list[Path]:
     exact = folder / config / f"{split}.parquet"
-    if exact.is_file():
+    if is_file(exact):
         return [exact]
     return sorted((folder / config).glob(f"{split}-*.parquet"))
 
@@ -114,7 +114,7 @@ def _strings(table, column: str, where: str) -> list[str]:
 def _disciplines(path: str) -> dict[str, tuple[str, ...]]:
     """docid -> disciplines from a TSV (header docid, discipline) or a parquet file."""
     p = Path(path)
-    if not p.is_file():
+    if not is_file(p):
         raise DataNotFoundError(f"clirudit: disciplines file {p} not found")
     out: dict[str, list[str]] = {}
     if p.suffix == ".parquet":
@@ -146,7 +146,8 @@ def _docs(table, lang: str, max_tokens: int | None, disciplines: Mapping[str, tu
           where: str) -> tuple[Text, ...]:
     ids = _strings(table, "docid", where)
     if len(set(ids)) != len(ids):
-        raise MalformedDataError(f"{where}: duplicate docid")
+        dup, first, second = first_duplicate(ids)
+        raise MalformedDataError(f"{where}: docid {dup!r} appears twice (rows {first + 1} and {second + 1})")
     parts = [table.column(c).to_pylist() for c in ("title", "subtitle", "abstract")]
     column = next((c for c in ("disciplines", "discipline") if c in table.column_names), None)
     from_file = table.column(column).to_pylist() if column else None
@@ -193,7 +194,8 @@ def pools(card: TaskCard, langs=None, scenarios="all", query_langs=None, data_di
     qtable = _read(folder, card, "queries", hashes)
     qids, texts = _strings(qtable, "qid", "queries/en.test"), qtable.column("query").to_pylist()
     if len(set(qids)) != len(qids):
-        raise MalformedDataError("clirudit queries/en.test: duplicate qid")
+        dup, first, second = first_duplicate(qids)
+        raise MalformedDataError(f"clirudit queries/en.test: qid {dup!r} appears twice (rows {first + 1} and {second + 1})")
     del qtable
     counts = {"queries": len(qids)}
     out = []

@@ -12,11 +12,13 @@ original files record the same hashes. An explicit ``data_dir`` never falls back
 from __future__ import annotations
 
 import hashlib
+import errno
 import os
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from ..errors import DataNotFoundError, MalformedDataError
+from ..strict import shown
 from .card import TaskCard
 
 
@@ -51,12 +53,66 @@ def is_embedded(card: TaskCard, folder: Path | None) -> bool:
     return embedded is not None and folder is not None and Path(folder).resolve() == embedded
 
 
+def link_problem(path: str | os.PathLike) -> str | None:
+    """Why ``path`` is a symbolic link that leads to nothing (broken, a loop); None for anything else."""
+    path = Path(path)
+    if not path.is_symlink():
+        return None
+    try:
+        path.stat()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a symbolic link loop (it never reaches a file)"
+        try:
+            target = os.readlink(path)
+        except OSError:
+            target = "?"
+        if exc.errno == errno.ENOENT:
+            return f"a broken symbolic link (to {shown(target)}, which does not exist)"
+        return f"a symbolic link that cannot be followed (to {shown(target)}: {exc.strerror})"
+    return None
+
+
+def is_file(path: str | os.PathLike) -> bool:
+    """``path.is_file()``; a symbolic link that leads to nothing is a one-line error naming it, not a
+    missing file (so a data folder with a broken link is never taken for one without the file)."""
+    problem = link_problem(path)
+    if problem:
+        raise MalformedDataError(f"{path}: {problem}")
+    return Path(path).is_file()
+
+
+def is_dir(path: str | os.PathLike) -> bool:
+    """``path.is_dir()``, with :func:`is_file`'s error for a link that leads to nothing."""
+    problem = link_problem(path)
+    if problem:
+        raise MalformedDataError(f"{path}: {problem}")
+    return Path(path).is_dir()
+
+
+def unusable_files(root: str | os.PathLike, limit: int = 1_000_000) -> Iterator[str]:
+    """One line per entry under ``root`` that cannot be read: a link that leads to nothing, a file or
+    folder without read permission (``limit`` entries looked at, at most; links to folders not followed)."""
+    seen = 0
+    for folder, dirs, files in os.walk(root, onerror=lambda exc: None):
+        for name in sorted(dirs + files):
+            path = os.path.join(folder, name)
+            seen += 1
+            problem = link_problem(path)
+            if problem is None and not os.access(path, os.R_OK | (os.X_OK if name in dirs else 0)):
+                problem = "cannot be read (no permission)"
+            if problem:
+                yield f"{path}: {problem}"
+        if seen >= limit:
+            return
+
+
 def local_file(card: TaskCard, folder: Path, lang: str) -> Path | None:
     """The first of the card's file patterns that exists in ``folder`` for ``lang``."""
     suffix = EMBEDDED_SUFFIX if is_embedded(card, folder) else ""
     for pattern in _patterns(card):
         path = folder / (pattern.format(lang=lang) + suffix)
-        if path.is_file():
+        if is_file(path):
             return path
     return None
 
@@ -76,7 +132,7 @@ def find_local_dir(card: TaskCard, data_dir: str | os.PathLike | None) -> Path |
     A ``data_dir`` given explicitly must hold the files: no silent fall-back to anything else.
     """
     for folder in candidate_dirs(card, data_dir):
-        if any(local_file(card, folder, lang) is not None for lang in card.languages):
+        if is_dir(folder) and any(local_file(card, folder, lang) is not None for lang in card.languages):
             return folder
     if data_dir is not None:
         raise DataNotFoundError(f"no {files_hint(card)} files for task {card.id} in {data_dir}")

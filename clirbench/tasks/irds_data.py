@@ -47,6 +47,7 @@ from ..errors import DataNotFoundError, MalformedDataError, UnknownNameError
 from ..formats.beir import UNDETERMINED, check_qrels, check_scenarios, no_options, pools_by_query_lang
 from ..optional import require
 from ..scenarios import RETRIEVAL, SCENARIOS, doc_id, parse_langs, parse_scenarios
+from ..strict import first_duplicate
 from . import Task
 from .loader import BaseLoader
 from .card import TaskCard, parse_card
@@ -235,7 +236,12 @@ def read_queries(dataset, dataset_id: str, wanted: str | None = None) -> list[Te
                             meta=MappingProxyType({"field": field})))
         return out
 
-    return _read(dataset_id, "queries", go, dataset)
+    queries = _read(dataset_id, "queries", go, dataset)
+    dup = first_duplicate(q.id for q in queries)
+    if dup is not None:
+        raise MalformedDataError(f"irds:{dataset_id}: query id {dup[0]!r} appears twice (queries {dup[1] + 1} "
+                                 f"and {dup[2] + 1})")
+    return queries
 
 
 def read_qrels(dataset, dataset_id: str) -> dict[str, dict[str, int]]:
@@ -358,6 +364,9 @@ def pools(card: TaskCard, langs=None, scenarios="all", query_langs=None, data_di
     docs = read_docs(ds, dataset_id)
     queries = read_queries(ds, dataset_id, wanted)
     qrels = read_qrels(ds, dataset_id)
+    if not qrels:
+        raise MalformedDataError(f"irds:{dataset_id}: its qrels hold no judgement with a grade above 0, "
+                                 f"so no query can be evaluated")
     check_qrels(qrels, (q.id for q in queries), (d.id for d in docs), f"irds:{dataset_id} qrels")
     return pools_by_query_lang(card.id, docs, queries, qrels, source(irds, [dataset_id], [ds]), query_langs or None)
 

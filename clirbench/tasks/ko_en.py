@@ -26,7 +26,7 @@ from typing import Iterable, Mapping
 
 from ..collection import Pool, Text
 from ..errors import DataNotFoundError, MalformedDataError, UnknownNameError
-from .hub import load_hub_split, plain_rows, sha256_file
+from .hub import is_dir, is_file, load_hub_split, plain_rows, sha256_file
 from ..formats.beir import (check_qrels, check_scenarios, no_options, parse_lang_list,
                           qrels_path, read_corpus, read_qrels, read_queries)
 from .card import TaskCard
@@ -50,7 +50,7 @@ def _root(data_dir) -> Path | None:
 
 
 def _beir_present(folder: Path | None) -> bool:
-    return folder is not None and all((folder / name).is_file() for name in _BEIR)
+    return folder is not None and all(is_file(folder / name) for name in _BEIR)
 
 
 def locate(card: TaskCard, data_dir=None) -> str:
@@ -60,7 +60,7 @@ def locate(card: TaskCard, data_dir=None) -> str:
     ko = str(sqa / "ko") if _beir_present(sqa and sqa / "ko") else f"hub:{card.source['strategyqa_hub']}"
     en = str(sqa / "en") if _beir_present(sqa and sqa / "en") else f"not found ({_HELP})"
     bb = root / "belebele" if root is not None else None
-    belebele = str(bb) if bb is not None and bb.is_dir() else "via the belebele task"
+    belebele = str(bb) if bb is not None and is_dir(bb) else "via the belebele task"
     return f"belebele: {belebele}; strategyqa ko: {ko}; strategyqa en: {en}"
 
 
@@ -75,7 +75,7 @@ def _relabel(pool: Pool, subset: str, source: Mapping[str, object]) -> Pool:
 def _belebele_pools(root: Path | None) -> list[Pool]:
     from . import get_task
 
-    folder = root / "belebele" if root is not None and (root / "belebele").is_dir() else None
+    folder = root / "belebele" if root is not None and is_dir(root / "belebele") else None
     found = get_task("belebele").pools("eng_Latn,kor_Hang", scenarios="mono-same,mono-cross", data_dir=folder)
     out = []
     for pool in found:
@@ -109,7 +109,7 @@ def _strategyqa(card: TaskCard, root: Path | None):
     hashes: dict[str, str] = {}
     if _beir_present(ko_dir):
         qpath = qrels_path(ko_dir, "dev")
-        if not qpath.is_file():
+        if not is_file(qpath):
             raise DataNotFoundError(f"ko-en strategyqa: missing {qpath}")
         ko_docs = tuple(read_corpus(ko_dir / "corpus.jsonl", "ko"))
         ko_queries = tuple(read_queries(ko_dir / "queries.jsonl", "ko"))
@@ -129,7 +129,7 @@ def _strategyqa(card: TaskCard, root: Path | None):
         diff = sorted({d.id for d in en_docs} ^ {d.id for d in ko_docs})
         raise MalformedDataError(f"ko-en strategyqa: English and Korean corpora differ in ids (e.g. {diff[0]!r})")
     check_qrels(qrels, (q.id for q in en_queries), (d.id for d in en_docs), "ko-en strategyqa en queries")
-    if qrels_path(en_dir, "dev").is_file() and read_qrels(qrels_path(en_dir, "dev")) != qrels:
+    if is_file(qrels_path(en_dir, "dev")) and read_qrels(qrels_path(en_dir, "dev")) != qrels:
         raise MalformedDataError(f"ko-en strategyqa: {qrels_path(en_dir, 'dev')} differs from the Korean qrels")
     counts = {"strategyqa_corpus": len(ko_docs), "strategyqa_queries": len(qrels),
               "strategyqa_judgements": sum(len(v) for v in qrels.values())}

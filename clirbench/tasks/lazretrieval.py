@@ -26,7 +26,7 @@ from ..collection import Pool, Text
 from ..errors import DataNotFoundError, MalformedDataError, UnknownNameError
 from ..formats.jsonl import json_objects
 from ..strict import MAX_GRADE, check_id, loads_json
-from .hub import sha256_file
+from .hub import is_file, sha256_file
 from ..formats.beir import check_scenarios, no_options, parse_lang_list, split_option
 from .card import TaskCard
 from .loader import BaseLoader
@@ -48,7 +48,7 @@ def _folder(data_dir, split: str) -> Path | None:
         roots = [Path(env) / "lazretrieval"] if env else []
     for root in roots:
         for folder in (root / split, root):
-            if all((folder / name).is_file() for name in FILES):
+            if all(is_file(folder / name) for name in FILES):
                 return folder
     return None
 

@@ -33,10 +33,19 @@ from ..scenarios import MAIN_MEASURES, POOL_MODES, SCENARIOS
 from .card import TaskCard
 from .loader import BaseLoader
 from ..formats.jsonl import json_objects, numbered_lines
-from ..strict import bad_character, check_id, language_tag
-from .hub import sha256_file
+from ..strict import bad_character, check_id, first_duplicate, language_tag
+from .hub import is_file, sha256_file
 
 _ID = re.compile(r"^[^\s/]+$")
+
+
+def _no_language_twice(given: Sequence[str], tags: Sequence[str], where: str, what: str) -> None:
+    """One line naming the language that ``given`` (as written; ``tags``: in BCP-47 case) holds twice."""
+    dup = first_duplicate(tags)
+    if dup is not None:
+        tag, a, b = dup
+        spelled = f" (as {given[a]!r} and {given[b]!r})" if given[a] != given[b] else ""
+        raise MalformedDataError(f"{where}: a language appears twice{what}: {tag!r}{spelled}")
 
 
 class _Items:
@@ -49,9 +58,9 @@ class _Items:
         self._qids: set[str] = set()
 
     def set_languages(self, langs: Sequence[str], where: str) -> None:
-        langs = [language_tag(l, where) for l in langs]  # EN and en are one language
-        if len(set(langs)) != len(langs):
-            raise MalformedDataError(f"{where}: a language appears twice")
+        tags = [language_tag(l, where) for l in langs]  # EN and en are one language
+        _no_language_twice(langs, tags, where, "")
+        langs = tags
         if len(langs) < 2:
             raise MalformedDataError(f"{where}: a parallel file needs at least two languages")
         self.languages = tuple(langs)
@@ -64,7 +73,7 @@ class _Items:
             self.set_languages(list(value), where)
         tagged = {language_tag(lang, where): text for lang, text in value.items()}
         if len(tagged) != len(value):
-            raise MalformedDataError(f"{where}: a language appears twice in {what}")
+            _no_language_twice(list(value), [language_tag(l, where) for l in value], where, f" in {what}")
         value = tagged
         if set(value) != set(self.languages):
             missing = sorted(set(self.languages) - set(value))
@@ -169,7 +178,7 @@ def _read_tsv(path: Path) -> _Items:
 def read_items(path: str | Path) -> _Items:
     """Parse and validate a parallel file (``.jsonl`` or ``.tsv``); one-line errors with file:line."""
     path = Path(path)
-    if not path.is_file():
+    if not is_file(path):
         raise DataNotFoundError(f"parallel:{path}: no such file (a .jsonl or .tsv of aligned items)")
     suffix = path.suffix.lower()
     if suffix not in (".jsonl", ".tsv"):

@@ -1,6 +1,8 @@
 """``clirbench validate``: every task card's fields, its loader, and the data of each task found locally."""
 from __future__ import annotations
 
+import itertools
+import os
 from pathlib import Path
 
 from . import Task
@@ -8,23 +10,34 @@ from .card import parse_card, read_card_yaml
 
 __all__ = ["validate"]
 
+_MAX_FILE_PROBLEMS = 20  # unreadable files reported, at most
+
 
 def validate(data_dir=None, load_data: bool = True, folder=None) -> tuple[list[str], list[str]]:
     """(problems, notes) for every card in ``folder`` (default: the installed task cards).
 
     Cards: fields, id = file name, loader module and entry point, main measures, expected counts.
-    Data, for each task found locally: it loads (the loader checks counts and alignment) and the
-    files' SHA-256 match the card. Problems fail ``clirbench validate``; notes (no local data, a
-    file the card has no hash for) do not.
+    Data: every file and folder under the data folder (``data_dir``, else ``$CLIRBENCH_DATA_DIR``)
+    can be read (no link that leads to nothing, no missing permission); then, for each task found
+    locally, it loads (the loader checks counts and alignment) and the files' SHA-256 match the
+    card. Problems fail ``clirbench validate``; notes (no local data, a file the card has no hash
+    for) do not.
     """
     from ..errors import DataNotFoundError
     from .card import cards_dir  # looked up at call time (tests point it elsewhere)
+    from .hub import is_dir, unusable_files
 
-    if data_dir is not None and not Path(data_dir).is_dir():  # else every task would be "not found locally"
+    if data_dir is not None and not is_dir(data_dir):  # else every task would be "not found locally"
         raise DataNotFoundError(f"--data-dir {data_dir}: not a folder (of <task id>/ subfolders)")
 
     problems: list[str] = []
     notes: list[str] = []
+    root = data_dir if data_dir is not None else os.environ.get("CLIRBENCH_DATA_DIR")
+    if load_data and root and is_dir(root):
+        problems.extend(itertools.islice(unusable_files(root), _MAX_FILE_PROBLEMS))
+        if problems:  # the loaders would only say it again
+            load_data = False
+            notes.append(f"task data not loaded: {len(problems)} file(s) under {root} cannot be read")
     for path in sorted(Path(folder or cards_dir()).glob("*.yaml")):
         name = path.stem
         try:
@@ -89,7 +102,7 @@ def _check_data(task, data_dir, problems: list[str], notes: list[str]) -> None:
             hashes = task.load(present, data_dir=folder).source.get("files_sha256") or {}
         else:
             where = task.locate(data_dir)
-            if not Path(where).exists():
+            if not Path(where).exists() and not Path(where).is_symlink():
                 notes.append(f"{card.id}: no local data ({where})")
                 return
             pools = task.pools(data_dir=where)

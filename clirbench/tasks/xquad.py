@@ -18,7 +18,7 @@ from typing import Sequence
 
 from ..collection import ParallelCollection, Text
 from ..errors import MalformedDataError, UnknownNameError
-from ..strict import check_id, loads_json
+from ..strict import check_id, first_duplicate, loads_json
 from .card import TaskCard
 from .loader import BaseLoader
 from .hub import check_counts, find_local_dir, hub_rows, read_bytes, require_file, source_record
@@ -110,7 +110,7 @@ def _check_alignment(card: TaskCard, raw) -> None:
                 f"XQuAD {lang} and {reference_lang} do not align (paragraph {where}): question ids differ")
         flat = [qid for group in ids for qid in group]
         if len(set(flat)) != len(flat):
-            raise MalformedDataError(f"XQuAD {lang}: duplicate question ids")
+            raise MalformedDataError(f"XQuAD {lang}: question id {first_duplicate(flat)[0]!r} appears twice")
 
 
 def select(card: TaskCard, collection: ParallelCollection, articles: str | None = None,

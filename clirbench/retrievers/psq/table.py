@@ -165,16 +165,18 @@ def load_table(path: str | os.PathLike, *, min_prob: float = DEFAULTS["min_prob"
             f"psq table {path} has no sidecar {side.name}: it must record the languages and the analyzer "
             f"the table was built with (tables from clirbench psq train have one; for another table, build "
             f"one with the same analysis, or write the sidecar yourself if you know they agree)")
-    from ...strict import language_tag, loads_json
+    from ...strict import expect_json, language_tag, loads_json
 
     try:
         meta = loads_json(side.read_bytes(), str(side))
         raw = loads_json(gzip.decompress(path.read_bytes()), f"psq table {path}")
     except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:
         raise MalformedDataError(f"psq table {path}: unreadable ({type(exc).__name__}: {' '.join(str(exc).split())})") from None
-    if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
+    expect_json(raw, dict, f"psq table {path}", "a PSQ table", "{document term: {query term: p}}")
+    expect_json(meta, dict, str(side), "a PSQ table's sidecar")
+    if not all(isinstance(v, dict) for v in raw.values()):
         raise MalformedDataError(f"psq table {path}: expected {{document term: {{query term: p}}}}")
-    if not isinstance(meta, dict) or not meta.get("doc_lang") or not meta.get("query_lang"):
+    if not meta.get("doc_lang") or not meta.get("query_lang"):
         raise MalformedDataError(f"{side}: needs doc_lang and query_lang")
     doc_lang, query_lang = (language_tag(meta[k], f"{side}: {k}") for k in ("doc_lang", "query_lang"))
     record = meta.get("analyzer") or {}
