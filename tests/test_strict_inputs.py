@@ -320,3 +320,30 @@ def test_count_options_take_ascii_digits_only(option, value, capsys):
     """``int("١٠")`` is 10 in Python: such an argument was accepted as a count."""
     assert cli.main(["evaluate", "--qrels", "q", "--run", "r", option, value]) == 2
     assert f"argument {option}" in capsys.readouterr().err
+
+
+def test_line_ends_are_lf_or_crlf_and_a_lone_carriage_return_names_its_line():
+    """``raw_lines`` (under every TREC, JSON Lines, TSV and bitext reader) on random bytes with
+    ``\\r``, ``\\n`` and ``\\r\\n``: the lines, ending at ``\\n``, of a file whose every ``\\r``
+    ends a line as ``\\r\\n``; else one error naming the line of the first other ``\\r``."""
+    import io
+    import random
+    import re
+
+    from clirbench.formats.jsonl import raw_lines
+
+    rng = random.Random(29)
+    refused = 0
+    for _ in range(3000):
+        data = b"".join(rng.choice([b"a", b" ", b"\t", b"\n", b"\r\n", b"\r", b"\xc3\xa9"])
+                        for _ in range(rng.randint(0, 12)))
+        lone = re.search(rb"\r(?!\n)", data)
+        if lone is None:
+            lines = [line for _, line in raw_lines(io.BytesIO(data), "f")]
+            assert b"".join(lines) == data and all(b"\n" not in line[:-1] for line in lines)
+            continue
+        refused += 1
+        line = data[:lone.start()].count(b"\n") + 1
+        with pytest.raises(MalformedDataError, match=rf"^f:{line}: a carriage return \(\\r\) not followed by a line feed"):
+            list(raw_lines(io.BytesIO(data), "f"))
+    assert 500 < refused < 2500

@@ -113,3 +113,44 @@ def test_a_named_fifo_with_a_writer_is_read_once(files, which):
 def test_dev_zero_as_a_stream_is_one_line_not_a_full_disk(files):
     out = sh(f"{CLI} evaluate --qrels q --run /dev/zero", files)
     assert out.returncode == 2 and "/dev/zero:1: a line longer than 16 MiB" in out.stderr.decode()
+
+
+def test_gzip_magic_split_over_two_writes_is_still_gzip(files):
+    """The two magic bytes are read from the one open handle, waiting for a slow writer (a second
+    open or a short peek would see one byte, or none)."""
+    import time
+
+    from clirbench.formats.trec import read_run
+
+    data = gzip.compress(RUN.encode())
+    r, w = os.pipe()
+
+    def write():
+        os.write(w, data[:1])
+        time.sleep(0.3)
+        os.write(w, data[1:])
+        os.close(w)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    try:
+        assert read_run(f"/dev/fd/{r}") == read_run(files / "r")
+    finally:
+        writer.join(5)
+        os.close(r)
+
+
+def test_stdin_is_left_open_and_read_once_in_process(files, monkeypatch):
+    """``-`` through ``evaluate_files`` in-process: the run from standard input, copied once for the
+    two readers (the fast path and trec_eval's Bpref), standard input not closed."""
+    import io
+
+    from clirbench.evaluate import evaluate_files
+
+    stdin = io.TextIOWrapper(io.BytesIO(RUN.encode()))
+    monkeypatch.setattr("sys.stdin", stdin)
+    monkeypatch.setattr("tempfile.tempdir", str(files))
+    got = evaluate_files(files / "q", "-", ["RR", "Bpref"], resamples=10)
+    want = evaluate_files(files / "q", files / "r", ["RR", "Bpref"], resamples=10)
+    assert got.measures == want.measures and not stdin.closed
+    assert sorted(p.name for p in files.iterdir()) == ["q", "r", "r.gz"]  # the copy is gone
