@@ -178,7 +178,7 @@ def _host() -> str:
     import re
     import socket
 
-    return re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname())
+    return re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname())[:32] or "host"  # as temp names spell it
 
 
 def test_stale_temp_files_are_removed_live_ones_kept(tmp_path):
