@@ -98,12 +98,14 @@ def run_cell(cell: Cell, config: SweepConfig, overwrite: bool = False, progress:
     try:
         report = run(cell.model, task=entry.task, config=cell_config(cell, config, overwrite, progress))
     except Exception as exc:  # one cell's failure must not lose the others
-        message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        from ..redact import redact
+
+        message = redact(str(exc).strip().splitlines()[0]) if str(exc).strip() else ""
         error = message if isinstance(exc, ClirbenchError) else f"{type(exc).__name__}: {message}".rstrip(": ")
         try:
             from ..atomic import write_text_atomic
 
-            write_text_atomic(state / f"{key}.failed", f"{cell.label()}\n\n{traceback.format_exc()}")
+            write_text_atomic(state / f"{key}.failed", redact(f"{cell.label()}\n\n{traceback.format_exc()}"))
         except OSError:
             pass
         return CellOutcome(cell.label(), key, "failed", seconds=time.perf_counter() - t0, error=error,
@@ -127,10 +129,12 @@ def _write_marker(path: Path, cell: Cell, results: Sequence[str]) -> None:
     from dataclasses import asdict
 
     from ..atomic import write_text_atomic
+    from ..redact import redact_data
 
-    data = {"cell": cell.label(), "model": cell.model, "task": asdict(cell.entry),
-            "translation": asdict(cell.translation), "results": list(results),
-            "finished": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+    # a translator URL's key, a task option's token: never in the output folder
+    data = {**redact_data({"cell": cell.label(), "model": cell.model, "task": asdict(cell.entry),
+                           "translation": asdict(cell.translation)}),
+            "results": list(results), "finished": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
     write_text_atomic(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
 
 
