@@ -11,8 +11,10 @@ EXIT_USAGE = 2
 class Parser(argparse.ArgumentParser):
     epilog_from = None  # a function giving the epilog when help is shown (lazy registry lookups)
 
-    def error(self, message: str) -> None:  # one line instead of usage + message
-        self.exit(EXIT_USAGE, f"clirbench: error: {message}\n")
+    def error(self, message: str) -> None:  # one line instead of usage + message; no secret echoed
+        from ..redact import redact
+
+        self.exit(EXIT_USAGE, f"clirbench: error: {redact(message)}\n")
 
     def format_help(self) -> str:
         if self.epilog_from is not None:

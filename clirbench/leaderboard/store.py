@@ -51,18 +51,21 @@ def _show(text: str, limit: int = 60) -> str:
     return shown + ("…" if len(text) > limit else "")
 
 
-def check_text(value: Any, where: str, long: bool = False) -> str:
-    """``value`` if it is a safe string for a leaderboard, else a one-line ClirbenchError."""
+def check_text(value: Any, where: str, long: bool = False, command: bool = False) -> str:
+    """``value`` if it is a safe string for a leaderboard, else a one-line ClirbenchError. A
+    ``command`` (redacted, kept as text and escaped where shown) may hold any printable character."""
     if not isinstance(value, str):
         raise ClirbenchError(f"{where}: expected a string, got {type(value).__name__}")
-    limit = MAX_LONG_TEXT if long else MAX_TEXT
+    limit = MAX_LONG_TEXT if long or command else MAX_TEXT
     if len(value) > limit:
         raise ClirbenchError(f"{where}: string of {len(value)} characters, at most {limit} allowed")
     bad_char = any(unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co") or c in _BIDI for c in value)
-    # prompts and commands may hold quotes and backslashes; never markup or control characters
-    markup = re.search(r"[<>&`]", value) if long else _MARKUP.search(value)
+    # prompts may hold quotes and backslashes, commands shell syntax too; never control characters
+    markup = None if command else re.search(r"[<>&`]", value) if long else _MARKUP.search(value)
     if bad_char or markup:
-        raise ClirbenchError(f"{where}: refusing a string with markup or control characters: {_show(value)}")
+        from ..redact import redact
+
+        raise ClirbenchError(f"{where}: refusing a string with markup or control characters: {_show(redact(value))}")
     return value
 
 
@@ -87,7 +90,8 @@ def check_strings(value: Any, where: str, depth: int = 0) -> Any:
             if len(value) > MAX_LEADERBOARD_BYTES or not _BASE64.fullmatch(value):
                 raise ClirbenchError(f"{where}: not a base64 vector")
             return value
-        return check_text(value, where, long=where.rsplit(".", 1)[-1].split("[")[0] in _LONG_KEYS)
+        key = where.rsplit(".", 1)[-1].split("[")[0]
+        return check_text(value, where, long=key in _LONG_KEYS, command=key in ("command", "commands"))
     if isinstance(value, Mapping):
         for key, item in value.items():
             check_text(key, f"{where} key")

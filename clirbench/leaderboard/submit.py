@@ -354,7 +354,8 @@ def merge(leaderboard: Mapping, sub: Submission, commands: Iterable[str] = (), r
     row). Merging the same values twice changes nothing. Refused unless ``replace``: a system
     already present with another model id, revision or prompts (replace drops its results), and
     an entry of the same system and pool with other values (replace keeps the new one; ``changes``
-    then receives ``(measure, old, new)``). Commands are redacted before they are kept.
+    then receives ``(measure, old, new)``). Commands are redacted (``clirbench.redact``), then kept on
+    one line (line breaks and tabs as blanks); shell syntax (``&& > | ;`` quotes) is kept as it is.
     """
     from ..redact import redact_command
 
@@ -387,9 +388,9 @@ def merge(leaderboard: Mapping, sub: Submission, commands: Iterable[str] = (), r
     system["key"] = key.to_dict()
     system["retriever"] = sub.retriever
     for command in commands:
-        command = redact_command(command)
-        store.check_text(command, "command", long=True)
-        if command not in system["commands"]:
+        command = re.sub(r"[ \t]*\\?\r?\n[ \t]*|[\t\v\f\r]", " ", redact_command(command)).strip()
+        store.check_text(command, "--command", command=True)
+        if command and command not in system["commands"]:
             system["commands"].append(command)
     before = system["results"].get(sub.pool_id)
     if before is not None:
