@@ -20,13 +20,14 @@ __all__ = ["MASK", "redact", "redact_url", "redact_command", "redact_data", "sec
 
 MASK = "***"
 
-# a name is secret-looking when its last word is one of _LAST or it holds one of _PARTS (words split
-# at _, -, ., camelCase), or when detect-secrets' keyword list finds it
+# a name is secret-looking when its last word is one of _LAST or ends with one of _SUFFIXES, when it
+# holds one of _PARTS (words split at _, -, ., camelCase), or when detect-secrets' keyword list finds it
 _LAST = frozenset({"key", "apikey", "token", "secret", "pass", "pw", "pwd", "passwd", "password", "passphrase",
                    "auth", "authorization", "credential", "credentials", "cred", "creds", "sig", "signature",
                    "cookie", "jwt", "bearer", "pat", "pin"})
 _PARTS = ("password", "passwd", "passphrase", "secret", "credential", "apikey", "accesskey", "privatekey",
           "authtoken", "accesstoken", "refreshtoken", "sessiontoken", "securitytoken")
+_SUFFIXES = ("token", "secret", "password", "passwd", "apikey")  # csrftoken, clientsecret
 _WORDS = re.compile(r"[\W_]+|(?<=[a-z0-9])(?=[A-Z])")
 
 _NAME = r"[^\W\d][\w.-]*"
@@ -38,21 +39,24 @@ _FLAG = re.compile(rf"""(?:^|(?<=[\s"'`;&|(]))-{{1,2}}(?P<name>{_NAME})\s+(?!-){
 _SETENV = re.compile(rf"""(?:^|(?<=[\s;&|(]))(?:setenv|set(?:\s+-[A-Za-z]+)*)\s+(?P<name>{_NAME})(?:\s*=\s*|\s+){_AT}""")
 _SCHEME = (r"(?i:bearer|basic|token|digest|bot|apikey|api-key|key|hmac|ssws|oauth|negotiate|ntlm|"
            r"aws4-hmac-sha256|googlelogin)")
-_FIELD_RE = re.compile(rf"""(?:^|(?<=[\s"'`{{,\[(]))(?P<q>\\?["']?)(?P<name>{_NAME})(?P=q)[ \t]*:(?!//)[ \t]*"""
+_FIELD_RE = re.compile(rf"""(?:^|(?<=[\s"'`{{,\[(=]))(?P<q>\\?["']?)(?P<name>{_NAME})(?P=q)[ \t]*:(?!//)[ \t]*"""
                        rf"""(?:(?P<scheme>{_SCHEME})[ \t]+)?{_AT}""")
 _BEARER = re.compile(r"""(?i:\bbearer)\s+(?P<value>[^\s'"]+)""")
 _BASIC = re.compile(r"\bBasic\s+(?P<value>[A-Za-z0-9+/]{6,}={0,2})(?![\w+/=])")
 _USERINFO = re.compile(r"""(?<=://)(?P<value>[^\s/'"]*)@""")
 _PRIVATE_KEY = re.compile(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?P<value>.*?)(?=-----END|\Z)"
                           r"|PuTTY-User-Key-File-\d+:(?P<putty>.*)", re.S)
-# programs that take a secret in a short option: mysql -pX, sshpass -p X, redis-cli -a X, curl -u user:X
-_PROGRAM = re.compile(r"(?<![\w./-])(?P<prog>mysql\w*|mariadb\w*|sshpass|redis-cli|curl)(?![\w.-])"
+# programs that take a secret in a short option: mysql -pX, sshpass -p X, redis-cli -a X, docker login -p X,
+# curl -u user:X, httpie -a user:X
+_PROGRAM = re.compile(r"(?<![\w./-])(?P<prog>mysql\w*|mariadb\w*|sshpass|redis-cli|curl|http|https|docker\s+login)(?=\s)"
                       r"(?P<args>[^;&|\n]*)")
 _PROGRAM_OPTION = {
     "mysql": re.compile(rf"(?:^|(?<=\s))-p{_AT}"),
     "sshpass": re.compile(rf"(?:^|(?<=\s))-p\s*{_AT}"),
     "redis-cli": re.compile(rf"(?:^|(?<=\s))-a\s*{_AT}"),
     "curl": re.compile(rf"(?:^|(?<=\s))(?:-u|-U|--user|--proxy-user)(?:\s+|=)?{_AT}"),
+    "http": re.compile(rf"(?:^|(?<=\s))-a\s*{_AT}"),
+    "docker": re.compile(rf"(?:^|(?<=\s))-p\s*{_AT}"),
 }
 # well-known token prefixes, any length (detect-secrets' detectors want the full length of each)
 _SHAPES = re.compile(r"""(?<![\w./-])(?:
@@ -113,7 +117,7 @@ def secret_name(name: str) -> bool:
     words = [w.lower() for w in _WORDS.split(name) if w]
     if not words or words[0] == "no":
         return False
-    return words[-1] in _LAST or any(p in "".join(words) for p in _PARTS) \
+    return words[-1] in _LAST or words[-1].endswith(_SUFFIXES) or any(p in "".join(words) for p in _PARTS) \
         or _keywords().search("_".join(words)) is not None
 
 
@@ -129,9 +133,11 @@ def _named(pattern: re.Pattern, text: str) -> Iterator[tuple[int, int]]:
 def _fields(text: str) -> Iterator[tuple[int, int]]:
     for m in _FIELD_RE.finditer(text):
         if secret_name(m["name"]):
-            start = m.start("value")
-            if m["scheme"] and _enclosing(text, start) is not None:  # -H 'Authorization: Digest a="b", c="d"'
-                yield start, _enclosing(text, start)[1]
+            start, region = m.start("value"), _enclosing(text, m.start("name"))
+            header = region is not None and not m["q"] and (m["scheme"] or region[0] == m.start("name") - 1)
+            if header and text[start] not in "\"'":  # -H 'Cookie: a=b; c=d', 'Authorization: Digest a="b", c="d"'
+                line = text.find("\\n", start, region[1])
+                yield start, region[1] if line < 0 else line
             else:
                 yield _inner(text, start, _extent(text, start, field=not m["scheme"]))
 
@@ -147,12 +153,13 @@ def _values(pattern: re.Pattern):
 def _programs(text: str) -> Iterator[tuple[int, int]]:
     for m in _PROGRAM.finditer(text):
         prog = m["prog"]
-        option = _PROGRAM_OPTION["mysql" if prog.startswith(("mysql", "mariadb")) else prog]
+        option = _PROGRAM_OPTION[prog.split()[0] if not prog.startswith(("mysql", "mariadb", "http")) else
+                                 "mysql" if prog.startswith("m") else "http"]
         base = m.start("args")
         for o in option.finditer(m["args"]):
             start = base + o.start("value")
             start, end = _inner(text, start, _extent(text, start))
-            if prog == "curl":  # user:password, the user kept
+            if prog in ("curl", "http", "https"):  # user:password, the user kept
                 colon = text.find(":", start, end)
                 if colon < 0:
                     continue
