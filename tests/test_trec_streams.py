@@ -85,7 +85,8 @@ def test_errors_in_a_stream_name_it_and_its_line(files):
     out = sh(f"{CLI} evaluate --qrels q --run -", files, bad.encode())
     assert out.returncode == 2 and out.stderr.decode() == "clirbench: error: <stdin>:7: score 'high' is not a number\n"
     out = sh(f"{CLI} evaluate --qrels q --run <(printf '# only a comment\\n')", files)
-    assert out.returncode == 2 and "/dev/fd/" in out.stderr.decode() and "no result line in the run file" in out.stderr.decode()
+    err = out.stderr.decode()
+    assert out.returncode == 2 and "/dev/fd/" in err and "no result line in the run file" in err
     out = sh(f"{CLI} trec_eval <(printf 'q1 0 d1 1\\nq1 0 d1 1\\n') r", files)
     assert out.returncode == 2 and ":2: doc 'd1' of query 'q1' judged twice (1 and 1)" in out.stderr.decode()
 
