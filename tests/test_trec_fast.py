@@ -136,6 +136,7 @@ CASES = [
     (GOOD.replace(" t\n", "\tt\tx y\n").encode(), "SAME"),
     (("# a comment\n#q1 Q0 z 1 9 t\n" + GOOD + "#\n").encode(), "SAME"),  # comment lines
     (GOOD.replace("\n", "\n  # indented comment\n", 1).encode(), "SAME"),
+    (("#\x01 a comment is not read: \x1f\u2028\ufeff\x0b\n" + GOOD).encode(), "SAME"),
     (GOOD.replace("\n", "\r").encode(), "run:1: a carriage return (\\r) not followed by a line feed"),
     (GOOD.replace("Q0 b", "Q0\rb").encode(), "run:2: a carriage return"),
     (GOOD.replace("\n", "\r\r\n", 1).encode(), "run:1: a carriage return"),

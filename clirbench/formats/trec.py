@@ -1,4 +1,4 @@
-"""TREC qrels and run files (plain or gzip), read the way trec_eval reads them: the one reader of
+r"""TREC qrels and run files (plain or gzip), read the way trec_eval reads them: the one reader of
 ``clirbench evaluate`` (and its pyarrow fast path, ``trec_fast``) and ``clirbench trec_eval``.
 
 qrels: ``qid iter docid rel`` (rel an integer; iter ignored). run: ``qid Q0 docid rank score tag``,
@@ -165,7 +165,8 @@ def _copy_bounded(src: IO[bytes], out: IO[bytes]) -> None:
 
 
 def _fields(raw: bytes, path, no: int) -> list[str]:
-    """The fields of one line, split at ASCII blanks only, each checked."""
+    """The fields of one line, split at ASCII blanks only, each checked; none for a blank line or a
+    comment (its first field starts with ``#``; the rest of it is not read)."""
     if no == 1 and raw.startswith(b"\xef\xbb\xbf"):  # a leading BOM is not part of the first id
         raw = raw[3:]
     try:
@@ -175,10 +176,12 @@ def _fields(raw: bytes, path, no: int) -> list[str]:
     if line.isascii() and "\x1c" not in line and "\x1d" not in line and "\x1e" not in line and "\x1f" not in line:
         fields = line.split()  # str.split splits ASCII at the blanks and at \x1c-\x1f (none here): 3x faster
     else:
-        if "\ufeff" in line:  # a second BOM, or one mid-file: it would become part of an id
-            raise MalformedDataError(f"{path}:{no}: a byte-order mark (U+FEFF) inside the line")
         line = line.strip(BLANKS)
         fields = _BLANK_RUN.split(line) if line else []
+    if not fields or fields[0].startswith("#"):
+        return []
+    if "\ufeff" in line:  # a second BOM, or one mid-file: it would become part of an id
+        raise MalformedDataError(f"{path}:{no}: a byte-order mark (U+FEFF) inside the line")
     bad = bad_character("".join(fields))
     if bad:
         raise MalformedDataError(f"{path}:{no}: the forbidden character {bad} (a control character or line "
@@ -193,7 +196,7 @@ def _lines(path, name=None) -> Iterator[tuple[int, list[str]]]:
         try:
             for no, raw in raw_lines(f, shown):
                 fields = _fields(raw, shown, no)
-                if fields and not fields[0].startswith("#"):
+                if fields:
                     yield no, fields
         except (OSError, EOFError, zlib.error) as e:
             raise MalformedDataError(f"{shown}: cannot read ({e})") from None
