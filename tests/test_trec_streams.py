@@ -155,3 +155,42 @@ def test_stdin_is_left_open_and_read_once_in_process(files, monkeypatch):
     want = evaluate_files(files / "q", files / "r", ["RR", "Bpref"], resamples=10)
     assert got.measures == want.measures and not stdin.closed
     assert sorted(p.name for p in files.iterdir()) == ["q", "r", "r.gz"]  # the copy is gone
+
+
+
+def _open_files(pid: int) -> list[str]:
+    """What process ``pid``'s file descriptors point at (those still open while we look)."""
+    links = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            links.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except OSError:
+            pass
+    return links
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="finds the copy through /proc")
+def test_a_killed_evaluate_leaves_no_copy_of_a_stream(files):
+    """kill -9 while the run is being copied (its writer holds the pipe open): nothing is left in TMPDIR."""
+    import signal
+    import time
+
+    tmp = files / "tmp"
+    tmp.mkdir(exist_ok=True)
+    env = {**os.environ, "TMPDIR": str(tmp), "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "clirbench", "evaluate", "--resamples", "10", "--qrels", "q",
+                             "--run", "-"], cwd=files, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=env)
+    try:
+        proc.stdin.write(RUN.encode() * 50)  # part of a run; the pipe stays open, so the copy waits for more
+        proc.stdin.flush()
+        deadline = time.monotonic() + TIMEOUT
+        while not any(link.startswith(str(tmp)) for link in _open_files(proc.pid)):  # the copy is open
+            assert proc.poll() is None and time.monotonic() < deadline, "evaluate never opened a copy of the stream"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(TIMEOUT)
+    finally:
+        proc.kill()
+        proc.stdin.close()
+    assert not list(tmp.iterdir()), "a killed evaluate left its copy of the stream"

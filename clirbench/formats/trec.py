@@ -126,24 +126,33 @@ def check_inputs(qrels_path, run_path) -> None:
 @contextlib.contextmanager
 def rereadable(path: str | os.PathLike) -> Iterator[str | os.PathLike]:
     """``path`` when it is a regular file; else (``-``, a pipe, a FIFO, a device) a temporary copy of
-    its bytes, read once and deleted on exit, for a reader that may read it twice. Copying stops past
-    a line longer than :data:`jsonl.MAX_LINE_BYTES` in a plain stream (``/dev/zero``): the reader
-    then names that line."""
+    its bytes, read once, for a reader that may read it twice. On Linux the copy has no name (it is
+    reached through ``/proc/self/fd``), so even a killed process leaves no file behind; elsewhere it
+    is a named file deleted on exit. Copying stops past a line longer than
+    :data:`jsonl.MAX_LINE_BYTES` in a plain stream (``/dev/zero``): the reader then names that line."""
     if not is_stream(path):
         yield path
         return
-    fd, copy = tempfile.mkstemp(prefix="clirbench-stream-")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            src = sys.stdin.buffer if os.fspath(path) == STDIN else open(path, "rb")
-            try:
-                _copy_bounded(src, out)
-            finally:
-                if src is not sys.stdin.buffer:
-                    src.close()
-        yield copy
-    finally:
-        os.unlink(copy)
+    with tempfile.TemporaryFile(prefix="clirbench-stream-") as out:
+        src = sys.stdin.buffer if os.fspath(path) == STDIN else open(path, "rb")
+        try:
+            _copy_bounded(src, out)
+        finally:
+            if src is not sys.stdin.buffer:
+                src.close()
+        out.flush()
+        unnamed = f"/proc/self/fd/{out.fileno()}"
+        if os.path.exists(unnamed):
+            yield unnamed
+            return
+        fd, copy = tempfile.mkstemp(prefix="clirbench-stream-")
+        try:
+            with os.fdopen(fd, "wb") as named:
+                out.seek(0)
+                shutil.copyfileobj(out, named)
+            yield copy
+        finally:
+            os.unlink(copy)
 
 
 def _copy_bounded(src: IO[bytes], out: IO[bytes]) -> None:
