@@ -1,4 +1,4 @@
-"""Nothing silently wrong on display (issue 29), through the real CLI: a system with results on some
+"""Nothing silently wrong on display, through the real CLI: a system with results on some
 of a board's pools is marked incomplete (never ranked, bold or tested) in every table format, the
 page and the figures; names are drawn as text in figures (no mathtext); ``compare`` refuses per-query
 values a paired test cannot use, naming the file, line, query and measure."""

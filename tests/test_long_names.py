@@ -1,4 +1,4 @@
-"""File and folder names built from long ids stay under the file system's limit (issue 29).
+"""File and folder names built from long ids stay under the file system's limit.
 
 Pools of many languages, long model paths, long ``parallel:<file>`` task ids: every name clirbench
 builds fits in ``identity.NAME_LIMIT`` bytes of UTF-8 (a readable prefix, ``~`` and a hash of the

@@ -58,7 +58,8 @@ class Evaluation:
 
     @property
     def aggregate(self) -> dict[str, float | None]:
-        """``{measure: mean}``, as ``ir_measures.calc_aggregate``."""
+        """``{measure: value}`` (each measure summarised by its own rule: a mean, a sum, a geometric mean;
+        docs/measures.md), as ``ir_measures.calc_aggregate``."""
         return {name: None if m is None else m.value for name, m in self.measures.items()}
 
     def __getitem__(self, measure) -> float | None:
