@@ -129,11 +129,12 @@ def test_format_comparison(tmp_path, systems):
     lines = text.splitlines()
     assert lines[0].startswith("A: A") and lines[1].startswith("B: B") and "B - A" in lines[2]
     table, legend = lines[4:-1], lines[-1]
-    assert table[0].split() == ["measure", "A", "B", "B-A", "95%", "CI", "p", "p", "adj", "d_z", "W/T/L", "n"]
+    assert table[0].split() == ["measure", "A", "B", "B-A", "95%", "CI", "p", "p", "adj", "d_z", "B", "better/tie/worse",
+                                "n"]
     assert len(table) == 4 and table[1].startswith("nDCG@10")
     nd = report.measures["nDCG@10"]
     assert f"{nd.diff:.4f}" in table[1] and "0.0010" in table[1] and table[1].endswith(str(N))
-    assert f"{nd.wins}/{nd.ties}/{nd.losses}" in table[1] and f"{nd.d_z:.2f}" in table[1]
+    assert f"{nd.b_better}/{nd.ties}/{nd.b_worse}" in table[1] and f"{nd.d_z:.2f}" in table[1]
     assert len({len(line) for line in table}) == 1  # aligned columns
     assert legend.startswith("p adjusted by Holm over a family of 3 tests (the measures of this comparison)")
 
@@ -170,11 +171,11 @@ def test_compare_adjusts_its_measures_as_one_family_and_gives_effect_sizes(tmp_p
                                                                                  abs=1e-12)
     assert report.correction == "holm" and "Holm over a family of 3 tests" in report.family
     as_json = report.to_dict()["measures"]["nDCG@10"]
-    assert {"p_value", "p_adjusted", "correction", "d_z", "wins", "ties", "losses"} <= set(as_json)
+    assert {"p_value", "p_adjusted", "correction", "d_z", "b_better", "ties", "b_worse", "direction"} <= set(as_json)
     d = b["nDCG@10"] - a["nDCG@10"]
     nd = report.measures["nDCG@10"]
     assert nd.d_z == pytest.approx(np.mean(d) / np.std(d, ddof=1), abs=1e-12)
-    assert (nd.wins, nd.ties, nd.losses) == (int((d > 0).sum()), int((d == 0).sum()), int((d < 0).sum()))
+    assert (nd.b_better, nd.ties, nd.b_worse) == (int((d > 0).sum()), int((d == 0).sum()), int((d < 0).sum()))
     assert math.isnan(report.measures["MaxR"].d_z)  # identical columns: no variation, no standardised effect
     assert compare(pa, pb, permutations=500, correction="none").measures["RR"].p_adjusted == report.measures["RR"].p_value
     bh = compare(pa, pb, permutations=500, correction="bh")
@@ -188,8 +189,39 @@ def test_compare_cli_prints_and_writes_the_correction(tmp_path, systems, capsys)
     pa, pb = write(tmp_path, "A", a), write(tmp_path, "B", b)
     assert main(["compare", str(pa), str(pb), "--resamples", "100", "--permutations", "200", "--correction", "bh"]) == 0
     text = capsys.readouterr().out
-    assert "p adj" in text and "Benjamini-Hochberg over a family of 3 tests" in text and "W/T/L" in text
+    assert "p adj" in text and "Benjamini-Hochberg over a family of 3 tests" in text and "B better/tie/worse" in text
     assert main(["compare", str(pa), str(pb), "--resamples", "100", "--permutations", "200", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["correction"]["method"] == "holm" and out["measures"]["RR"]["correction"] == "holm"
     assert out["measures"]["RR"]["p_adjusted"] >= out["measures"]["RR"]["p_value"]
+
+
+def test_better_and_worse_follow_each_measures_direction_through_the_cli(tmp_path, capsys):
+    """MaxR is a rank (lower is better): B ranking the last relevant document higher up is B better,
+    in the text table, the JSON and the flips; SameLangFirst (best at a target) has no per-query
+    direction."""
+    from clirbench.cli import main
+
+    ids = [f"q{i:03d}" for i in range(6)]
+    a = {"RR": np.array([0.5, 0.5, 1.0, 0.2, 0.2, 1.0]), "MaxR": np.array([10.0, 3, 3, 7, 2, 9]),
+         "SameLangFirst": np.array([100.0, 0, 100, 0, 100, 0])}
+    b = {"RR": np.array([1.0, 0.5, 0.5, 0.25, 1.0, 1.0]), "MaxR": np.array([2.0, 3, 8, 4, 1, 4]),
+         "SameLangFirst": np.array([0.0, 0, 100, 100, 100, 0])}
+    pa, pb = write(tmp_path, "A", a, ids=ids), write(tmp_path, "B", b, ids=ids)
+    assert main(["compare", str(pa), str(pb), "--resamples", "50", "--permutations", "50", "--json",
+                 "--flips", "2", "--flip-measure", "MaxR"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    rr, maxr, slf = (out["measures"][m] for m in ("RR", "MaxR", "SameLangFirst"))
+    assert (rr["b_better"], rr["ties"], rr["b_worse"], rr["direction"]) == (3, 2, 1, "up")
+    # MaxR: B lower (better) on q000, q003, q004, q005; equal on q001; higher (worse) on q002
+    assert (maxr["b_better"], maxr["ties"], maxr["b_worse"], maxr["direction"]) == (4, 1, 1, "down")
+    assert "b_better" not in slf and slf["direction"] == "target"
+    assert [(f["query_id"], f["change"]) for f in out["flips"]["queries"]] == [("q000", "B better"),
+                                                                              ("q002", "B worse")]
+    assert main(["compare", str(pa), str(pb), "--resamples", "50", "--permutations", "50",
+                 "--flips", "2", "--flip-measure", "MaxR"]) == 0
+    text = capsys.readouterr().out
+    row = {line.split()[0]: line.split() for line in text.splitlines() if line.startswith(("RR ", "MaxR ", "Same"))}
+    assert row["MaxR"][-2] == "4/1/1" and row["RR"][-2] == "3/2/1" and row["SameLangFirst"][-2] == "-"
+    assert "lower is better: MaxR" in text
+    assert "MaxR A 10 -> B 2 (B - A -8, B better)" in text and "(B - A 5, B worse)" in text

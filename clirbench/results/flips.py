@@ -20,10 +20,10 @@ from ..errors import ClirbenchError
 from .files import RankedDoc, read_per_query, read_ranks, read_result
 
 __all__ = ["DEFAULT_FLIP_MEASURE", "Flip", "Flips", "flips", "default_flip_measure", "query_texts",
-           "format_flips", "flips_tsv"]
+           "format_flips", "flips_tsv", "change"]
 
 DEFAULT_FLIP_MEASURE = "MaxR"
-_TSV_HEADER = ("query_id", "query_lang", "query", "measure", "a", "b", "diff", "doc_id", "doc_lang",
+_TSV_HEADER = ("query_id", "query_lang", "query", "measure", "a", "b", "diff", "change", "doc_id", "doc_lang",
                "rank_a", "rank_b")
 
 
@@ -43,9 +43,9 @@ class Flip:
     def diff(self) -> float:
         return self.b - self.a
 
-    def to_dict(self) -> dict:
+    def to_dict(self, measure: str | None = None) -> dict:
         return {"query_id": self.query_id, "query_lang": self.query_lang, "text": self.text, "a": self.a,
-                "b": self.b, "diff": self.diff,
+                "b": self.b, "diff": self.diff, "change": change(measure, self.a, self.b) if measure else None,
                 "relevant": [{"doc_id": d, "doc_lang": l, "rank_a": _rank_json(ra), "rank_b": _rank_json(rb)}
                              for d, l, ra, rb in self.relevant]}
 
@@ -61,11 +61,25 @@ class Flips:
 
     def to_dict(self) -> dict:
         return {"measure": self.measure, "requested": self.requested, "order": "|B - A| descending",
-                "ranks": self.ranks, "queries": [f.to_dict() for f in self.queries]}
+                "ranks": self.ranks, "queries": [f.to_dict(self.measure) for f in self.queries]}
 
 
 def _rank_json(r: float):
     return int(r) if math.isfinite(r) else None
+
+
+def change(measure: str, a: float, b: float) -> str:
+    """``B better``, ``B worse`` or ``tie`` by ``measure``'s direction (MaxR: lower is better); ""
+    for a measure best at a target (SameLangFirst) or unknown."""
+    from ..measures import parse
+
+    try:
+        direction = parse(measure).direction
+    except ValueError:
+        return ""
+    if direction not in ("up", "down") or a == b:
+        return "tie" if direction in ("up", "down") else ""
+    return "B better" if (b > a) == (direction == "up") else "B worse"
 
 
 def default_flip_measure(names: Sequence[str]) -> str:
@@ -151,8 +165,9 @@ def format_flips(result: Flips) -> str:
     """The flips as text: one block per query (id, language, B − A, text, ranks A → B)."""
     lines = [f"top {len(result.queries)} queries by |B - A| of {result.measure} (of {result.requested} asked):"]
     for k, f in enumerate(result.queries, start=1):
+        how = change(result.measure, f.a, f.b)
         lines.append(f"{k:>3}. {f.query_id} [{f.query_lang}]  {result.measure} A {_value(f.a)} -> "
-                     f"B {_value(f.b)} (B - A {_value(f.diff)})")
+                     f"B {_value(f.b)} (B - A {_value(f.diff)}{', ' + how if how else ''})")
         if f.text:
             lines.append(f"     {' '.join(f.text.split())}")
         if f.relevant:
@@ -171,7 +186,8 @@ def flips_tsv(result: Flips) -> str:
     """The flips as TSV: one row per query and relevant document (one per query without ranks)."""
     lines = ["\t".join(_TSV_HEADER)]
     for f in result.queries:
-        head = [f.query_id, f.query_lang, _tsv_field(f.text), result.measure, repr(f.a), repr(f.b), repr(f.diff)]
+        head = [f.query_id, f.query_lang, _tsv_field(f.text), result.measure, repr(f.a), repr(f.b), repr(f.diff),
+                change(result.measure, f.a, f.b)]
         for d, l, ra, rb in f.relevant or (("", "", math.nan, math.nan),):
             ranks = ["" if math.isnan(r) else ("inf" if math.isinf(r) else str(int(r))) for r in (ra, rb)]
             lines.append("\t".join(head + [d, l] + ranks))

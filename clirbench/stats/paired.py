@@ -64,8 +64,10 @@ class PairedDifference:
     """One measure of a paired test: B − A over the queries where both are defined, its
     paired-bootstrap interval, the randomisation p-value (raw, and adjusted within its family by
     ``correction``), n, the standardised effect ``d_z`` (mean / sample sd of the per-query
-    differences; NaN when they do not vary), the queries where B is higher, equal, lower
-    (``wins``, ``ties``, ``losses``), and (in a comparison) both means."""
+    differences; NaN when they do not vary), the queries where B is better than, equal to, worse
+    than A by the measure's direction (``b_better``, ``ties``, ``b_worse``: for MaxR, lower is
+    better; None for a measure best at a target, such as SameLangFirst, whose per-query values
+    are not better or worse one by one), and (in a comparison) both means."""
 
     diff: float
     ci_low: float
@@ -75,9 +77,9 @@ class PairedDifference:
     mean_a: float | None = None
     mean_b: float | None = None
     d_z: float | None = None
-    wins: int | None = None
+    b_better: int | None = None
     ties: int | None = None
-    losses: int | None = None
+    b_worse: int | None = None
     p_adjusted: float | None = None
     correction: str | None = None
 
@@ -85,15 +87,22 @@ class PairedDifference:
         head = {} if self.mean_a is None else {"mean_a": self.mean_a, "mean_b": self.mean_b}
         out = {**head, "diff": self.diff, "ci_low": self.ci_low, "ci_high": self.ci_high,
                "p_value": self.p_value, "n": self.n}
-        for name in ("d_z", "wins", "ties", "losses", "p_adjusted", "correction"):
+        for name in ("d_z", "b_better", "ties", "b_worse", "p_adjusted", "correction"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
         return out
 
     @classmethod
-    def from_dict(cls, d: Mapping) -> "PairedDifference":
+    def from_dict(cls, d: Mapping, measure: str | None = None) -> "PairedDifference":
+        """From ``to_dict``; a gap file written before ``b_better`` / ``b_worse`` holds ``wins`` /
+        ``losses`` (B higher / lower), turned into better / worse by ``measure``'s direction."""
+        better, worse = d.get("b_better"), d.get("b_worse")
+        if "b_better" not in d and "wins" in d:
+            direction = _direction(measure) if measure is not None else None
+            better, worse = {"up": (d.get("wins"), d.get("losses")),
+                             "down": (d.get("losses"), d.get("wins"))}.get(direction, (None, None))
         return cls(d["diff"], d["ci_low"], d["ci_high"], d["p_value"], int(d["n"]), d.get("mean_a"), d.get("mean_b"),
-                   d.get("d_z"), d.get("wins"), d.get("ties"), d.get("losses"), d.get("p_adjusted"),
+                   d.get("d_z"), better, d.get("ties") if better is not None else None, worse, d.get("p_adjusted"),
                    d.get("correction"))
 
 
@@ -138,7 +147,8 @@ class Comparison:
                               "method": "percentile"},
                 "permutations": self.permutations,
                 "correction": {"method": self.correction, "family": self.family},
-                "measures": {name: row.to_dict() for name, row in self.measures.items()},
+                "measures": {name: {**row.to_dict(), "direction": _direction(name)}
+                             for name, row in self.measures.items()},
                 "undefined": list(self.undefined)}
 
 
@@ -177,7 +187,7 @@ class Gap:
         b = d["bootstrap"]
         return cls(d["task"], d.get("subset", ""), d["scenario"], d["pool_mode"], tuple(d["doc_langs"]),
                    d["retriever"], d.get("system", d["retriever"]), b["resamples"], b["seed"], b["permutations"],
-                   {name: PairedDifference.from_dict(row) for name, row in d["measures"].items()})
+                   {name: PairedDifference.from_dict(row, name) for name, row in d["measures"].items()})
 
 
 def _pool_of(result: Result) -> dict:
@@ -234,11 +244,32 @@ def _aligned(sa: Side, sb: Side, names: Sequence[str]) -> tuple[np.ndarray, np.n
     return a, b
 
 
+def _direction(name: str) -> str | None:
+    """A measure name's direction ("up", "down", "target"); None for a name clirbench does not know."""
+    from ..measures import parse
+
+    try:
+        return parse(name).direction
+    except ValueError:
+        return None
+
+
+def better_tie_worse(a: np.ndarray, b: np.ndarray, name: str) -> tuple[int | None, int | None, int | None]:
+    """The queries where B is better than, equal to and worse than A by ``name``'s direction (lower
+    is better for MaxR); (None, None, None) for a measure best at a target (SameLangFirst) or unknown."""
+    direction = _direction(name)
+    if direction not in ("up", "down"):
+        return None, None, None
+    d = (b - a) if direction == "up" else (a - b)
+    return int((d > 0).sum()), int((d == 0).sum()), int((d < 0).sum())
+
+
 def paired_rows(a: np.ndarray, b: np.ndarray, names: Sequence[str], resamples: int = 1000, seed: int = 42,
                 permutations: int = 10000, confidence: float = 0.95) -> dict[str, PairedDifference]:
     """Per measure (column): means of A and B where both are defined, B − A, its paired-bootstrap
-    interval, the paired randomisation p-value and n. One set of bootstrap indices and one set of
-    sign flips serve every column."""
+    interval, the paired randomisation p-value, n, ``d_z`` and the queries where B is better /
+    equal / worse (``better_tie_worse``). One set of bootstrap indices and one set of sign flips
+    serve every column."""
     both = ~(np.isnan(a) | np.isnan(b))
     boot = paired_bootstrap(a, b, resamples=resamples, seed=seed, confidence=confidence)
     p = randomization_test(a, b, resamples=permutations, seed=seed, name="permutations")
@@ -251,7 +282,7 @@ def paired_rows(a: np.ndarray, b: np.ndarray, names: Sequence[str], resamples: i
         rows[name] = PairedDifference(float(boot["diff"][j]), float(boot["ci_low"][j]), float(boot["ci_high"][j]),
                                       float(p[j]), n, float(a[both[:, j], j].mean()) if n else math.nan,
                                       float(b[both[:, j], j].mean()) if n else math.nan, d_z,
-                                      int((d > 0).sum()), int((d == 0).sum()), int((d < 0).sum()))
+                                      *better_tie_worse(a[both[:, j], j], b[both[:, j], j], name))
     return rows
 
 
@@ -286,7 +317,7 @@ def compare(a, b, measures: Sequence | None = None, resamples: int = 1000, seed:
     means of A and B over the queries where both are defined, their difference B − A, its
     paired-bootstrap interval, the paired randomisation-test p-value, adjusted for the family of this
     call's measures by ``correction`` (``holm``, ``bh`` or ``none``), and the effect sizes
-    (``d_z``, wins / ties / losses). Measures undefined for
+    (``d_z``, the queries where B is better / equal / worse by the measure's direction). Measures undefined for
     every query of both results (SameLangFirst on a one-language pool) are left out and listed
     under ``undefined``.
     """
@@ -353,20 +384,37 @@ def format_comparison(report: Comparison) -> str:
             f" queries {pool['query_lang']}, {report.num_queries} queries; "
             f"diff = B - A, {conf:.0%} paired bootstrap CI ({report.resamples} resamples), "
             f"randomisation p ({report.permutations} sign flips)"]
-    table = [("measure", "A", "B", "B-A", f"{conf:.0%} CI", "p", "p adj", "d_z", "W/T/L", "n")]
+    table = [("measure", "A", "B", "B-A", f"{conf:.0%} CI", "p", "p adj", "d_z", "B better/tie/worse", "n")]
     for name, row in report.measures.items():
         table.append((name, _num(row.mean_a), _num(row.mean_b), _num(row.diff),
                       f"[{_num(row.ci_low)}, {_num(row.ci_high)}]", _p(row.p_value),
                       _p(row.p_adjusted if row.p_adjusted is not None else math.nan), _num(row.d_z if row.d_z is not None else math.nan, 2),
-                      f"{row.wins}/{row.ties}/{row.losses}", str(row.n)))
+                      _better_tie_worse(row), str(row.n)))
     from ..report import format_table
 
     lines = format_table(list(table[0]), table[1:], right=tuple(range(1, len(table[0]))), rule=False)
     skipped = report.undefined
     note = [f"not compared (undefined on this pool for both results): {', '.join(skipped)}"] if skipped else []
-    legend = [f"{report.family}; d_z: mean / sd of the per-query differences; W/T/L: queries where B is "
-              f"higher / equal / lower"]
+    legend = [f"{report.family}; d_z: mean / sd of the per-query differences; B better/tie/worse: queries "
+              f"where B is better than, equal to, worse than A by the measure's direction"
+              + _directions(list(report.measures))]
     return "\n".join(head + [""] + lines + note + legend)
+
+
+def _better_tie_worse(row: PairedDifference) -> str:
+    return "-" if row.b_better is None else f"{row.b_better}/{row.ties}/{row.b_worse}"
+
+
+def _directions(names: Sequence[str]) -> str:
+    """`` (lower is better: MaxR; -: ... SameLangFirst ...)`` for the legend, or ""."""
+    down, target = [], []
+    for name in names:
+        direction = _direction(name)
+        (down if direction == "down" else target if direction in ("target", None) else []).append(name)
+    parts = [f"lower is better: {', '.join(down)}"] if down else []
+    if target:
+        parts.append(f"-: {', '.join(target)} has no direction per query (best at a target value)")
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def query_language_gap(l1, l2, measures: Sequence[str] | None = None, resamples: int = 1000, seed: int = 42,
