@@ -1,6 +1,8 @@
 """Where the on-disk caches live: the cache root and its sub-folders, decided here only.
 
-``<root>`` is ``$CLIRBENCH_CACHE_DIR``, else ``~/.cache/clirbench``::
+``<root>`` is ``$CLIRBENCH_CACHE_DIR``, else ``~/.cache/clirbench``; ``$CLIRBENCH_CACHE_READ``
+lists more roots (separated by ``os.pathsep``), read-only, consulted after it for embeddings
+(``read_only_dirs``)::
 
     <root>/embeddings/<space>/               dense vectors (``--cache-dir`` names this folder)
     <root>/embeddings/sparse/<space>/        SPLADE vectors
@@ -13,10 +15,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["ENV", "EMBEDDINGS", "SPARSE", "MULTIVECTOR", "TRANSLATIONS", "default_cache_dir",
-           "embeddings_dir", "translations_dir", "retriever_dir"]
+__all__ = ["ENV", "READ_ENV", "EMBEDDINGS", "SPARSE", "MULTIVECTOR", "TRANSLATIONS", "default_cache_dir",
+           "embeddings_dir", "translations_dir", "retriever_dir", "read_only_dirs"]
 
 ENV = "CLIRBENCH_CACHE_DIR"
+READ_ENV = "CLIRBENCH_CACHE_READ"
 EMBEDDINGS = "embeddings"
 SPARSE = "sparse"
 MULTIVECTOR = "multivector"
@@ -44,3 +47,11 @@ def retriever_dir(embedding_dir: str | os.PathLike | None, kind: str) -> Path | 
     if kind not in (SPARSE, MULTIVECTOR):
         raise ValueError(f"unknown cache kind {kind!r}")
     return None if embedding_dir is None else Path(embedding_dir) / kind
+
+
+def read_only_dirs(kind: str | None = None) -> list[Path]:
+    """The embedding caches of the roots ``$CLIRBENCH_CACHE_READ`` lists (``os.pathsep``-separated),
+    read-only layers of every on-disk embedding cache; ``kind``: ``SPARSE`` or ``MULTIVECTOR`` for
+    those families' folders."""
+    roots = [r for r in os.environ.get(READ_ENV, "").split(os.pathsep) if r.strip()]
+    return [embeddings_dir(r) if kind is None else retriever_dir(embeddings_dir(r), kind) for r in roots]

@@ -9,6 +9,13 @@ fails aside (quarantine), and writes new shards holding the folder's writer lock
 each model batch as a small shard at once, then merge a chunk's batches into one shard that
 ``replaces`` them (so a killed run loses at most the batch in flight, and a big cache keeps few shards).
 
+A store may have read-only *layers*: the same space's folders in other caches (``SpaceCache``'s
+``read``, ``$CLIRBENCH_CACHE_READ``: a warm user cache, a shared team cache), consulted for texts
+its own shards lack. A layer is only read: nothing in it is written, swept, locked or moved; its
+shards are checked as the store's own (manifest sizes, then each file's checksum on first use), and
+one that fails (or predates checksums, or a layer of another space) is ignored with a warning, so
+its texts are encoded and written here.
+
 A codec has ``suffixes`` (its data files), ``dump(batch) -> {suffix: bytes}``,
 ``meta(batch) -> dict`` (added to ``meta.json``), ``load(shard, rows) -> payload`` (raises
 ``BadShard``) and ``width(payload) -> int`` (the dimension); codecs are in ``clirbench.cache.codecs``.
@@ -19,6 +26,7 @@ import hashlib
 import io
 import json
 import os
+import sys
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -152,8 +160,11 @@ class ShardStore:
     is an error and an unreadable one is set aside. Bad shards go to ``<folder>/../quarantine/``.
     """
 
-    def __init__(self, folder: Path | None, codec, meta: dict, check_meta: bool = False) -> None:
+    def __init__(self, folder: Path | None, codec, meta: dict, check_meta: bool = False,
+                 readonly: bool = False) -> None:
         self.folder, self.codec, self.meta, self.check_meta = folder, codec, meta, check_meta
+        self.readonly = readonly  # a layer: read, never written, swept or quarantined
+        self.layers: list[ShardStore] = []  # read-only stores of the same space, consulted after this one
         self.dim: int | None = None
         self.index: dict[bytes, tuple[int, int]] = {}  # digest -> (shard number, row)
         self.shards: list[Shard] = []  # by shard number
@@ -163,6 +174,19 @@ class ShardStore:
         self.redundant: list[str] = []  # shards found merged into another: removed by the next writer
         self.opened: dict[int, Any] = {}  # shard number -> the codec's payload
         self._swept = self._meta_read = False
+
+    def add_layers(self, folders: Sequence[Path]) -> None:
+        """Read the same space from ``folders`` too (read-only), after this store's own shards."""
+        self.layers += [ShardStore(Path(f), self.codec, self.meta, self.check_meta, readonly=True)
+                        for f in folders if Path(f) != self.folder]
+
+    def _bad(self, shard: Shard, reason: str) -> None:
+        """Set a shard that fails its check aside; in a layer, only ignore it (and say so)."""
+        if not self.readonly:
+            set_aside(self.folder.parent, shard, reason)
+            return
+        print(f"clirbench: warning: damaged shard {self.folder / shard.name} in a read-only cache "
+              f"({reason}); ignored, its entries will be computed here", file=sys.stderr, flush=True)
 
     # -- reading -------------------------------------------------------------------------------
     def _read_meta(self) -> None:
@@ -178,34 +202,47 @@ class ShardStore:
             dim = int(meta["dim"])
         except (OSError, ValueError, KeyError, TypeError) as e:
             why = str(e) if str(e).startswith("not a cache") else f"unreadable: {type(e).__name__}"
-            quarantine(self.folder.parent, [path], why, str(path))
+            if not self.readonly:
+                quarantine(self.folder.parent, [path], why, str(path))
             return  # rewritten with the next shard; the shards' own shapes give the dimension
         for k, v in self.meta.items():
             if meta.get(k) != v:
-                raise ValueError(f"embedding cache {path} holds {meta.get(k)!r} for {k}, expected {v!r}")
+                why = f"embedding cache {path} holds {meta.get(k)!r} for {k}, expected {v!r}"
+                if not self.readonly:
+                    raise ValueError(why)
+                print(f"clirbench: warning: {why}; this read-only cache is ignored", file=sys.stderr, flush=True)
+                self.folder = None  # nothing of it is read
+                return
         self._meta_read = True
         self.dim = dim
 
     def refresh(self) -> None:
         """Index shards written since the last look (by this or another process); set bad ones aside."""
+        for layer in self.layers:
+            layer.refresh()
         if self.folder is None or not self.folder.is_dir():
             return
-        if not self._swept:
+        if not self._swept and not self.readonly:
             remove_stale_temps(self.folder)
             remove_free_lock(self.folder)  # a killed writer's
             self._swept = True
         if self.check_meta and not self._meta_read and self.dim is None:
             self._read_meta()
+            if self.folder is None:  # a layer of another space
+                return
         found = find_shards(self.folder, MARKER, self.seen)
         merged = {name for shard in found for name in shard.replaces}
         for shard in found:
             self.seen.add(shard.name)
             if shard.name in merged:  # its merged shard is there too (a writer killed before removing it)
-                self.redundant.append(shard.name)
+                if not self.readonly:
+                    self.redundant.append(shard.name)
                 continue
             hashes, reason = read_hashes(shard, *self.codec.suffixes)
+            if not reason and self.readonly and shard.legacy:
+                reason = "written before checksums"
             if reason:
-                set_aside(self.folder.parent, shard, reason)
+                self._bad(shard, reason)
                 continue
             number = self.numbers[shard.name] = len(self.shards)
             self.shards.append(shard)
@@ -229,7 +266,7 @@ class ShardStore:
             if self.dim is not None and width != self.dim:
                 raise BadShard(f"{width}-d vectors in a {self.dim}-d space")
         except BadShard as e:
-            set_aside(self.folder.parent, shard, str(e))
+            self._bad(shard, str(e))
             self.index = {k: v for k, v in self.index.items() if v[0] != number}
             return None
         self.dim = width
@@ -237,7 +274,32 @@ class ShardStore:
         return payload
 
     def read(self, keys: Sequence[bytes]) -> tuple[list[bytes], list[tuple[str, Any, np.ndarray, np.ndarray]]]:
-        """The ``keys`` found in good shards, and per shard ``(name, payload, positions in found, rows)``."""
+        """The ``keys`` found in good shards, and per shard ``(name, payload, positions in found, rows)``:
+        this store's shards first, then its layers' for the keys still missing."""
+        found, groups = self._read_own(keys)
+        if not self.layers or len(found) == len(keys):
+            return found, groups
+        got = set(found)
+        rest = [k for k in keys if k not in got]
+        for layer in self.layers:
+            if not rest:
+                break
+            more, parts = layer.read(rest)
+            if not more:
+                continue
+            if self.dim is not None and layer.dim != self.dim:
+                print(f"clirbench: warning: read-only cache {layer.folder} holds {layer.dim}-d vectors, "
+                      f"this space {self.dim}-d; ignored", file=sys.stderr, flush=True)
+                layer.folder, layer.index = None, {}
+                continue
+            self.dim = layer.dim
+            groups += [(name, payload, pos + len(found), rows) for name, payload, pos, rows in parts]
+            found += more
+            got = set(more)
+            rest = [k for k in rest if k not in got]
+        return found, groups
+
+    def _read_own(self, keys: Sequence[bytes]) -> tuple[list[bytes], list]:
         index = self.index
         found = [k for k in keys if k in index]
         if not found:
@@ -264,6 +326,9 @@ class ShardStore:
         """Model seconds per text and the CPU that encoded the shard ``name`` (NaN, None: not recorded)."""
         number = self.numbers.get(name)
         if number is None:
+            for layer in self.layers:
+                if name in layer.numbers:
+                    return layer.encode_cost(name)
             return float("nan"), None
         seconds, cpu = self.shards[number].encode
         rows = self.sizes[number]
@@ -276,6 +341,8 @@ class ShardStore:
         ``encode``: ``{"seconds", "cpu"}`` of the model call(s) that made it, kept in its manifest."""
         if self.folder is None:
             return None
+        if self.readonly:
+            raise RuntimeError(f"{self.folder} is a read-only cache")
         self.folder.mkdir(parents=True, exist_ok=True)
         meta_path = self.folder / "meta.json"
         if not meta_path.is_file():
@@ -289,7 +356,7 @@ class ShardStore:
 
     def remove(self, names: Sequence[str]) -> None:
         """Delete shards (call holding ``lock()``): merged into another, or not to be trusted."""
-        if self.folder is None:
+        if self.folder is None or self.readonly:
             return
         for name in names:
             Shard(self.folder, name, None).remove()
@@ -297,10 +364,23 @@ class ShardStore:
 
 class SpaceCache:
     """Base of the embedding caches: spaces by folder key under ``root`` (None: memory only), and the
-    counters over distinct texts: ``hits``, ``misses``, ``encoded``, ``loaded``."""
+    counters over distinct texts: ``hits``, ``misses``, ``encoded``, ``loaded``.
 
-    def __init__(self, root: str | os.PathLike | None = None) -> None:
+    ``read``: folders of caches of the same kind read as read-only layers after ``root`` (never
+    written); default, for an on-disk cache: those of ``$CLIRBENCH_CACHE_READ``
+    (``clirbench.cache.layout.read_only_dirs``, this class's ``kind``).
+    """
+
+    kind: str | None = None  # which sub-folder of a cache root (clirbench.cache.layout): None, SPARSE, MULTIVECTOR
+
+    def __init__(self, root: str | os.PathLike | None = None,
+                 read: Sequence[str | os.PathLike] | None = None) -> None:
+        from .layout import read_only_dirs
+
         self.root = Path(root) if root is not None else None
+        if read is None:
+            read = read_only_dirs(self.kind) if root is not None else ()
+        self.read = [Path(r) for r in read]
         self.hits = self.misses = self.encoded = self.loaded = 0
         self._spaces: dict[str, Any] = {}
 
@@ -310,5 +390,6 @@ class SpaceCache:
     def space_for(self, key: str, make: Callable[[Path | None], Any]) -> Any:
         """The space of folder ``key``, made by ``make(folder or None)`` on first use."""
         if key not in self._spaces:
-            self._spaces[key] = make(None if self.root is None else self.root / key)
+            space = self._spaces[key] = make(None if self.root is None else self.root / key)
+            space.store.add_layers([folder / key for folder in self.read])
         return self._spaces[key]

@@ -146,6 +146,8 @@ class _Space:
 class TokenEmbeddingCache(SpaceCache):
     """Per-token embeddings by (model, revision, prompt + settings, role, text); ``root=None``: memory only."""
 
+    kind = MULTIVECTOR  # its folder in a cache root, for read-only layers
+
     def _space(self, model: MultiVectorModel, role: str) -> _Space:
         key = space_key(model.model_id, model.revision, model.space(role), role)
         meta = {"model_id": model.model_id, "revision": model.revision, "space": model.space(role), "role": role}

@@ -234,6 +234,8 @@ class SparseVectorCache(SpaceCache):
     Counters over distinct texts: ``hits``, ``misses``, ``encoded``, ``loaded``.
     """
 
+    kind = SPARSE  # its folder in a cache root, for read-only layers
+
     def _space(self, encoder, role: str) -> _Space:
         meta = {"model_id": str(encoder.model_id), "revision": str(encoder.revision),
                 "prompt": str(encoder.prompt(role)), "role": role, "settings": str(encoder.settings_key())}
