@@ -152,6 +152,15 @@ def _stage_line(todo: list[int], what: str, space: _Space, rows_of_text: np.ndar
     return f"encoding {len(todo)} {what}{counts} with {space.meta['model_id']}; cache: {where}"
 
 
+def _model_calls(encoder, n: int, chunk: int) -> int:
+    """How many model batches encode ``n`` texts in chunks of ``chunk`` (one call per chunk for an
+    encoder without ``encode_batches``)."""
+    size = getattr(encoder, "batch_size", None) if hasattr(encoder, "encode_batches") else None
+    if not size:
+        return -(-n // chunk)
+    return sum(-(-min(chunk, n - a) // int(size)) for a in range(0, n, chunk))
+
+
 class EmbeddingCache(SpaceCache):
     """Embeddings by (model id, revision, prompt, role, text); ``root=None`` keeps them in memory only.
 
@@ -174,7 +183,8 @@ class EmbeddingCache(SpaceCache):
         chunks of ``batch_size`` (default 8 x the encoder's batch size), longest first, each
         chunk written to disk before the next starts. With ``progress``, a line on stderr names
         what is encoded (how many texts, of which languages: ``langs``, one per text) and where it
-        is cached, then a bar follows the encoding.
+        is cached, then a bar follows the encoding: it names the model batch in flight
+        (``batch 1/15``) and its elapsed time moves every second (``clirbench.progress``).
         """
         space = self._space(encoder, check_role(role))
         distinct, rows_of_text = distinct_rows(texts)
@@ -184,9 +194,11 @@ class EmbeddingCache(SpaceCache):
         def bar(todo: list[int]):
             from tqdm.auto import tqdm
 
+            from ..progress import bar
+
             what = "queries" if role == "query" else "documents"
             tqdm.write(_stage_line(todo, what, space, rows_of_text, langs), file=sys.stderr)
-            return tqdm(total=len(todo), desc=f"encode {what}", unit="text")
+            return bar(total=len(todo), desc=f"encode {what}", unit="text", steps=_model_calls(encoder, len(todo), chunk))
 
         fill(self, space, keys, distinct, chunk,
              lambda part, b: self._encode(encoder, space, role, [distinct[i] for i in part], [keys[i] for i in part], b),
@@ -219,6 +231,7 @@ class EmbeddingCache(SpaceCache):
             done += len(vecs)
             self.encoded += len(vecs)
             if bar is not None:
+                bar.step()
                 bar.update(len(vecs))
             t0 = time.perf_counter()
         if done != len(texts):

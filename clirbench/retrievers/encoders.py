@@ -74,9 +74,9 @@ def default_device() -> str:
 def batches(n: int, size: int, show: bool, desc: str):
     starts = range(0, n, max(1, size))
     if show:
-        from tqdm.auto import tqdm
+        from ..progress import bar
 
-        return tqdm(starts, desc=desc, unit="batch", total=len(starts))
+        return bar(starts, desc=desc, unit="batch", total=len(starts))
     return starts
 
 
