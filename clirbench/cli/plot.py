@@ -22,7 +22,18 @@ def _figure(sub, name: str, helptext: str, draw) -> argparse.ArgumentParser:
 
 def _leaderboard_args(s) -> None:
     s.add_argument("task")
-    s.add_argument("--dir", default="leaderboards", help="leaderboard folder (default: leaderboards)")
+    s.add_argument("--dir", default=None, help="leaderboard folder (default: leaderboard, in the current folder, "
+                                                "when it holds the task's board, else the reference board "
+                                                "shipped with clirbench)")
+
+
+def _board_note(args) -> None:
+    """Say on stderr which board a leaderboard figure draws (``leaderboard.store.board_note``)."""
+    import sys
+
+    from ..leaderboard import store
+
+    print(store.board_note(store.path_for(args.task, args.dir)), file=sys.stderr)
 
 
 def _results_arg(s) -> None:
@@ -44,6 +55,7 @@ def _add_ranks(sub) -> None:
     def draw(args):
         from ..plots.rank_intervals import plot_rank_intervals
 
+        _board_note(args)
         return plot_rank_intervals(args.task, args.out, args.dir, args.scenario, args.measure)
 
     s = _figure(sub, "ranks", "each system's rank and 95%% rank interval per leaderboard board", draw)
@@ -56,6 +68,7 @@ def _add_gaps(sub) -> None:
     def draw(args):
         from ..plots.gap_heatmap import plot_gap_heatmap
 
+        _board_note(args)
         return plot_gap_heatmap(args.task, args.out, args.dir, args.scenario, args.measure)
 
     s = _figure(sub, "gaps", "the query-language gap per system and language pair (heatmap)", draw)
@@ -75,7 +88,7 @@ def _add_preference(sub) -> None:
 
 
 def _add_pareto(sub) -> None:
-    from ..plots.pareto import COSTS
+    from ..plots.pareto import COSTS, DEFAULT_COST
 
     def draw(args):
         from ..plots.pareto import write_pareto
@@ -85,8 +98,9 @@ def _add_pareto(sub) -> None:
     s = _figure(sub, "pareto", "effectiveness against cost per system, with the Pareto front", draw)
     _results_arg(s)
     s.add_argument("--measure", default="nDCG@10", help="effectiveness: a measure of the results (default nDCG@10)")
-    s.add_argument("--cost", choices=sorted(COSTS), default="search_ms_per_query",
-                   help="the cost axis (default search_ms_per_query)")
+    s.add_argument("--cost", choices=sorted(COSTS), default=DEFAULT_COST,
+                   help=f"the cost axis (default {DEFAULT_COST}: the cold cost, seconds to encode, index and "
+                        f"search a pool, docs/results.md#cost)")
     s.add_argument("--scenario", default=None, help="only results of this scenario")
 
 

@@ -1,7 +1,8 @@
 """Effectiveness against cost, one point per system, with the Pareto front (docs/results.md#cost).
 
 A system's effectiveness is a measure macro-averaged over its pools, its cost the mean over the same
-pools of one of ``COSTS`` (read from the records' ``cost`` sections). The front is the set of
+pools of one of ``COSTS`` (read from the records' ``cost`` sections; default the cold cost,
+``cold_seconds``: encoding the pool's texts, building the index, searching and translating). The front is the set of
 systems no other system beats on both axes (as cheap or cheaper and as good or better, one of them
 strictly); it is drawn as a step line. A system without results on every pool the others cover is
 not comparable: it is drawn hollow, labelled ``(incomplete, k/n pools)`` and kept off the front. SVG output is deterministic (fixed hash salt, no date).
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
-__all__ = ["COSTS", "SystemPoint", "system_points", "pareto_front", "pareto_figure", "write_pareto",
+__all__ = ["COSTS", "DEFAULT_COST", "SystemPoint", "system_points", "pareto_front", "pareto_figure", "write_pareto",
            "read_records"]
 
 
@@ -31,7 +32,10 @@ def _mb(cost):
     return None if cost.index_bytes is None else cost.index_bytes / 1e6
 
 
+DEFAULT_COST = "cold_seconds"
 COSTS: Mapping[str, _CostAxis] = {
+    "cold_seconds": _CostAxis("cold cost: seconds to encode, index and search a pool (mean over pools)",
+                              lambda c: c.cold_seconds),
     "search_ms_per_query": _CostAxis("search ms per query", lambda c: c.search_ms_per_query),
     "encode_s_per_1k_docs": _CostAxis("encoding seconds per 1,000 documents", _per_1k),
     "index_mb": _CostAxis("index MB", _mb),
@@ -100,7 +104,7 @@ def _cost_axis(cost: str) -> _CostAxis:
 
 
 def system_points(records: Iterable, measure: str = "nDCG@10",
-                  cost: str = "search_ms_per_query", scenario: str | None = None) -> list[SystemPoint]:
+                  cost: str = DEFAULT_COST, scenario: str | None = None) -> list[SystemPoint]:
     """One point per system (``SystemKey.label``) over the records (``read_records``' sources) that
     report ``measure`` and ``cost``, in ``scenario`` when given; sorted by system."""
     from ..errors import ClirbenchError
@@ -121,8 +125,10 @@ def system_points(records: Iterable, measure: str = "nDCG@10",
         costs.append(c)
         pools.setdefault(r.system_key.label, set()).add(PoolKey.of(r))
     if not values:
+        hint = "; results written before it was recorded have none: rerun them, or pass another --cost" \
+            if cost == DEFAULT_COST else ""
         raise ClirbenchError(f"no result reports both {name} and the cost {cost}"
-                             + (f" in scenario {scenario}" if scenario else ""))
+                             + (f" in scenario {scenario}" if scenario else "") + hint)
     every = set().union(*pools.values())
     return [SystemPoint(s, sum(e) / len(e), sum(c) / len(c), len(e), pools[s] == every, len(every))
             for s, (e, c) in sorted(values.items())]
@@ -140,7 +146,7 @@ def pareto_front(points: Sequence[SystemPoint], higher_is_better: bool = True) -
     return sorted((p for p in points if not dominated(p)), key=lambda p: (p.cost, -sign * p.effectiveness, p.system))
 
 
-def pareto_figure(records: Iterable, measure: str = "nDCG@10", cost: str = "search_ms_per_query",
+def pareto_figure(records: Iterable, measure: str = "nDCG@10", cost: str = DEFAULT_COST,
                   scenario: str | None = None, log_cost: bool | None = None):
     """A matplotlib ``Figure``: effectiveness (y) against cost (x), points labelled by system, the
     Pareto front as a step line. ``log_cost`` (default: when the costs span over 100x) sets a log x axis."""
@@ -182,7 +188,7 @@ def pareto_figure(records: Iterable, measure: str = "nDCG@10", cost: str = "sear
 
 
 def write_pareto(records: Iterable, out_path: str | os.PathLike, measure: str = "nDCG@10",
-                 cost: str = "search_ms_per_query", scenario: str | None = None) -> Path:
+                 cost: str = DEFAULT_COST, scenario: str | None = None) -> Path:
     """Write ``pareto_figure`` to ``out_path`` (SVG or PNG by its suffix; SVG deterministic); returns the path."""
     from .figure import check_output, save
 

@@ -17,7 +17,7 @@ __all__ = ["Cost", "EncodeCost", "EncodeReport", "TRANSLATION_SOURCES", "pool_co
            "fuse_reports"]
 
 TRANSLATION_SOURCES = ("model", "precomputed")  # who translated: a model now, or a lookup (gold, file:)
-_RATES = ("docs_per_second", "queries_per_second", "search_ms_per_query", "translation_seconds")
+_RATES = ("docs_per_second", "queries_per_second", "search_ms_per_query", "translation_seconds", "cold_seconds")
 
 
 @dataclass(frozen=True)
@@ -98,6 +98,7 @@ class Cost:
     translation_source: str | None = None  # "model", "precomputed", or None without translation
     cold: bool = True
     cpu: str | None = None
+    cold_seconds: float | None = None  # the whole pool from nothing: encode + index + search + translate
 
     def __post_init__(self) -> None:
         w = "cost."
@@ -114,10 +115,14 @@ class Cost:
             raise ValueError(f"{w}cpu must be a non-empty string or null, got {self.cpu!r}")
 
     def to_dict(self) -> dict:
-        return {"docs_per_second": self.docs_per_second, "queries_per_second": self.queries_per_second,
-                "index_bytes": self.index_bytes, "search_ms_per_query": self.search_ms_per_query,
-                "translation_seconds": self.translation_seconds, "translation_chars": self.translation_chars,
-                "translation_source": self.translation_source, "cold": self.cold, "cpu": self.cpu}
+        """The JSON form; ``cold_seconds`` only when measured (records written before it stay as they were)."""
+        out = {"docs_per_second": self.docs_per_second, "queries_per_second": self.queries_per_second,
+               "index_bytes": self.index_bytes, "search_ms_per_query": self.search_ms_per_query,
+               "translation_seconds": self.translation_seconds, "translation_chars": self.translation_chars,
+               "translation_source": self.translation_source, "cold": self.cold, "cpu": self.cpu}
+        if self.cold_seconds is not None:
+            out["cold_seconds"] = self.cold_seconds
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping) -> "Cost":
@@ -160,10 +165,13 @@ def pool_cost(report: EncodeReport | None, num_queries: int, search_seconds: flo
         t_source = translation.get("source")
         t_chars = int(translation.get("source_chars", 0))
         t_seconds = 0.0 if t_source == "precomputed" else float(translation.get("seconds", 0.0))
+    encode = [p.seconds for p in parts]
+    cold_seconds = None if report.docs is None or None in encode else \
+        sum(encode) + search_seconds + (t_seconds or 0.0)
     return Cost(
         docs_per_second=report.docs.per_second if report.docs else None,
         queries_per_second=report.queries.per_second if report.queries else None,
         index_bytes=report.index_bytes,
         search_ms_per_query=1000.0 * search_seconds / num_queries if num_queries else None,
         translation_seconds=t_seconds, translation_chars=t_chars, translation_source=t_source,
-        cold=cold, cpu=measured_cpu or cpu)
+        cold=cold, cpu=measured_cpu or cpu, cold_seconds=cold_seconds)
