@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from .plural import plural
 from .scenarios import RETRIEVAL, SCENARIOS
 
 
@@ -46,15 +47,15 @@ def _task_summaries(records: list[dict]) -> list[str]:
     return lines
 
 
-def legend(records: list[dict], names: list[str], gaps: bool = False, gap_family: str = "") -> list[str]:
+def legend(records: list[dict], names: list[str], gaps: bool = False, gap_family: str = "",
+           columns: str = "|D|: documents in the pool; n: queries") -> list[str]:
     """What a newcomer needs to read the tables: the interval, the columns, each measure's direction."""
     from .measures import parse
 
     boot = records[0].get("bootstrap") or {} if records else {}
     level = f"{100 * float(boot.get('confidence', 0.95)):g}%"
     resamples = ", ".join(sorted({str((r.get("bootstrap") or {}).get("resamples", "?")) for r in records}))
-    lines = [f"[a,b]: {level} bootstrap interval ({resamples} resamples of the queries); "
-             f"|D|: documents in the pool; n: queries"]
+    lines = [f"[a,b]: {level} bootstrap interval ({resamples} resamples of the queries); {columns}"]
     groups: dict[tuple, list[str]] = {}
     for name in dict.fromkeys(names):
         try:
@@ -75,12 +76,27 @@ def legend(records: list[dict], names: list[str], gaps: bool = False, gap_family
 def _target_label(family, name: str, records: list[dict]) -> str:
     """``best at 50``, or the target on the run's pools of k document languages (SameLangFirst:
     ``best at 33.3`` for three; ``best at 100/k`` when the run mixes pool sizes)."""
-    ks = sorted({len(r["doc_langs"]) for r in records if name in r.get("measures", {})})
+    ks = sorted({len(r["doc_langs"]) for r in records if name in r.get("measures", {}) and r.get("doc_langs")})
     if len(ks) == 1:
         return family.label_for(ks[0])
     if family.neutral is not None and ks:
         return f"best at 100/k ({family.direction_label} with two languages; k: the pool's document languages)"
     return family.direction_label
+
+
+def format_evaluation(report: dict) -> str:
+    """``clirbench evaluate``'s table (its JSON report, ``Evaluation.to_dict`` with the file names):
+    the run's measures as ``run`` prints a pool's, value [95% CI], then what was not evaluated and
+    the legend."""
+    names = list(report["measures"])
+    header = ["run", "n"] + names
+    body = [[str(report["run"]), str(report["num_queries"])] + [_cell(report["measures"][n]) for n in names]]
+    lines = [f"qrels: {report['qrels']}"] + format_table(header, body, right=(1,)) + [""]
+    lines += [f"{name}: {entry['note']}" for name, entry in report["measures"].items() if entry.get("note")]
+    skipped = [(report["queries_in_run_without_judgements"], "of the run without judgements (left out)"),
+               (report["queries_judged_not_in_run"], "judged but not in the run (left out)")]
+    lines += [f"{plural(k, 'query')} {what}" for k, what in skipped if k]
+    return "\n".join(lines + legend([report], names, columns="n: queries evaluated"))
 
 
 def format_preference(matrix: dict) -> list[str]:
@@ -170,7 +186,7 @@ def format_outcomes(report) -> str:
     first = next((o.path for o in outcomes if o.path is not None), None)
     where = f"results under {first.parents[3]}" if first is not None else "no result written"
     encoded = getattr(report, "encoded", None)
-    texts = "" if encoded is None else f"; {encoded} text{'s' * (encoded != 1)} encoded"
-    pools = f"{len(outcomes)} pool{'s' * (len(outcomes) != 1)}"
+    texts = "" if encoded is None else f"; {plural(encoded, 'text')} encoded"
+    pools = plural(len(outcomes), "pool")
     lines.append(f"{pools} ({reused} reused) in {report.seconds:.1f} s{texts}; {where}")
     return "\n".join(lines)

@@ -130,7 +130,7 @@ def test_evaluate_matches_pytrec_eval_and_reports_ci(tmp_path, capsys):
             "q3": {"f": 2.0, "e": 2.0, "g": 2.0}}
     write_qrels(tmp_path / "qrels.txt", qrels)
     write_run(tmp_path / "run.txt", runs)
-    assert main(["evaluate", "--qrels", str(tmp_path / "qrels.txt"), "--run", str(tmp_path / "run.txt"),
+    assert main(["evaluate", "--json", "--qrels", str(tmp_path / "qrels.txt"), "--run", str(tmp_path / "run.txt"),
                  "--output", str(tmp_path / "out.json")]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report == json.loads((tmp_path / "out.json").read_text())

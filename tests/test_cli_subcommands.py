@@ -112,7 +112,7 @@ def test_evaluate_writes_json(tmp_path, capsys):
 
     write_qrels(tmp_path / "qrels.txt", {"q1": {"a": 1}, "q2": {"b": 1}})
     write_run(tmp_path / "run.txt", {"q1": {"a": 2.0, "b": 1.0}, "q2": {"a": 2.0, "b": 1.0}})
-    assert main(["evaluate", "--qrels", str(tmp_path / "qrels.txt"), "--run", str(tmp_path / "run.txt"),
+    assert main(["evaluate", "--json", "--qrels", str(tmp_path / "qrels.txt"), "--run", str(tmp_path / "run.txt"),
                  "--resamples", "20", "--output", str(tmp_path / "e.json")]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report == json.loads((tmp_path / "e.json").read_text())

@@ -139,7 +139,7 @@ def test_trec_eval_names_summarise_as_trec_eval(capsys, tmp_path, qrels, expecte
     names = ["gm_map", "gm_bpref", "num_ret", "num_rel", "num_rel_ret", "num_q", "num_nonrel_judged_ret", "NumRet",
              "NumRel", "NumRelRet", "NumQ", "map", "bpref", "Rprec", "ndcg_cut_10", "P_5"]
     level = ["--measures", ",".join(names)]
-    code = main(["evaluate", "--qrels", str(FIX / qrels), "--run", str(FIX / "results.test"), *level,
+    code = main(["evaluate", "--json", "--qrels", str(FIX / qrels), "--run", str(FIX / "results.test"), *level,
                  "--resamples", "200", "--per-query", str(tmp_path / "pq.tsv")])
     got = json.loads(capsys.readouterr().out)["measures"]
     assert code == 0

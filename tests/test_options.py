@@ -179,7 +179,7 @@ def test_moderate_large_counts_still_compute_in_bounded_memory(tmp_path, capsys)
     assert peak < means.nbytes + 4 * 8 * (1 << 21)
     # and through the CLI, at the documented maximum, on 3 queries
     q, r = _trec(tmp_path)
-    assert main(["evaluate", "--qrels", q, "--run", r, "--measures", "nDCG@10,RR",
+    assert main(["evaluate", "--json", "--qrels", q, "--run", r, "--measures", "nDCG@10,RR",
                  "--resamples", str(checks.MAX_RESAMPLES)]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["bootstrap"]["resamples"] == checks.MAX_RESAMPLES

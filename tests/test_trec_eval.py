@@ -250,7 +250,7 @@ def _summary_of(expected: str, name: str) -> float:
 def test_evaluate_takes_ir_measures_names(capsys):
     import json
 
-    code = main(["evaluate", "--qrels", str(FIX / "qrels.rel_level"), "--run", str(FIX / "results.test"),
+    code = main(["evaluate", "--json", "--qrels", str(FIX / "qrels.rel_level"), "--run", str(FIX / "results.test"),
                  "--resamples", "50", "--measures", "nDCG@10,AP,P@5,R@100,RR,Rprec,Bpref,Judged@10,P(rel=2)@5,"
                                                      "ndcg_cut_20"])
     out = json.loads(capsys.readouterr().out)

@@ -162,7 +162,7 @@ def test_malformed_runs_give_the_strict_readers_error_through_the_cli(tmp_path, 
     run = tmp_path / ("run.gz" if gz else "run")
     run.write_bytes(gzip.compress(data) if gz else data)
     argv = ["evaluate", "--qrels", str(tmp_path / "qrels"), "--run", str(run), "--resamples", "10",
-            "--measures", "nDCG@10,RR"]
+            "--measures", "nDCG@10,RR", "--json"]
     code = main(argv)
     out, err = capsys.readouterr()
     if error == "SAME":
@@ -203,7 +203,7 @@ def test_corrupt_gzip_block_is_one_line(tmp_path, capsys):
 def test_per_query_tsv_and_jsonl(tmp_path, capsys):
     (tmp_path / "qrels").write_text(QRELS + "q3 0 z 1\n")
     (tmp_path / "run").write_text(GOOD + "q3 Q0 a 1 1 t\n")
-    base = ["evaluate", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "--measures", "RR,MaxR",
+    base = ["evaluate", "--json", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "--measures", "RR,MaxR",
             "--resamples", "10"]
     assert main(base + ["--per-query", str(tmp_path / "pq.tsv")]) == 0
     rows = [l.split("\t") for l in (tmp_path / "pq.tsv").read_text().splitlines()]

@@ -84,7 +84,7 @@ def test_evaluate_gives_trec_eval_10s_values(capsys, monkeypatch, case):
     asked = [n for n, te in names.items() if te in want]
     assert "AP" in asked
     (qrels, run), stdin = files(case)
-    code, out, err = cli(capsys, monkeypatch, ["evaluate", "--qrels", qrels, "--run", run, "--resamples", "10",
+    code, out, err = cli(capsys, monkeypatch, ["evaluate", "--json", "--qrels", qrels, "--run", run, "--resamples", "10",
                                                "--measures", ",".join(asked)], stdin)
     assert (code, err) == (0, ""), err
     got = json.loads(out)["measures"]

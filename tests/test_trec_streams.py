@@ -45,7 +45,7 @@ def measures(out: subprocess.CompletedProcess) -> dict:
     return json.loads(out.stdout)["measures"]
 
 
-EVALUATE = "evaluate --resamples 10 --measures nDCG@10,RR,Bpref"  # Bpref: trec_eval's code reads the run too
+EVALUATE = "evaluate --json --resamples 10 --measures nDCG@10,RR,Bpref"  # Bpref: trec_eval's code reads the run too
 
 
 def test_evaluate_reads_process_substitutions_stdin_and_gzip_pipes(files):

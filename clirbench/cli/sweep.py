@@ -11,6 +11,7 @@ import sys
 
 from .. import checks
 from ..checks import float_in, resample_count
+from ..plural import plural
 
 __all__ = ["add_sweep_parser", "cmd_sweep"]
 
@@ -86,14 +87,15 @@ def cmd_sweep(args) -> int:
     for o in report.outcomes:
         if o.status == "failed":
             continue
-        pools = f"{len(o.results)} pools ({o.computed} computed, {o.reused} reused)"
+        pools = f"{plural(len(o.results), 'pool')} ({o.computed} computed, {o.reused} reused)"
         print(f"{o.status:<8} {o.label}: {pools}, {o.seconds:.1f} s")
     counts = {s: sum(o.status == s for o in report.outcomes) for s in ("done", "skipped", "failed")}
-    print(f"{len(report.outcomes)} cells: {counts['done']} run, {counts['skipped']} finished before, "
+    print(f"{plural(len(report.outcomes), 'cell')}: {counts['done']} run, {counts['skipped']} finished before, "
           f"{counts['failed']} failed; results in {config.output} ({report.seconds:.1f} s)")
     if report.gaps:
         tests = sum(len(g.measures) for g in report.gaps)
-        print(f"{len(report.gaps)} query-language gaps ({tests} tests): {report.gap_family}; in {report.gaps_path}")
+        print(f"{plural(len(report.gaps), 'query-language gap')} ({plural(tests, 'test')}): {report.gap_family}; "
+              f"in {report.gaps_path}")
     print(_leaderboard_line(report))
     if not args.config:
         print(format_grid(grid_rows(cells(config), report.outcomes, config.output)))

@@ -17,6 +17,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..errors import ClirbenchError
+from ..plural import plural
 from .files import RankedDoc, read_per_query, read_ranks, read_result
 
 __all__ = ["DEFAULT_FLIP_MEASURE", "Flip", "Flips", "flips", "default_flip_measure", "query_texts",
@@ -163,7 +164,7 @@ def _value(x: float) -> str:
 
 def format_flips(result: Flips) -> str:
     """The flips as text: one block per query (id, language, B − A, text, ranks A → B)."""
-    lines = [f"top {len(result.queries)} queries by |B - A| of {result.measure} (of {result.requested} asked):"]
+    lines = [f"top {plural(len(result.queries), 'query')} by |B - A| of {result.measure} (of {result.requested} asked):"]
     for k, f in enumerate(result.queries, start=1):
         how = change(result.measure, f.a, f.b)
         lines.append(f"{k:>3}. {f.query_id} [{f.query_lang}]  {result.measure} A {_value(f.a)} -> "

@@ -8,6 +8,7 @@ from typing import Iterator, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
+from ..plural import plural
 from .files import PerQuery
 from .records import MeasureValue
 
@@ -49,8 +50,8 @@ class Evaluation:
             measures[name] = evaluation.summary.get(name)
             if measures[name] is None:
                 missing = int(np.isinf(evaluation.per_query[name]).sum())
-                notes[name] = (f"needs the full ranking: {missing} queries have relevant documents that the run "
-                               f"does not contain")
+                notes[name] = (f"needs the full ranking: {plural(missing, 'query')} "
+                               f"{'has' if missing == 1 else 'have'} relevant documents that the run does not contain")
         in_run = set(run_queries)
         return cls(measures, PerQuery(tuple(evaluation.query_ids), dict(evaluation.per_query)),
                    len(evaluation.query_ids), sum(1 for q in run_queries if not qrels.get(q)),

@@ -22,6 +22,7 @@ import numpy as np
 from ..atomic import write_text_atomic
 from ..checks import check_correction, check_float, check_resamples, check_seed
 from ..errors import ClirbenchError
+from ..plural import plural
 from ..results import Result, read_per_query, read_result
 from .bootstrap import paired_bootstrap, randomization_test
 
@@ -225,7 +226,7 @@ def check_defined(sa: Side, sb: Side, names: Sequence[str], a: np.ndarray, b: np
             i = line(side_, k)
             raise ClirbenchError(f"{_table(side_)}:{i + 2}: query {side_.query_ids[i]!r}: {name} is nan (no value) "
                                  f"where {_table(other)} has one; on one pool a query is undefined for both results "
-                                 f"or for neither ({one_sided.size} such quer{'ies' if one_sided.size > 1 else 'y'})")
+                                 f"or for neither ({plural(int(one_sided.size), 'such query', 'such queries')})")
         for side_, col in ((sa, a[:, j]), (sb, b[:, j])):
             reported = side_.record.measures.get(name)
             undefined = np.flatnonzero(np.isnan(col))
@@ -334,7 +335,7 @@ def compare(a, b, measures: Sequence | None = None, resamples: int = 1000, seed:
     if set(sa.query_ids) != set(sb.query_ids):
         only_a, only_b = len(set(sa.query_ids) - set(sb.query_ids)), len(set(sb.query_ids) - set(sa.query_ids))
         raise ClirbenchError(f"cannot compare {sa.label} and {sb.label}: different query sets "
-                             f"({only_a} queries only in A, {only_b} only in B)")
+                             f"({plural(only_a, 'query')} only in A, {only_b} only in B)")
     common = [m for m in sa.values if m in sb.values]
     if measures is None:
         names = common
@@ -381,7 +382,7 @@ def format_comparison(report: Comparison) -> str:
     head = [f"A: {report.a.system}{where['a']}",
             f"B: {report.b.system}{where['b']}",
             f"pool: {pool['task']}/{pool['scenario']}/{pool['pool_mode']} docs {'-'.join(pool['doc_langs'])}"
-            f" queries {pool['query_lang']}, {report.num_queries} queries; "
+            f" queries {pool['query_lang']}, {plural(report.num_queries, 'query')}; "
             f"diff = B - A, {conf:.0%} paired bootstrap CI ({report.resamples} resamples), "
             f"randomisation p ({report.permutations} sign flips)"]
     table = [("measure", "A", "B", "B-A", f"{conf:.0%} CI", "p", "p adj", "d_z", "B better/tie/worse", "n")]
