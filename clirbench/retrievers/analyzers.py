@@ -15,6 +15,11 @@ word of its own; Thai, Hangul and Katakana runs stay together), then by kind:
 
 Stop word lists come from bm25s (NLTK's Snowball-derived lists; Lucene's for English) where it has
 the language, pythainlp for Thai; other languages get none (``describe()`` says which).
+
+:func:`fingerprint` identifies the analyzers by what they do, not by library versions: a hash of
+the terms of :data:`PROBE` (sentences in XQuAD's 12 languages, each analysed with its language's
+analyzer) and of every stop word list. A patch release of regex or PyStemmer that analyses the
+same way gives the same fingerprint; one that splits or stems a probe word differently does not.
 """
 from __future__ import annotations
 
@@ -23,7 +28,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 __all__ = ["Analyzer", "get_analyzer", "analyze", "normalise", "base_lang", "SNOWBALL", "CJK_LANGS",
-           "analyzer_table", "require_backends"]
+           "analyzer_table", "require_backends", "PROBE", "probe_terms", "fingerprint"]
 
 # ISO 639-1 -> Snowball algorithm (PyStemmer names); English uses Porter, as Lucene does
 SNOWBALL = {
@@ -206,3 +211,65 @@ def analyzer_table() -> dict[str, str]:
 def analyze(text: str, lang: str) -> list[str]:
     """Index terms of ``text`` analysed as language ``lang``."""
     return get_analyzer(lang)(text)
+
+
+# Two sentences per XQuAD language (inflections, stop words, numbers, possessives, mixed scripts,
+# full-width forms): the fixed text whose analysis identifies the analyzers. Never edit it: a
+# change gives every analyzer a new fingerprint (and every BM25 result a new revision).
+PROBE = {
+    "ar": ("تقع القاهرة على ضفاف نهر النيل، وهي عاصمة جمهورية مصر العربية منذ عام 969.",
+           "درس الطلاب في المكتبات الكبيرة والمدارس القديمة."),
+    "de": ("Die Häuser an der Straße wurden 1.000 Jahre später von den Bürgern wieder aufgebaut.",
+           "Der Hund des Briefträgers bellte GROSS über die schönsten Bäume."),
+    "el": ("Η Αθήνα είναι η πρωτεύουσα και η μεγαλύτερη πόλη της Ελλάδας από το 1834.",
+           "Οι φοιτητές μελετούσαν τα αρχαία κείμενα στις βιβλιοθήκες."),
+    "en": ("The Quick brown FOXES aren't jumping over 3.14 lazy dogs' houses in the city's naïve café.",
+           "Denver's Broncos defeated the Carolina Panthers 24–10 to earn their third Super Bowl title."),
+    "es": ("Los estudiantes estudiaban en las bibliotecas más antiguas de la ciudad en 1.999.",
+           "¿Qué pasó con los edificios históricos después del terremoto? Señor, ¡está lloviendo!"),
+    "hi": ("दिल्ली भारत की राजधानी है और यह यमुना नदी के किनारे बसी हुई है।",
+           "विद्यार्थियों ने पुस्तकालयों में पुरानी किताबें पढ़ीं, 2019 में।"),
+    "ro": ("Studenții au citit cărțile vechi în bibliotecile orașului București în anul 1990.",
+           "Râurile și munții României sunt frumoși; ţara are şi păduri."),
+    "ru": ("Москва — столица России, крупнейший по численности населения город страны с 1918 года.",
+           "Студенты читали старые книги в библиотеках университетов."),
+    "th": ("กรุงเทพมหานครเป็นเมืองหลวงและนครที่มีประชากรมากที่สุดของประเทศไทย",
+           "นักเรียนอ่านหนังสือเก่าในห้องสมุด ๒๕๖๒ ปี 2019"),
+    "tr": ("İstanbul'da yaşayan öğrenciler kütüphanelerde eski kitapları okudular.",
+           "Türkiye'nin başkenti Ankara'dır ve 1923'ten beri cumhuriyettir."),
+    "vi": ("Hà Nội là thủ đô của nước Cộng hòa xã hội chủ nghĩa Việt Nam từ năm 1976.",
+           "Các sinh viên đã đọc những cuốn sách cũ trong thư viện."),
+    "zh": ("北京是中华人民共和国的首都，也是全国的政治中心和文化中心。",
+           "学生们在图书馆里阅读了1,000本旧书。Ｆｕｌｌｗｉｄｔｈ ＡＢＣ １２３ and e-mail: x_y@z.org"),
+}
+
+
+def probe_terms() -> dict[str, list[list[str]]]:
+    """The terms of each :data:`PROBE` sentence, analysed with its own language's analyzer (Thai:
+    ``["unavailable"]`` when pythainlp is not installed)."""
+    out = {}
+    for lang, sentences in PROBE.items():
+        try:
+            analyzer = get_analyzer(lang)
+        except ValueError:  # pythainlp missing: Thai cannot be analysed, which is a difference too
+            out[lang] = [["unavailable"]]
+            continue
+        out[lang] = [analyzer(text) for text in sentences]
+    return out
+
+
+@lru_cache(maxsize=1)
+def fingerprint() -> str:
+    """16 hex digits of SHA-256 over :func:`probe_terms` and the stop word list of every language
+    with its own analyzer: equal when the analyzers analyse alike, whatever the library versions."""
+    import hashlib
+    import json
+
+    stop = {}
+    for code in sorted(set(SNOWBALL) | CJK_LANGS | {"th"}):
+        try:
+            stop[code] = sorted(get_analyzer(code).stopwords)
+        except ValueError:
+            stop[code] = ["unavailable"]
+    text = json.dumps({"terms": probe_terms(), "stopwords": stop}, ensure_ascii=False, sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]

@@ -11,9 +11,15 @@ Lucene >= 8 scores the same up to its byte-quantised document lengths (bm25s use
 exact. With ``top_k`` it keeps, like a Lucene top-k search, at most k matching documents per
 query (chosen by trec_eval's order: score, then doc id descending) and gives the rest -inf.
 Exclusions (multi-1) are applied by the ranking, after scoring: pool statistics include them.
+
+The revision is ``fingerprint:<16 hex>`` (:func:`fingerprint`): what the retriever does on a fixed
+probe (the analyzers' terms of ``analyzers.PROBE`` and its stop word lists, then the BM25 scores of
+one query per language over the probe's sentences), not the library versions, which are kept as
+provenance (``library_versions``). A patch release that scores the probe alike is the same system.
 """
 from __future__ import annotations
 
+import functools
 import time
 from typing import Iterator, Sequence
 
@@ -21,10 +27,11 @@ import numpy as np
 
 from ..collection import Text
 
-__all__ = ["BM25Retriever", "from_spec", "K1", "B", "METHOD"]
+__all__ = ["BM25Retriever", "from_spec", "fingerprint", "K1", "B", "METHOD", "FINGERPRINT_PREFIX"]
 
 K1, B, METHOD = 0.9, 0.4, "lucene"
 MAX_BLOCK_BYTES = 64 << 20
+FINGERPRINT_PREFIX = "fingerprint:"
 
 
 def _version(dist: str) -> str | None:
@@ -62,7 +69,7 @@ class BM25Retriever:
         return {
             "spec": self.spec,
             "family": "bm25",
-            "revision": ",".join(f"{d}=={v}" for d, v in versions.items() if v),
+            "revision": fingerprint(self.k1, self.b, self.method, self.top_k),
             "k1": self.k1, "b": self.b, "variant": self.method,
             "top_k": self.top_k,
             "library_versions": versions,
@@ -147,6 +154,25 @@ class BM25Retriever:
             if keys is not None:
                 block = _keep_top_k(block, keys, self.top_k)
             yield start, block
+
+
+@functools.lru_cache(maxsize=8)
+def fingerprint(k1: float = K1, b: float = B, method: str = METHOD, top_k: int | None = None) -> str:
+    """``fingerprint:<16 hex>``: SHA-256 of the analyzers' fingerprint (``analyzers.fingerprint``)
+    and of the scores (4 significant digits) of one query per probe language (its second sentence's
+    first words) over every probe sentence, indexed as a pool. Library versions are not in it."""
+    import hashlib
+    import json
+
+    from .analyzers import PROBE, fingerprint as analysis
+
+    docs = [Text(f"{lang}-{i}", text, lang) for lang, texts in sorted(PROBE.items()) for i, text in enumerate(texts)]
+    queries = [Text(f"q-{lang}", " ".join(texts[1].split()[:4]), lang) for lang, texts in sorted(PROBE.items())]
+    retriever = BM25Retriever(k1, b, method, top_k, spec="bm25")
+    scores = np.concatenate([block for _, block in retriever.score(queries, docs)])
+    shown = [[f"{x:.4g}" for x in row] for row in scores.tolist()]
+    text = json.dumps({"analysis": analysis(), "scores": shown})
+    return FINGERPRINT_PREFIX + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def index_nbytes(model) -> int:
