@@ -124,6 +124,19 @@ def _columns(report, scenario: str, rows: list) -> list[str]:
     return [n for n in names if any(n in o.record["measures"] for o in rows)] or names
 
 
+def seen_languages(record: dict) -> tuple[str, str]:
+    """The pool's document and query languages as the retriever saw them: ``zh→en`` for documents
+    (or queries) translated from zh into en (``--translate``), else the languages themselves."""
+    docs, query = list(record["doc_langs"]), record["query_lang"]
+    t = record.get("translation") or {}
+    source, target = set(t.get("source_langs") or ()), t.get("target_lang")
+    if target and t.get("direction") == "docs":
+        docs = [f"{lang}→{target}" if lang in source and lang != target else lang for lang in docs]
+    elif target and t.get("direction") == "query" and query in source and query != target:
+        query = f"{query}→{target}"
+    return "+".join(docs), query
+
+
 class _Row(NamedTuple):
     record: dict  # the record's JSON form: this is the CLI's edge
     path: object
@@ -162,7 +175,7 @@ def format_outcomes(report) -> str:
             r = o.record
             mode = "" if r["pool_mode"] == "unique" else f" ({r['pool_mode']})"
             task = f"{r['task']['id']}/{r['subset']}" if r.get("subset") else r["task"]["id"]
-            body.append([f"{task}/{scenario}{mode}", "+".join(r["doc_langs"]), r["query_lang"],
+            body.append([f"{task}/{scenario}{mode}", *seen_languages(r),
                          str(r["pool_size"]), str(r["num_queries"])]
                         + [_cell(r["measures"].get(n)) for n in names])
         lines += [f"== {scenario}"] + format_table(header, body) + [""]
@@ -171,6 +184,10 @@ def format_outcomes(report) -> str:
 
             for matrix in preference_matrix(o.record for o in rows):
                 lines += format_preference(matrix)
+            seen = [(r["query_lang"], seen_languages(r)[0]) for r in (o.record for o in rows) if r.get("translation")]
+            if seen:
+                lines[-1:-1] = ["(columns: the documents' original languages; translated, the retriever saw "
+                                + "; ".join(f"{docs} for queries in {q}" for q, docs in seen) + ")"]
     lines += _task_summaries([o.record for o in outcomes])
     for gap in report.gaps:
         l1, l2 = gap.doc_langs
