@@ -174,11 +174,13 @@ def test_changed_entry_is_refused_unless_replace(qt_results, tmp_path, capsys):
     # the same values again: nothing changes
     assert "unchanged" in _run(["leaderboard", "submit", str(_one(qt_results, "bm25")), "--dir", str(board)], capsys)
     assert path.read_bytes() == before
-    # other values for the same system and pool: refused, naming the entry
+    # another machine's interval, the values within the entry's: a reproduction, kept beside the
+    # entry, which stays (values outside the intervals are refused: tests/test_leaderboard_clone.py)
     edited = _edited(_one(qt_results, "bm25"), tmp_path / "edited", "Intel Xeon", 0.01)
-    line = one_line_error(capsys, ["leaderboard", "submit", str(edited), "--dir", str(board)])
-    assert "'bm25' on pool mono-cross/zh/q-en" in line and "--replace" in line and "RR CI [" in line
-    assert path.read_bytes() == before
+    out = _run(["leaderboard", "submit", str(edited), "--dir", str(board)], capsys)
+    assert "bm25 on mono-cross/zh/q-en reproduced within the board's intervals" in out and "RR CI [" in out
+    entry = json.loads(path.read_text())["systems"]["bm25"]["results"]["mono-cross/zh/q-en"]
+    assert entry["hardware"]["cpu"] == original and entry["reproductions"][0]["hardware"]["cpu"] == "Intel Xeon"
     # --replace: old -> new printed, only that entry changes; the other pools keep their hardware
     out = _run(["leaderboard", "submit", str(edited), "--dir", str(board), "--replace"], capsys)
     assert "replaced" in out and "RR CI [" in out and "] → [" in out

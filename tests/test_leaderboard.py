@@ -183,7 +183,11 @@ def test_merge_does_not_modify_its_input_and_refuses_another_revision(board_dir,
         merge(data, other)
     replaced = merge(data, other, replace=True)
     assert data == frozen
-    assert list(replaced["systems"]["bm25"]["results"]) == [sub.pool_id]
+    # --replace replaces the entry it names; the other pools stay, marked with the revision that made them
+    results = replaced["systems"]["bm25"]["results"]
+    assert sorted(results) == sorted(data["systems"]["bm25"]["results"]) and len(results) == 8
+    assert replaced["systems"]["bm25"]["retriever"]["revision"] == "v2" and "revision" not in results[sub.pool_id]
+    assert {results[p]["revision"] for p in results if p != sub.pool_id} == {sub.retriever["revision"]}
 
 
 def _synthetic(values: dict[str, list[np.ndarray]]) -> dict:
@@ -280,7 +284,8 @@ def test_show_and_the_page_print_rank_intervals(tmp_path, capsys):
     (tmp_path / "lb" / "xquad.json").write_text(store.dumps(data), encoding="utf-8")
     assert main(["leaderboard", "show", "xquad", "--dir", str(tmp_path / "lb")]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[1].split()[:4] == ["rank", "95%", "rank", "group"]
+    assert lines[0] == f"board: {tmp_path / 'lb' / 'xquad.json'}" and lines[1] == ""  # which board, then the tables
+    assert lines[3].split()[:4] == ["rank", "95%", "rank", "group"]
     assert any(line.split()[:4] == ["3", "rank", "3", "b"] for line in lines)  # c: always third
     assert any("rank 1–2" in line for line in lines)
     assert main(["leaderboard", "html", "--dir", str(tmp_path / "lb"), "--out", str(tmp_path / "site")]) == 0

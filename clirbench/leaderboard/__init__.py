@@ -1,5 +1,6 @@
-"""Leaderboards: ``leaderboards/<task>.json`` built from result files, ranked with significance
-groups, rendered to a static HTML page (schema: ``leaderboards/SCHEMA.md``)."""
+"""Leaderboards: ``<dir>/<task>.json`` built from result files (a user's in ``./leaderboard/``, the
+reference ones shipped in ``leaderboards/``), ranked with significance groups, rendered to a static
+HTML page (schema: ``leaderboards/SCHEMA.md``)."""
 from __future__ import annotations
 
 import math
@@ -11,13 +12,20 @@ from .store import SCHEMA_VERSION, load, path_for
 from .submit import build, submit, validate_result
 
 __all__ = ["SCHEMA_VERSION", "build", "submit", "validate_result", "show", "format_boards", "format_overall",
-           "html", "load", "boards", "gaps", "Board", "path_for", "main_measures"]
+           "html", "load", "boards", "gaps", "Board", "path_for", "main_measures", "reproductions",
+           "format_reproductions"]
 
 
 def _num(x: float) -> str:
     if math.isnan(x):
         return "–"
     return f"{x:.4f}" if abs(x) < 10 else f"{x:.2f}"
+
+
+def _value(mv: dict) -> str:
+    """A measure's value as the reproductions list shows it (4 decimals, 2 from 10 up; – for none)."""
+    v = mv.get("value")
+    return "–" if v is None else f"{v:.4f}" if abs(v) < 10 else f"{v:.2f}"
 
 
 def format_boards(items: list[Board], costs: dict | None = None) -> str:
@@ -58,10 +66,11 @@ def format_overall(items: list[Board]) -> str:
             "one headline measure per scenario\n" + "\n".join(lines))
 
 
-def show(task: str, leaderboard_dir: str | os.PathLike = "leaderboards", scenario: str | None = None,
+def show(task: str, leaderboard_dir: str | os.PathLike | None = None, scenario: str | None = None,
          measure: str | None = None, correction: str = DEFAULT_CORRECTION) -> str:
     """The ranked tables of ``<leaderboard_dir>/<task>.json`` as text (significance groups with
-    pairwise p-values adjusted by ``correction``), then the overall table."""
+    pairwise p-values adjusted by ``correction``), then the overall table, then the reproductions
+    kept beside entries. No folder: the user's board, else the reference one (``store.path_for``)."""
     from ..errors import UnknownNameError
 
     from .costs import system_costs
@@ -78,12 +87,49 @@ def show(task: str, leaderboard_dir: str | os.PathLike = "leaderboards", scenari
     if not items:
         return f"{task}: no ranked results" + (" for that scenario/measure" if scenario or measure else "")
     tops = headlines(items, main_measures(task)) if measure is None else items
-    return format_boards(items, system_costs(data)) + "\n\n" + format_overall(tops)
+    text = format_boards(items, system_costs(data)) + "\n\n" + format_overall(tops)
+    shown = {p for b in items for p in b.pools}
+    reproduced = format_reproductions(data, shown, [b.measure for b in tops])
+    return text + ("\n\n" + reproduced if reproduced else "")
 
 
-def html(out_dir: str | os.PathLike, leaderboard_dir: str | os.PathLike = "leaderboards",
+def reproductions(data: dict, pools=None) -> list[tuple[str, str, dict, dict]]:
+    """``[(system, pool id, board entry, reproduction)]`` of every reproduction kept on the board
+    (``pools``: only these), by system, pool and date."""
+    out = []
+    for system, sysd in sorted(data["systems"].items()):
+        for pid, res in sorted(sysd["results"].items()):
+            if pools is None or pid in pools:
+                out.extend((system, pid, res, rep) for rep in sorted(res.get("reproductions") or [],
+                                                                     key=lambda r: r["created_at"]))
+    return out
+
+
+def format_reproductions(data: dict, pools=None, measures=()) -> str:
+    """Text: one line per reproduction (system, pool, machine, date, the headline measure's value
+    against the board's), under a heading; "" when there is none."""
+    items = reproductions(data, pools)
+    if not items:
+        return ""
+    lines = [f"reproductions: {len(items)} run{'s' * (len(items) != 1)} of a system on a pool whose values lie "
+             f"within the board entry's intervals, kept beside it (the ranking uses the entry)"]
+    for system, pid, res, rep in items:
+        name = next((m for m in measures if m in rep["measures"]), next(iter(sorted(rep["measures"])), None))
+        value = ""
+        if name is not None:
+            value = (f"{name} {_value(rep['measures'][name])} "
+                     f"(board {_value(res['measures'].get(name, {}))})")
+        hw = rep.get("hardware", {})
+        machine = f"{hw.get('cpu', '?')}, {hw.get('cores', '?')} cores"
+        lines.append(f"  {system} on {pid}: {value}; {machine}; {rep['created_at'][:10]}"
+                     + (f"; {rep['commands'][-1]}" if rep.get("commands") else ""))
+    return "\n".join(lines)
+
+
+def html(out_dir: str | os.PathLike, leaderboard_dir: str | os.PathLike | None = None,
          tasks: list[str] | None = None, correction: str = DEFAULT_CORRECTION) -> list[Path]:
-    """Write ``<out_dir>/<task>.html`` for each leaderboard (and ``index.html``); returns the paths."""
+    """Write ``<out_dir>/<task>.html`` for each leaderboard (and ``index.html``); returns the paths.
+    No folder: the user's boards (``./leaderboard``), else the reference ones."""
     from .page import write_site
 
     return write_site(out_dir, leaderboard_dir, tasks, correction)

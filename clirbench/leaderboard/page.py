@@ -344,8 +344,8 @@ _ORDER = ("multi", "multi-1", "mono-same", "mono-cross", "retrieval")
 
 
 def _scenario_order(item) -> tuple:
-    (subset, scenario, mode), _ = item
-    return (subset, _ORDER.index(scenario) if scenario in _ORDER else len(_ORDER), scenario, mode)
+    (subset, scenario, mode, langs), _ = item
+    return (subset, _ORDER.index(scenario) if scenario in _ORDER else len(_ORDER), scenario, mode, langs)
 
 
 def render_page(data: Mapping, correction: str = DEFAULT_CORRECTION) -> str:
@@ -357,7 +357,7 @@ def render_page(data: Mapping, correction: str = DEFAULT_CORRECTION) -> str:
     main = main_measures(task)
     grouped: dict[tuple, list[Board]] = {}
     for b in all_boards:
-        grouped.setdefault((b.subset, b.scenario, b.pool_mode), []).append(b)
+        grouped.setdefault(b.key, []).append(b)  # pools of 2 and of 12 languages: different boards
     tops = headlines(all_boards, main)
     ds = data.get("dataset") or {}
     sig = data.get("significance") or {}
@@ -376,8 +376,8 @@ def render_page(data: Mapping, correction: str = DEFAULT_CORRECTION) -> str:
                    'replacement, then each pool\'s queries, paired across systems); systems by mean rank.</p>'
                    + overall_html(tops) + "</section>")
     order = [s for s, _ in overall_table(tops)] if tops else sorted(data["systems"])
-    for k, ((subset, scenario, mode), group_boards) in enumerate(sorted(grouped.items(), key=_scenario_order)):
-        title = f"{subset + ' / ' if subset else ''}{scenario}{'' if mode == 'unique' else ' (' + mode + ')'}"
+    for k, ((subset, scenario, mode, _), group_boards) in enumerate(sorted(grouped.items(), key=_scenario_order)):
+        title = group_boards[0].where
         systems = _ranked(group_boards, main)
         note = next((b.correction_note for b in group_boards if b.pairs), "")
         out.append(f'<section><h2>{esc(title)}</h2>{_table(group_boards, f"table-{k}", systems)}')
@@ -402,7 +402,40 @@ def render_page(data: Mapping, correction: str = DEFAULT_CORRECTION) -> str:
         out.append(preference_section(data, group_boards[0].pools))  # multi pools: query × document language heatmaps
         out.append("</section>")
     out.append(_systems_table(data, order))
+    out.append(_reproductions_table(data, [b.measure for b in tops]))
     return _document(f"clirbench leaderboard · {task}", "".join(out))
+
+
+def _reproductions_table(data: Mapping, measures: Sequence[str]) -> str:
+    """Runs kept beside a board entry because their values lie within its intervals: system, pool,
+    machine, date, versions, the headline measure against the entry's, the command ("" if none)."""
+    from ..redact import redact_command
+    from . import reproductions
+
+    items = reproductions(data)
+    if not items:
+        return ""
+    out = ['<h2>Reproductions</h2><p class="note">Runs of a system on a pool, on another machine or with '
+           'other library versions, whose values lie within the board entry\'s intervals (and the entry\'s '
+           'within theirs): kept beside the entry, which the ranking uses.</p><div class="scroll">'
+           '<table class="sortable" id="reproductions"><thead><tr><th data-type="text">system</th>'
+           '<th data-type="text">pool</th><th data-type="text">hardware</th><th data-type="text">date</th>'
+           '<th data-type="text">revision</th><th data-type="num">value</th><th data-type="num">board</th>'
+           '<th data-type="text">made with</th></tr></thead><tbody>']
+    for system, pid, res, rep in items:
+        name = next((m for m in measures if m in rep["measures"]), next(iter(sorted(rep["measures"])), ""))
+        mine, board = (rep["measures"].get(name) or {}).get("value"), (res["measures"].get(name) or {}).get("value")
+        hw = rep.get("hardware") or {}
+        machine = f'{hw.get("cpu") or "?"}, {hw.get("cores") or "?"} cores'
+        cmds = "<br>".join(f"<code>{esc(redact_command(c))}</code>" for c in rep.get("commands") or []) or "–"
+        cells = [(system, esc(system)), (pid, esc(pid)), (machine, esc(machine)),
+                 (rep["created_at"], esc(rep["created_at"][:10])), (rep.get("revision") or "", esc(rep.get("revision") or "–")),
+                 ("" if mine is None else mine, esc(f"{name} {mine:.4f}" if mine is not None else "–")),
+                 ("" if board is None else board, esc(f"{board:.4f}" if board is not None else "–"))]
+        out.append("<tr>" + "".join(f'<td data-v="{esc(v)}">{t}</td>' for v, t in cells)
+                   + f'<td class="cmd" data-v="">{cmds}</td></tr>')
+    out.append("</tbody></table></div>")
+    return "".join(out)
 
 
 def _systems_table(data: Mapping, order: Sequence[str]) -> str:
@@ -445,15 +478,16 @@ def _document(title: str, body: str) -> str:
             f"<body>{body}<script>{SCRIPT}</script></body></html>\n")
 
 
-def write_site(out_dir: str | os.PathLike, leaderboard_dir: str | os.PathLike = "leaderboards",
+def write_site(out_dir: str | os.PathLike, leaderboard_dir: str | os.PathLike | None = None,
                tasks: Sequence[str] | None = None, correction: str = DEFAULT_CORRECTION) -> list[Path]:
     """One page per leaderboard (``<task>.html``; ``store.page_names`` keeps them apart from
     ``index.html`` and from each other) plus ``index.html``, the summary: every board with its
-    systems' overall rank intervals and a link to its page; returns the pages written."""
+    systems' overall rank intervals and a link to its page; returns the pages written. No folder:
+    the user's boards (``./leaderboard``), else the reference ones (``store.read_dir``)."""
     from ..atomic import write_text_atomic
     from ..errors import ClirbenchError
 
-    lb_dir = Path(leaderboard_dir)
+    lb_dir = Path(leaderboard_dir) if leaderboard_dir is not None else store.read_dir(tasks[0] if tasks else None)
     names = list(tasks) if tasks else sorted(p.stem for p in lb_dir.glob("*.json"))
     if not names:
         raise ClirbenchError(f"{lb_dir}: no leaderboards")

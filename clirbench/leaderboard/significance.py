@@ -1,6 +1,8 @@
 """Ranked boards with significance groups, and query-language gaps, from a leaderboard's vectors.
 
-A *board* is one (subset, scenario, pool mode, measure). A system's score on it is the macro
+A *board* is one (subset, scenario, pool mode, number of document languages, measure): pools of
+two languages (``multi/en-zh``) and of twelve (``multi/en-ar-…``) are different boards, as their
+values are not comparable (``best at 50`` vs ``best at 8.3``). A system's score on it is the macro
 mean over the board's pools of its per-pool mean. Its interval is a percentile bootstrap in which
 each pool's queries are resampled, the same indices for every system (paired); pools with the
 same query ids (parallel data) share their indices, so a question is one unit across languages.
@@ -41,7 +43,7 @@ from . import store
 
 __all__ = ["Row", "Pair", "Board", "boards", "gaps", "group_letter", "rank_intervals", "pair_p_values",
            "board_target", "per_query_vector",
-           "two_level", "headlines", "main_measures", "overall_table", "DEFAULT_CORRECTION"]
+           "two_level", "headlines", "main_measures", "overall_table", "DEFAULT_CORRECTION", "where_title"]
 
 DEFAULT_CORRECTION = CORRECTIONS[0]
 
@@ -143,10 +145,32 @@ class Board:
         return self.family.arrow if self.family.direction != "target" else self.direction_label
 
     @property
+    def langs(self) -> int:
+        """The number of document languages of each of the board's pools."""
+        return self.num_langs[0] if self.num_langs else 0
+
+    @property
+    def key(self) -> tuple:
+        """(subset, scenario, pool mode, languages): the boards of one key share pools and a family of tests."""
+        return (self.subset, self.scenario, self.pool_mode, self.langs)
+
+    @property
+    def where(self) -> str:
+        """``multi``, ``sub/multi (per-query)``, ``multi (12 languages)``: the title without its measure."""
+        return where_title(self.subset, self.scenario, self.pool_mode, self.langs)
+
+    @property
     def title(self) -> str:
-        head = f"{self.subset}/" if self.subset else ""
-        mode = "" if self.pool_mode == "unique" else f" ({self.pool_mode})"
-        return f"{head}{self.scenario}{mode} · {self.measure}"
+        return f"{self.where} · {self.measure}"
+
+
+def where_title(subset: str, scenario: str, pool_mode: str, langs: int) -> str:
+    """A board's place: ``[subset/]scenario[ (mode)][ (k languages)]``; pools of one or two
+    document languages (the usual shapes) name no count."""
+    head = f"{subset}/" if subset else ""
+    mode = "" if pool_mode == "unique" else f" ({pool_mode})"
+    count = f" ({langs} languages)" if langs > 2 else ""
+    return f"{head}{scenario}{mode}{count}"
 
 
 def group_letter(i: int) -> str:
@@ -311,11 +335,12 @@ def _partial_rows(leaderboard: Mapping, complete: list[str], pids: list[str], me
 
 def boards(leaderboard: Mapping, measures: Mapping[str, list[str]] | None = None,
            correction: str = DEFAULT_CORRECTION) -> list[Board]:
-    """Every board of the leaderboard: one per (subset, scenario, pool mode) and ranking measure.
+    """Every board of the leaderboard: one per (subset, scenario, pool mode, number of document
+    languages) and ranking measure.
 
     Ranking measures are those with per-query vectors stored (the task card's main measures
     that have a per-query column), unless ``measures`` maps scenarios to other names. The pairwise
-    p-values of the boards of one (subset, scenario, pool mode) are one family, adjusted by
+    p-values of the boards of one such key are one family, adjusted by
     ``correction`` (``holm``, ``bh`` or ``none``) before the groups are drawn.
     """
     from ..checks import check_correction
@@ -327,9 +352,9 @@ def boards(leaderboard: Mapping, measures: Mapping[str, list[str]] | None = None
     resamples, seed, confidence = sig["resamples"], sig["seed"], sig["confidence"]
     groups: dict[tuple, list[str]] = {}
     for pid, pool in leaderboard["pools"].items():
-        groups.setdefault((pool["subset"], pool["scenario"], pool["pool_mode"]), []).append(pid)
+        groups.setdefault((pool["subset"], pool["scenario"], pool["pool_mode"], len(pool["doc_langs"])), []).append(pid)
     out = []
-    for (subset, scenario, mode), pids in sorted(groups.items()):
+    for (subset, scenario, mode, _), pids in sorted(groups.items()):
         pids = sorted(pids)
         names: list[str] = []
         for system in leaderboard["systems"].values():
@@ -396,12 +421,12 @@ def main_measures(task: str) -> dict:
 
 
 def headlines(items, main_measures: Mapping[str, Sequence[str]] | None = None) -> list[Board]:
-    """One board per (subset, scenario, pool mode): the one whose measure comes first in
+    """One board per (subset, scenario, pool mode, languages): the one whose measure comes first in
     ``main_measures[scenario]`` (a task card's), else the first."""
     out: dict[tuple, Board] = {}
     for b in items:
         order = list((main_measures or {}).get(b.scenario, ()))
-        key = (b.subset, b.scenario, b.pool_mode)
+        key = b.key
         pos = order.index(b.measure) if b.measure in order else len(order)
         if key not in out or pos < (order.index(out[key].measure) if out[key].measure in order else len(order)):
             out[key] = b

@@ -1,4 +1,10 @@
-"""The leaderboard file ``leaderboards/<task>.json`` (schema in ``leaderboards/SCHEMA.md``).
+"""The leaderboard file ``<dir>/<task>.json`` (schema in ``leaderboards/SCHEMA.md``), and which one a command uses.
+
+A user's boards live in ``./leaderboard/`` (``DEFAULT_DIR``, where ``build`` and ``submit`` write
+unless given ``--dir``); the *reference* boards are those shipped with clirbench
+(``leaderboards/`` of its source tree, :func:`reference_dir`), written only when named with
+``--dir``. ``show``, ``html`` and the plots read the user's board when it exists, else the
+reference one (:func:`path_for` with no folder), and say which (:func:`board_note`).
 
 Reading is strict and bounded: a size cap before parsing, plain ``json`` with duplicate keys,
 ``NaN``/``Infinity`` and deep nesting refused, every string checked by :func:`check_text`.
@@ -26,7 +32,8 @@ from ..strict import loads_json
 __all__ = [
     "FORMAT", "SCHEMA_VERSION", "MAX_LEADERBOARD_BYTES", "MAX_TEXT", "check_text", "check_texts", "check_strings",
     "strict_json", "encode_vector", "decode_vector", "empty", "load", "save", "dumps", "path_for",
-    "pool_id", "check_task_id", "locked", "page_names", "upgrade",
+    "pool_id", "check_task_id", "locked", "page_names", "upgrade", "DEFAULT_DIR", "reference_dir", "read_dir",
+    "board_note",
 ]
 
 FORMAT = "clirbench-leaderboard"
@@ -34,7 +41,7 @@ SCHEMA_VERSION = 2  # 2: systems keyed by identity.SystemKey, hardware per resul
 MAX_LEADERBOARD_BYTES = 32 << 20
 MAX_TEXT = 300          # characters in a name, spec, id, language, group
 MAX_LONG_TEXT = 2000    # characters in a prompt or a command
-MAX_DEPTH = 8
+MAX_DEPTH = 10  # a result's reproductions are 9 levels deep
 VECTOR_ENCODING = "f32le-zlib-base64"
 
 # '<', '>' and '&' would be markup, backticks and quotes are kept out of names too; control
@@ -175,9 +182,52 @@ def check_task_id(task: Any, where: str = "task") -> str:
     return task
 
 
-def path_for(task: str, leaderboard_dir: str | os.PathLike = "leaderboards") -> Path:
+DEFAULT_DIR = "leaderboard"  # a user's boards, in the current folder
+
+
+def reference_dir() -> Path | None:
+    """The reference boards shipped with clirbench: ``leaderboards/`` beside the package in its
+    source tree (a clone, an editable install); None where it is not there."""
+    folder = Path(__file__).resolve().parents[2] / "leaderboards"
+    return folder if folder.is_dir() and any(folder.glob("*.json")) else None
+
+
+def read_dir(task: str | None = None) -> Path:
+    """The folder ``show``, ``html`` and the plots read when no ``--dir`` is given: ``./leaderboard``
+    when it holds ``<task>.json`` (any board when ``task`` is None), else the reference boards."""
+    mine = Path(DEFAULT_DIR)
+    if (mine / f"{task}.json").is_file() if task else any(mine.glob("*.json")):
+        return mine
+    reference = reference_dir()
+    if reference is None:
+        what = f"{DEFAULT_DIR}/{task}.json" if task else f"{DEFAULT_DIR}/"
+        raise DataNotFoundError(f"no leaderboard: {what} does not exist here and this installation ships no "
+                                f"reference board; make yours with clirbench leaderboard build RESULTS_DIR")
+    return reference
+
+
+def is_reference(path: str | os.PathLike) -> bool:
+    """True when ``path`` (a board or a folder of boards) is the reference one shipped with clirbench."""
+    reference = reference_dir()
+    if reference is None:
+        return False
+    path = Path(path).resolve()
+    return reference.resolve() in (path, path.parent)
+
+
+def board_note(path: str | os.PathLike) -> str:
+    """One line naming the board (or, for a folder, the boards) a command read."""
+    what = "boards" if Path(path).is_dir() else "board"
+    if is_reference(path):
+        return (f"{what}: the reference {what} shipped with clirbench ({path}); yours, from clirbench "
+                f"leaderboard build, go to {DEFAULT_DIR}/")
+    return f"{what}: {path}"
+
+
+def path_for(task: str, leaderboard_dir: str | os.PathLike | None = DEFAULT_DIR) -> Path:
+    """``<leaderboard_dir>/<task>.json``; with ``leaderboard_dir`` None, the board a read uses (:func:`read_dir`)."""
     check_task_id(task)
-    return Path(leaderboard_dir) / f"{task}.json"
+    return (read_dir(task) if leaderboard_dir is None else Path(leaderboard_dir)) / f"{task}.json"
 
 
 _RESERVED_PAGES = {"index"}
@@ -341,6 +391,7 @@ def validate(data: Any, where: str = "leaderboard") -> dict:
                     raise MalformedDataError(f"{w}.results.{pid}: {exc}") from None
             if "hardware" in res and not isinstance(res["hardware"], dict):
                 raise MalformedDataError(f"{w}.results.{pid}.hardware: expected an object")
+            _check_reproductions(res.get("reproductions", []), pools[pid]["pool_size"], f"{w}.results.{pid}")
             if "cost" in res:
                 from ..results.cost import Cost
 
@@ -355,6 +406,26 @@ def validate(data: Any, where: str = "leaderboard") -> dict:
 
 
 _TOL = 1e-6
+
+
+def _check_reproductions(items: Any, pool_size: int, where: str) -> None:
+    """A result's ``reproductions``: a list of {created_at, hardware, measures, ...}, measures in range."""
+    if not isinstance(items, list):
+        raise MalformedDataError(f"{where}.reproductions: expected a list")
+    for i, rep in enumerate(items):
+        w = f"{where}.reproductions[{i}]"
+        if not isinstance(rep, dict):
+            raise MalformedDataError(f"{w}: expected an object")
+        _need(rep, "created_at", (str,), w)
+        _need(rep, "hardware", (dict,), w)
+        if not isinstance(rep.get("commands", []), list):
+            raise MalformedDataError(f"{w}.commands: expected a list")
+        for m, mv in _need(rep, "measures", (dict,), w).items():
+            if not isinstance(mv, dict) or not all(
+                    isinstance(mv.get(k), (int, float, type(None))) and not isinstance(mv.get(k), bool)
+                    for k in ("value", "ci_low", "ci_high")):
+                raise MalformedDataError(f"{w}.measures.{m}: expected value, ci_low, ci_high")
+            _check_range(m, mv, pool_size, f"{w}.measures.{m}")
 
 
 def _check_range(name: str, mv: Mapping, pool_size: int, where: str) -> None:

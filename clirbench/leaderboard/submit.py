@@ -19,7 +19,7 @@ from ..strict import json_kind
 from . import store
 
 __all__ = ["MAX_RESULT_BYTES", "MAX_PER_QUERY_BYTES", "Submission", "validate_result", "merge", "submit", "build",
-           "value_range"]
+           "value_range", "identity_diff", "within_intervals"]
 
 MAX_RESULT_BYTES = 1 << 20
 MAX_PER_QUERY_BYTES = 32 << 20
@@ -56,6 +56,7 @@ class Submission:
     key: Any = None
     changes: tuple = ()
     merged: bool = True  # False: the same entry was already on the leaderboard
+    reproduced: tuple = ()  # (measure, board value, this run's value): kept as a reproduction
 
 
 def _fail(path, why: str) -> ClirbenchError:
@@ -315,6 +316,38 @@ def _plain(value: Any) -> Any:
 
 _IDENTITY = ("spec", "model_id", "revision", "prompts")
 _VALUES = ("measures", "per_query", "bootstrap", "breakdown", "preference")
+# a revision made of library versions (``bm25s==0.3.16,regex==…``): what records written before
+# retrievers were fingerprinted carry; it says nothing about what the retriever does
+_VERSIONS = re.compile(r"[A-Za-z0-9_.\-]+==[^,\s]+(,[A-Za-z0-9_.\-]+==[^,\s]+)*")
+_PROVENANCE = ("revision", "library_versions")  # settings that record versions, not behaviour
+
+
+def _by_versions(revision: Any) -> bool:
+    return isinstance(revision, str) and bool(_VERSIONS.fullmatch(revision))
+
+
+def _fingerprinted(revision: Any) -> bool:
+    return isinstance(revision, str) and revision.startswith("fingerprint:")
+
+
+def identity_diff(board: Mapping, new: Mapping) -> list[str]:
+    """The fields by which a submission's retriever (``new``) is another system than the board's.
+
+    Spec, model id and prompts must be equal. Revisions are compared as they are, except a
+    revision of library versions (an old record) against a ``fingerprint:`` revision: versions
+    say nothing about behaviour, so the two are the same system when every other setting the
+    retriever records (analyzers, k1, b, ...) is equal; the values on each pool then decide
+    (the same, a reproduction within the intervals, or a conflict)."""
+    diff = [k for k in ("spec", "model_id", "prompts") if board.get(k) != new.get(k)]
+    a, b = board.get("revision"), new.get("revision")
+    if a != b:
+        if not ((_by_versions(a) and _fingerprinted(b)) or (_fingerprinted(a) and _by_versions(b))):
+            diff.append("revision")
+        else:
+            keys = (set(board) | set(new)) - set(_PROVENANCE) - set(_IDENTITY)
+            other = sorted(k for k in keys if board.get(k) != new.get(k))
+            diff.extend(f"setting {k}" for k in other)
+    return diff
 
 
 def _changes(old: Mapping, new: Mapping) -> list[tuple[str, Any, Any]]:
@@ -323,16 +356,69 @@ def _changes(old: Mapping, new: Mapping) -> list[tuple[str, Any, Any]]:
     om, nm = old.get("measures", {}), new.get("measures", {})
     for name in sorted(set(om) | set(nm)):
         a, b = om.get(name) or {}, nm.get(name) or {}
-        if a.get("value") != b.get("value") or not a or not b:
+        if not _close(a.get("value"), b.get("value")) or not a or not b:
             out.append((name, a.get("value"), b.get("value")))
-        elif (a.get("ci_low"), a.get("ci_high")) != (b.get("ci_low"), b.get("ci_high")):
+        elif not (_close(a.get("ci_low"), b.get("ci_low")) and _close(a.get("ci_high"), b.get("ci_high"))):
             out.append((f"{name} CI", f"[{_fmt(a.get('ci_low'))}, {_fmt(a.get('ci_high'))}]",
                         f"[{_fmt(b.get('ci_low'))}, {_fmt(b.get('ci_high'))}]"))
-        elif a != b:
+        elif a.get("n") != b.get("n"):
             out.append((f"{name} n", a.get("n"), b.get("n")))
-    for part in _VALUES[1:]:
-        if old.get(part) != new.get(part) and not (part == "per_query" and out):
+    for part in _VALUES[1:]:  # a part one side lacks (a board made before preferences were kept) is no change
+        if part in old and part in new and not _close_tree(old[part], new[part]) and not (part == "per_query" and out):
             out.append((part, "…", "…"))
+    return out
+
+
+def _close_tree(a: Any, b: Any) -> bool:
+    """:func:`_close` over nested objects and lists (breakdowns, preferences); other values equal."""
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return set(a) == set(b) and all(_close_tree(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_close_tree(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) or isinstance(b, float):
+        return isinstance(a, (int, float)) and isinstance(b, (int, float)) and _close(a, b)
+    return a == b
+
+
+def _close(a: Any, b: Any) -> bool:
+    """Equal numbers, up to the last bits a bootstrap's float sums may differ by on another CPU."""
+    if a is None or b is None:
+        return a is b
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def within_intervals(board: Mapping, new: Mapping) -> bool:
+    """True when ``new`` (a result entry) reproduces ``board``'s: the same measures, bootstrap
+    settings and numbers of queries, and each value inside the other's confidence interval (both
+    ways). Per-query values, breakdowns and preferences may differ (another machine's float order)."""
+    if board.get("bootstrap") != new.get("bootstrap"):
+        return False
+    om, nm = board.get("measures", {}), new.get("measures", {})
+    if set(om) != set(nm) or not om:
+        return False
+    for name, a in om.items():
+        b = nm[name]
+        if a.get("n") != b.get("n"):
+            return False
+        nums = [a.get(k) for k in ("value", "ci_low", "ci_high")] + [b.get(k) for k in ("value", "ci_low", "ci_high")]
+        if any(x is None for x in nums):
+            if any(x is not None for x in nums):
+                return False
+            continue
+        va, la, ha, vb, lb, hb = nums
+        if not (la - _TOL <= vb <= ha + _TOL and lb - _TOL <= va <= hb + _TOL):
+            return False
+    return True
+
+
+def _reproduction(sub: Submission, commands: list[str]) -> dict:
+    """What a reproduction keeps: when, where, which versions, the values, the commands."""
+    rec = sub.record
+    out = {"created_at": rec["created_at"], "hardware": rec["hardware"], "clirbench_version": rec["clirbench_version"],
+           "measures": rec["measures"], "revision": sub.retriever.get("revision"), "commands": list(commands)}
+    versions = sub.retriever.get("library_versions")
+    if isinstance(versions, Mapping):
+        out["library_versions"] = dict(versions)
     return out
 
 
@@ -346,19 +432,35 @@ def describe_changes(changes) -> str:
     return text + (f", … ({len(changes)} changed)" if len(changes) > 6 else "")
 
 
+def _clean_commands(commands: Iterable[str]) -> list[str]:
+    from ..redact import redact_command
+
+    out = []
+    for command in commands:
+        command = re.sub(r"[ \t]*\\?\r?\n[ \t]*|[\t\v\f\r]", " ", redact_command(command)).strip()
+        store.check_text(command, "--command", command=True)
+        if command and command not in out:
+            out.append(command)
+    return out
+
+
 def merge(leaderboard: Mapping, sub: Submission, commands: Iterable[str] = (), replace: bool = False,
-          changes: list | None = None) -> dict:
+          changes: list | None = None, reproduced: list | None = None) -> dict:
     """A new leaderboard with ``sub`` merged in (the input is not modified).
 
     Rows are keyed by the submission's ``SystemKey`` (a translated or approximate run is its own
-    row). Merging the same values twice changes nothing. Refused unless ``replace``: a system
-    already present with another model id, revision or prompts (replace drops its results), and
-    an entry of the same system and pool with other values (replace keeps the new one; ``changes``
-    then receives ``(measure, old, new)``). Commands are redacted (``clirbench.redact``), then kept on
-    one line (line breaks and tabs as blanks); shell syntax (``&& > | ;`` quotes) is kept as it is.
+    row); the system must be the board's (``identity_diff``: a fingerprint, not library versions,
+    identifies an analyzer). Merging the same values twice changes nothing. A run of the same
+    system and pool whose values lie within the entry's intervals (and the entry's within its own)
+    is a *reproduction*: kept in the entry's ``reproductions`` (machine, date, versions, values,
+    commands), the entry unchanged; ``reproduced`` then receives its ``(measure, old, new)``.
+    Refused unless ``replace``: a system listed with another model id, revision or prompts, and an
+    entry with values outside those intervals. ``replace`` replaces the entry of this pool and
+    nothing else (the system's other pools stay, each marked with the revision it was made with;
+    ``changes`` receives ``(measure, old, new)``). Commands are redacted (``clirbench.redact``),
+    then kept on one line (line breaks and tabs as blanks; shell syntax as it is), with a new or
+    replaced entry (the system's ``commands``) or in a reproduction; the same values change nothing.
     """
-    from ..redact import redact_command
-
     # copy on write along the path this merge changes (top, pools, systems, the one system, its
     # commands and results): the input is untouched, and a build of many files stays linear
     out = dict(leaderboard)
@@ -369,41 +471,58 @@ def merge(leaderboard: Mapping, sub: Submission, commands: Iterable[str] = (), r
     elif registered != sub.pool:
         raise _fail(sub.path, f"pool {sub.pool_id} differs from the registered one")
     key = sub.key if sub.key is not None else _key_of(sub)
+    commands = _clean_commands(commands)
     system = out["systems"].get(sub.system)
-    if system is not None:
-        old = {k: system["retriever"].get(k) for k in _IDENTITY}
-        new = {k: sub.retriever.get(k) for k in _IDENTITY}
-        if old != new and not replace:
-            diff = [k for k in _IDENTITY if old[k] != new[k]]
-            raise _fail(sub.path, f"system {store._show(sub.system)} is on the leaderboard with another "
-                                  f"{', '.join(diff)}; pass --replace to drop its results")
-        if old != new:
-            system = None
-    if system is not None:
-        system = {**system, "commands": list(system.get("commands") or []), "results": dict(system["results"])}
-        out["systems"][sub.system] = system
     if system is None:
         system = {"key": key.to_dict(), "retriever": sub.retriever, "commands": [], "results": {}}
-        out["systems"][sub.system] = system
-    system["key"] = key.to_dict()
-    system["retriever"] = sub.retriever
-    for command in commands:
-        command = re.sub(r"[ \t]*\\?\r?\n[ \t]*|[\t\v\f\r]", " ", redact_command(command)).strip()
-        store.check_text(command, "--command", command=True)
-        if command and command not in system["commands"]:
-            system["commands"].append(command)
+    else:
+        system = {**system, "commands": list(system.get("commands") or []), "results": dict(system["results"])}
+        diff = identity_diff(system["retriever"], sub.retriever)
+        if diff and not replace:
+            raise _fail(sub.path, f"system {store._show(sub.system)} is on the leaderboard with another "
+                                  f"{', '.join(diff)}; pass --replace to replace its entry on pool {sub.pool_id} "
+                                  f"(its other pools are kept)")
+        if diff:  # the other pools keep their results, each marked with the revision that made it
+            previous = system["retriever"].get("revision")
+            for pid, res in system["results"].items():
+                if pid != sub.pool_id and "revision" not in res:
+                    system["results"][pid] = {**res, "revision": previous}
+            system["key"], system["retriever"] = key.to_dict(), sub.retriever
+    out["systems"][sub.system] = system
     before = system["results"].get(sub.pool_id)
+    record = dict(sub.record)
+    if system["retriever"].get("revision") != sub.retriever.get("revision"):
+        record["revision"] = sub.retriever.get("revision")  # the same system, recorded under another revision
     if before is not None:
-        diff = _changes(before, sub.record) if any(before.get(k) != sub.record.get(k) for k in _VALUES) else []
+        diff = _changes(before, record) if any(before.get(k) != record.get(k) for k in _VALUES) else []
         if not diff:
             return out  # the same values: the entry stays as it was
+        if within_intervals(before, record) and not replace:
+            entry = _reproduction(sub, commands)
+            kept = [{**r, "commands": list(r.get("commands") or [])} for r in before.get("reproductions") or []]
+            same = [r for r in kept if {k: v for k, v in r.items() if k != "commands"}
+                    == {k: v for k, v in entry.items() if k != "commands"}]
+            if same:  # this reproduction is already there: nothing changes
+                return out
+            kept.append(entry)
+            if reproduced is not None:
+                reproduced.extend(d for d in diff if d[0] in record["measures"] or d[0].endswith(" CI"))
+            system["results"][sub.pool_id] = {**before, "reproductions": kept}
+            return out
         if not replace:
+            confidence = (before.get("bootstrap") or {}).get("confidence", 0.95)
             raise _fail(sub.path, f"{store._show(sub.system)} on pool {sub.pool_id} is on the leaderboard with "
-                                  f"other values ({describe_changes(diff)}); pass --replace to replace it")
+                                  f"other values, not within their {100 * confidence:g}% intervals "
+                                  f"({describe_changes(diff)}); pass --replace to replace it")
         if changes is not None:
             changes.extend(diff)
+        if before.get("reproductions"):
+            record["reproductions"] = before["reproductions"]
     _check_undefined(out, sub)
-    system["results"][sub.pool_id] = sub.record
+    system["results"][sub.pool_id] = record
+    for command in commands:  # how the board's entries were made: recorded with a new or replaced entry
+        if command not in system["commands"]:
+            system["commands"].append(command)
     return out
 
 
@@ -445,13 +564,14 @@ def _task_of(path: Path) -> str:
     return store.check_text(task, "task.id")
 
 
-def submit(result_file: str | os.PathLike, leaderboard_dir: str | os.PathLike = "leaderboards", data_dir=None,
+def submit(result_file: str | os.PathLike, leaderboard_dir: str | os.PathLike = "leaderboard", data_dir=None,
            command: str | None = None, replace: bool = False) -> tuple[Path, Submission]:
     """Validate ``result_file`` and merge it into ``<leaderboard_dir>/<task>.json`` (idempotent).
 
     The read-merge-write runs under an exclusive lock beside the leaderboard and replaces the file
     atomically, so concurrent submissions are all kept. The returned submission's ``changes`` list
-    what ``replace`` changed; ``merged`` is False when the same entry was already there.
+    what ``replace`` changed, ``reproduced`` the values of a run kept as a reproduction (``merge``);
+    ``merged`` is False when the same entry (or reproduction) was already there.
     """
     path = Path(result_file)
     task = _task_of(path)
@@ -460,11 +580,12 @@ def submit(result_file: str | os.PathLike, leaderboard_dir: str | os.PathLike = 
         board = store.load(lb_path) if lb_path.exists() else store.empty(task)
         sub = validate_result(path, board, data_dir)
         changes: list = []
-        merged = merge(board, sub, [command] if command else (), replace, changes)
+        reproduced: list = []
+        merged = merge(board, sub, [command] if command else (), replace, changes, reproduced)
         same = merged == board and lb_path.exists()
         if not same:
             store.save(merged, lb_path)
-    return lb_path, _replace(sub, changes=tuple(changes), merged=not same)
+    return lb_path, _replace(sub, changes=tuple(changes), merged=not same, reproduced=tuple(reproduced))
 
 
 def result_files(results_dir: str | os.PathLike) -> list[Path]:
@@ -475,13 +596,16 @@ def result_files(results_dir: str | os.PathLike) -> list[Path]:
     return sorted(p for p in root.rglob("*.json") if not p.name.endswith(".gap.json") and p.is_file())
 
 
-def build(results_dir: str | os.PathLike, leaderboard_dir: str | os.PathLike = "leaderboards", data_dir=None,
-          command: str | None = None, replace: bool = False, changes: list | None = None) -> dict[Path, int]:
+def build(results_dir: str | os.PathLike, leaderboard_dir: str | os.PathLike = "leaderboard", data_dir=None,
+          command: str | None = None, replace: bool = False, changes: list | None = None,
+          reproduced: list | None = None, unchanged: dict | None = None) -> dict[Path, int]:
     """Validate and merge every result under ``results_dir``; each leaderboard is written once,
     under its lock (taken in path order), after every file has been checked.
 
     Returns ``{leaderboard path: results merged}``. Any invalid file stops the build (nothing
-    written). ``changes`` receives ``(system, pool id, measure, old, new)`` of replaced entries.
+    written). ``changes`` receives ``(system, pool id, measure, old, new)`` of replaced entries,
+    ``reproduced`` ``(system, pool id, [(measure, old, new)])`` of runs kept as reproductions,
+    ``unchanged`` ``{leaderboard path: results already there}``.
     """
     files = result_files(results_dir)
     if not files:
@@ -500,9 +624,15 @@ def build(results_dir: str | os.PathLike, leaderboard_dir: str | os.PathLike = "
             for file in task_files:
                 sub = validate_result(file, board, data_dir)
                 found: list = []
-                board = merge(board, sub, [command] if command else (), replace, found)
+                again: list = []
+                merged = merge(board, sub, [command] if command else (), replace, found, again)
+                if unchanged is not None and merged == board:
+                    unchanged[lb_path] = unchanged.get(lb_path, 0) + 1
+                board = merged
                 if changes is not None:
                     changes.extend((sub.system, sub.pool_id, *c) for c in found)
+                if reproduced is not None and again:
+                    reproduced.append((sub.system, sub.pool_id, again))
                 count += 1
             boards[task] = (lb_path, start, board, count)
         for lb_path, start, board, _ in boards.values():

@@ -31,7 +31,7 @@ from .significance import Board, boards, per_query_vector
 __all__ = ["FORMATS", "PERMUTATIONS", "CSV_COLUMNS", "select", "baseline_tests", "render"]
 
 PERMUTATIONS = 10000
-CSV_COLUMNS = ("task", "subset", "scenario", "pool_mode", "measure", "system", "value", "ci_low", "ci_high", "rank",
+CSV_COLUMNS = ("task", "subset", "scenario", "pool_mode", "languages", "measure", "system", "value", "ci_low", "ci_high", "rank",
                "rank_low", "rank_high", "group", "pools", "board_pools", "baseline", "p_value", "p_adjusted")
 
 
@@ -134,17 +134,18 @@ def _csv(task: str, items: Sequence[Board], baseline: str | None, tests: Mapping
     for i, board in enumerate(items):
         for r in board.rows:
             p, q = tests.get((i, r.system), (None, None))
-            writer.writerow([task, board.subset, board.scenario, board.pool_mode, board.measure, r.system,
+            writer.writerow([task, board.subset, board.scenario, board.pool_mode, board.langs, board.measure, r.system,
                              num(r.value), num(r.ci_low), num(r.ci_high), r.rank or "",
                              "" if r.rank_low is None else r.rank_low, "" if r.rank_high is None else r.rank_high,
                              r.group, r.pools, len(board.pools), baseline or "", num(p), num(q)])
     return out.getvalue().rstrip("\n")
 
 
-def render(task: str, leaderboard_dir: str | os.PathLike = "leaderboards", scenario: str | None = None,
+def render(task: str, leaderboard_dir: str | os.PathLike | None = None, scenario: str | None = None,
            measure: str | None = None, fmt: str = "latex", ci: str = "pm", baseline: str | None = None,
            correction: str = "holm") -> str:
-    """The boards of ``<leaderboard_dir>/<task>.json`` as a Markdown, LaTeX or CSV table."""
+    """The boards of ``<leaderboard_dir>/<task>.json`` as a Markdown, LaTeX or CSV table (no folder:
+    the user's board, else the reference one: ``store.path_for``)."""
     from ..checks import check_correction
     from ..errors import ClirbenchError
     from ..paper import SIGNIFICANCE_LEVEL, Cell, check_ci_style, latex_table, markdown_table, number
