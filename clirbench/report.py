@@ -67,19 +67,47 @@ def legend(records: list[dict], names: list[str], gaps: bool = False, gap_family
         groups.setdefault((("up", "down", "target").index(family.direction), label), []).append(name)
     if groups:
         lines.append("; ".join(f"{label}: {', '.join(members)}" for (_, label), members in sorted(groups.items())))
+    lines += _no_value(records, names)
     if gaps:
         lines.append("gap: paired difference by question, its bootstrap interval, p from a randomisation test"
                      + (f"; p_adj: {gap_family}" if gap_family else ""))
     return lines
 
 
+def _no_value(records: list[dict], names: list[str]) -> list[str]:
+    """The legend line for ``-`` cells: which measures have no value where, and why when it is the
+    pool's single document language (SameLangFirst, PEER compare languages)."""
+    from .measures import parse
+
+    def missing(r: dict, n: str) -> bool:  # no value, and no note of its own saying why (evaluate's MaxR)
+        entry = r.get("measures", {}).get(n, {"value": 0}) or {}
+        return entry.get("value") is None and not entry.get("note")
+
+    empty = [n for n in dict.fromkeys(names) if any(missing(r, n) for r in records)]
+    if not empty:
+        return []
+    def language_measure(name: str) -> bool:
+        try:
+            return parse(name).family in ("SameLangFirst", "PEER")
+        except ValueError:
+            return False
+    one = [r for r in records if len(r.get("doc_langs") or ()) == 1]
+    by_language = [n for n in empty if language_measure(n) and any(missing(r, n) for r in one)]
+    other = [n for n in empty if n not in by_language]
+    parts = [f"{', '.join(by_language)}: undefined on a pool whose documents are in one language (nothing to "
+             f"compare languages by)"] if by_language else []
+    parts += [f"{', '.join(other)}: undefined for every query of that pool"] if other else []
+    return ["-: no value; " + "; ".join(parts)]
+
+
 def _target_label(family, name: str, records: list[dict]) -> str:
     """``best at 50``, or the target on the run's pools of k document languages (SameLangFirst:
     ``best at 33.3`` for three; ``best at 100/k`` when the run mixes pool sizes)."""
-    ks = sorted({len(r["doc_langs"]) for r in records if name in r.get("measures", {}) and r.get("doc_langs")})
+    ks = sorted({len(r["doc_langs"]) for r in records if r.get("doc_langs")
+                 and (r.get("measures", {}).get(name) or {}).get("value") is not None})
     if len(ks) == 1:
         return family.label_for(ks[0])
-    if family.neutral is not None and ks:
+    if family.neutral is not None:
         return f"best at 100/k ({family.direction_label} with two languages; k: the pool's document languages)"
     return family.direction_label
 

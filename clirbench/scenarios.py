@@ -1,5 +1,5 @@
 """Parallel-pool scenarios (docs/scenarios.md): pure functions from a parallel collection to pools of
-two languages (bilingual) or of k >= 3 languages."""
+two languages (bilingual) or of k >= 3 languages, and the one-language group of ``mono-same``."""
 from __future__ import annotations
 
 import dataclasses
@@ -10,6 +10,7 @@ from .collection import ParallelCollection, Pool, Text
 from .errors import UnknownNameError
 
 SCENARIOS = ("multi", "multi-1", "mono-same", "mono-cross")
+ONE_LANGUAGE = ("mono-same",)  # the scenarios a group of one language has (the others compare languages)
 RETRIEVAL = "retrieval"  # the one scenario of a non-parallel (BEIR-style) task: its own qrels
 POOL_MODES = ("unique", "per-query")
 # Main measures of the parallel scenarios (names; clirbench.measures parses them), declared only
@@ -42,8 +43,8 @@ def _gold(lang: str, query: Text, pool_mode: str) -> str:
 
 def build_pool(collection: ParallelCollection, langs: Sequence[str], scenario: str,
                query_lang: str, pool_mode: str = "unique", doc_lang: str | None = None) -> Pool:
-    """The pool of ``scenario`` for the languages ``langs`` (a pair (L1, L2), or k >= 3 languages)
-    and queries in ``query_lang``.
+    """The pool of ``scenario`` for the languages ``langs`` (a pair (L1, L2), k >= 3 languages, or one
+    language for ``mono-same``) and queries in ``query_lang``.
 
     ``mono-cross`` ranks one other language: ``doc_lang`` (default: the first of ``langs`` that is
     not ``query_lang``; with two languages, the other one).
@@ -53,12 +54,12 @@ def build_pool(collection: ParallelCollection, langs: Sequence[str], scenario: s
         raise UnknownNameError(f"unknown scenario {scenario!r}; available: {', '.join(SCENARIOS)}")
     if pool_mode not in POOL_MODES:
         raise UnknownNameError(f"unknown pool mode {pool_mode!r}; available: {', '.join(POOL_MODES)}")
-    check_group(langs)
+    check_group(langs, (scenario,))
     if query_lang not in langs:
         raise UnknownNameError(f"query language {query_lang!r} is not among {','.join(langs)}")
     others = tuple(l for l in langs if l != query_lang)
-    other = others[0] if doc_lang is None else doc_lang
-    if other not in others:
+    other = (others[0] if others else None) if doc_lang is None else doc_lang
+    if scenario == "mono-cross" and other not in others:
         raise UnknownNameError(f"mono-cross document language {other!r} is not another language of {','.join(langs)}")
     doc_langs = {"multi": langs, "multi-1": langs, "mono-same": (query_lang,), "mono-cross": (other,)}[scenario]
     docs = tuple(d for lang in doc_langs for d in _documents(collection, lang, pool_mode))
@@ -80,10 +81,20 @@ def build_pool(collection: ParallelCollection, langs: Sequence[str], scenario: s
                 exclusions=exclusions)
 
 
-def check_group(langs: Sequence[str]) -> None:
-    """A pool's languages: two or more, all different."""
-    if len(langs) < 2 or len(set(langs)) != len(langs):
-        raise UnknownNameError(f"a pool needs two or more different languages, got {','.join(langs)}")
+def check_group(langs: Sequence[str], scenarios: Sequence[str] = SCENARIOS) -> None:
+    """A pool group's languages: all different, two or more unless every scenario asked is one a
+    single language has (``mono-same``); the refusal says why the others need two."""
+    if not langs or len(set(langs)) != len(langs):
+        raise UnknownNameError(f"a pool needs different languages, got {','.join(langs)}")
+    if len(langs) == 1:
+        (lang,) = langs
+        need = [s for s in scenarios if s not in ONE_LANGUAGE]
+        if need:
+            raise UnknownNameError(
+                f"one language ({lang}) gives only the mono-same pool (queries and passages in {lang}); "
+                f"{', '.join(need)} compare{'s' * (len(need) == 1)} languages (multi and multi-1 rank the passages "
+                f"of two or more, mono-cross ranks another language's): pass --scenario mono-same, or two "
+                f"languages such as {lang},zh")
 
 
 def pool_specs(group: Sequence[str], scenario: str, query_lang: str) -> list[str | None]:
@@ -117,8 +128,9 @@ def build_pools(collection: ParallelCollection, groups: Iterable[Sequence[str]],
 
 def parse_langs(spec: str | Sequence[str], available: Sequence[str]) -> list[tuple[str, ...]]:
     """The language groups of ``--langs``: ``en,zh`` (one pair), ``en+all`` (en paired with every
-    other), ``en+de,zh`` (pairs), ``en,zh,ar`` (one pool group of three or more languages) or
-    ``all`` (one group of every available language)."""
+    other), ``en+de,zh`` (pairs), ``en,zh,ar`` (one pool group of three or more languages), ``all``
+    (one group of every available language) or ``en`` (one language: ``mono-same`` only, see
+    ``check_group``)."""
     if not isinstance(spec, str):
         spec = ",".join(spec)
     spec = spec.replace(" ", "")
@@ -130,11 +142,10 @@ def parse_langs(spec: str | Sequence[str], available: Sequence[str]) -> list[tup
         others = [l for l in available if l != first] if rest == "all" else rest.split(",")
         groups = [(first, other) for other in others]
     else:
-        parts = tuple(spec.split(","))
-        if len(parts) < 2:
-            raise UnknownNameError(f"--langs {shown}: expected two or more languages like en,zh or en,zh,ar, "
-                                   f"en+all or all")
-        groups = [parts]
+        groups = [tuple(spec.split(","))]
+        if "," not in spec and spec and spec not in available:  # en-zh, english: most likely a list mistyped
+            raise UnknownNameError(f"--langs {shown}: expected two or more languages like en,zh or en,zh,ar, en+all "
+                                   f"or all, or one language for mono-same; available: {', '.join(available)}")
     if any(not l for group in groups for l in group):  # en+, +all, en,,zh
         raise UnknownNameError(f"--langs {shown}: an empty language in the list")
     unknown = sorted({l for group in groups for l in group if l not in available})
@@ -153,8 +164,6 @@ def parse_langs(spec: str | Sequence[str], available: Sequence[str]) -> list[tup
     if dup is not None:  # en+de,de: the same pair twice
         raise UnknownNameError(f"--langs {shown}: a language is listed twice: {dup[0][-1]!r} "
                                f"(the pool {'+'.join(dup[0])} twice)")
-    if any(len(g) < 2 for g in groups):
-        raise UnknownNameError(f"--langs {shown}: a pool needs two or more languages")
     return groups
 
 

@@ -147,7 +147,8 @@ def test_parse_langs_groups():
     assert parse_langs("all", available) == [available]
     assert parse_langs("en,zh", available) == [("en", "zh")]
     assert parse_langs("en+all", available) == [("en", "ar"), ("en", "de"), ("en", "zh")]
-    for bad in ("en", "en,en,zh", "en,zh,xx"):
+    assert parse_langs("en", available) == [("en",)]  # one language: mono-same only
+    for bad in ("en,en,zh", "en,zh,xx", "xx"):
         with pytest.raises(UnknownNameError):
             parse_langs(bad, available)
 

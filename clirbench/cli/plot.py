@@ -33,9 +33,7 @@ def _board_note(args) -> None:
 
     from ..leaderboard import store
 
-    path = store.path_for(args.task, args.dir)
-    if path.is_file():  # else drawing fails with one line naming it
-        print(store.board_note(path), file=sys.stderr)
+    print(store.board_note(store.path_for(args.task, args.dir)), file=sys.stderr)
 
 
 def _results_arg(s) -> None:

@@ -6,7 +6,9 @@ documents differ by document language; PEER_q = Σ_r w_r p_r / Σ_r w_r over the
 (2k+U+1)/2 (any tied value above k gives the same test); the test ranks the values (mid-ranks) and
 corrects H for ties as ``scipy.stats.kruskal`` does. A level with one language (hence one document),
 or whose values are all tied (e.g. none in the top k), gets p = 1, as in the reference
-``peer_measure``. A query with no relevant document, or a table without ``doc_lang``, gets NaN.
+``peer_measure``. A query with no relevant document, a table without ``doc_lang``, or one whose judged
+documents are all in one language (a mono-same or mono-cross pool: nothing to be fair between), gets
+NaN, where ``peer_measure`` would say 1.
 """
 from __future__ import annotations
 
@@ -54,6 +56,8 @@ def peer(table: RankTable, k: int, weights: Mapping[float, float] | None = None)
     _, lang = np.unique(table.doc_lang, return_inverse=True)
     lang = lang.reshape(-1)
     n_lang = int(lang.max()) + 1
+    if n_lang == 1:  # every judged document in one language: no languages to be fair between
+        return out
     value = np.where(table.rank <= k, table.rank, np.inf)  # inf: the tie at (2k+U+1)/2 (rank-equivalent)
     order = np.lexsort((value, table.grade, table.qidx))
     q, g, v, lg = table.qidx[order], table.grade[order], value[order], lang[order]

@@ -1,7 +1,8 @@
 """The ECDF figure (``clirbench plot ecdf``): the distribution of a measure's per-query values
 (default MaxR) over results, one curve per system and query language, each curve pooling the
 per-query values of the given results of that system with queries in that language. A rank
-measure (MaxR) is drawn on a log axis. Each curve is an SVG group with id ``ecdf-<k>``."""
+measure (MaxR) is drawn on a log axis. A system's curves have its colour (``palette.series_colours``),
+each query language its line style. Each curve is an SVG group with id ``ecdf-<k>``."""
 from __future__ import annotations
 
 import os
@@ -40,6 +41,7 @@ def ecdf_series(results: Sequence[str | os.PathLike], measure: str = "MaxR") -> 
 
 def plot_ecdf(results: Sequence[str | os.PathLike], out: str | os.PathLike, measure: str = "MaxR"):
     """Write the ECDF figure of ``results`` to ``out`` (.svg or .png); returns the path."""
+    from .. import palette
     from ..measures import parse
     from .figure import check_output, plain, save, subplots
 
@@ -47,9 +49,15 @@ def plot_ecdf(results: Sequence[str | os.PathLike], out: str | os.PathLike, meas
     family = parse(measure).record
     series = ecdf_series(results, measure)
     fig, (ax,) = subplots()
+    parts = {label: label.rsplit(" q-", 1) for label in series}
+    colours = palette.series_colours(system for system, _ in parts.values())
+    langs = list(dict.fromkeys(lang for _, lang in parts.values()))
+    styles = ("-", "--", ":", "-.")
     for k, (label, values) in enumerate(series.items()):
         y = np.arange(1, len(values) + 1) / max(len(values), 1)
-        (line,) = ax.step(values, y, where="post", label=plain(f"{label} (n={len(values)})"))
+        system, lang = parts[label]
+        (line,) = ax.step(values, y, where="post", label=plain(f"{label} (n={len(values)})"), color=colours[system],
+                          linestyle=styles[langs.index(lang) % len(styles)])
         line.set_gid(f"ecdf-{k}")
     if family.unit == "rank":
         ax.set_xscale("log")

@@ -15,6 +15,7 @@ def plot_rank_intervals(task: str, out: str | os.PathLike, leaderboard_dir: str 
     from ..errors import ClirbenchError
     from ..leaderboard import store
     from ..leaderboard.tables import select
+    from ..palette import SERIES
     from .figure import check_output, plain, save, subplots
 
     check_output(out)
@@ -27,9 +28,9 @@ def plot_rank_intervals(task: str, out: str | os.PathLike, leaderboard_dir: str 
     for i, (ax, board) in enumerate(zip(axes, items)):
         rows = [r for r in board.rows if r.rank is not None]
         for j, r in enumerate(rows):
-            (line,) = ax.plot([r.rank_low, r.rank_high], [j, j], color="C0", linewidth=4, alpha=0.45,
+            (line,) = ax.plot([r.rank_low, r.rank_high], [j, j], color=SERIES[0], linewidth=4, alpha=0.45,
                               solid_capstyle="butt")
-            (dot,) = ax.plot([r.rank], [j], "o", color="C0")
+            (dot,) = ax.plot([r.rank], [j], "o", color=SERIES[0])
             line.set_gid(f"rank-{i}-{j}")
             dot.set_gid(f"rank-dot-{i}-{j}")
         ax.set_yticks(range(len(rows)), [plain(r.system) for r in rows])

@@ -41,6 +41,8 @@ def adjust(p_values, method: str = DEFAULT_CORRECTION) -> np.ndarray:
 
 def describe(method: str, size: int, family: str) -> str:
     """One line for a report: which correction, over how many tests of what."""
+    if size == 1:
+        return f"a single test, p needs no correction ({family})"
     if method == "none":
         return f"p not corrected for multiple testing ({size} tests: {family})"
     return f"p adjusted by {_NAMES[method]} over a family of {size} tests ({family})"

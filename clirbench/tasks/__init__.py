@@ -86,7 +86,7 @@ class Task:
               **options) -> list[Pool]:
         """Every distinct pool of a sweep over language groups (pairs, or k >= 3 languages: ``en,zh,ar``,
         ``all``), scenarios and query languages."""
-        from ..scenarios import build_pools, parse_langs, parse_scenarios
+        from ..scenarios import build_pools, check_group, parse_langs, parse_scenarios
 
         langs, scenarios, query_langs, pool_mode = self._restricted(langs, scenarios, query_langs, pool_mode)
         langs, query_langs = self.canonical_languages(langs), self.canonical_languages(query_langs)
@@ -103,6 +103,8 @@ class Task:
                                    f"{', '.join(self.card.pool_modes)}")
         groups = parse_langs(langs or f"{self.card.pivot}+all", self.card.languages)
         scenarios = parse_scenarios(scenarios)  # before the data is read
+        for group in groups:
+            check_group(group, scenarios)
         run_langs = list(dict.fromkeys(l for group in groups for l in group))
         outside = [l for l in query_langs or () if l not in run_langs]
         if outside:

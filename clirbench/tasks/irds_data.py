@@ -398,7 +398,7 @@ def bilingual_pools(task: str, sides: Mapping[str, Side], pairs, scenarios: Sequ
     texts = {lang: tuple(Text(doc_id(lang, p), text, lang, p) for p, text in side.docs.items())
              for lang, side in sides.items()}  # made once, shared by every pool
     for group in map(tuple, pairs):
-        check_group(group)
+        check_group(group, scenarios)
         for scenario in scenarios:
             for lq in group:
                 if (query_langs is not None and lq not in query_langs) or not sides[lq].queries:
