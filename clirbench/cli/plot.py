@@ -33,7 +33,9 @@ def _board_note(args) -> None:
 
     from ..leaderboard import store
 
-    print(store.board_note(store.path_for(args.task, args.dir)), file=sys.stderr)
+    path = store.path_for(args.task, args.dir)
+    if path.is_file():  # else drawing fails with one line naming it
+        print(store.board_note(path), file=sys.stderr)
 
 
 def _results_arg(s) -> None:

@@ -84,7 +84,7 @@ class SweepConfig:
     batch_size: int | None = None
     device: str | None = None
     leaderboard: bool = True  # build the leaderboards from ``output`` after the sweep
-    leaderboard_dir: str = "leaderboards"
+    leaderboard_dir: str = "leaderboard"  # the user's boards (leaderboard.store.DEFAULT_DIR), never the reference
     translation_cache_dir: str | None = None  # default: the runner's ($CLIRBENCH_CACHE_DIR/translations)
     origin: str = "<config>"
 
@@ -215,7 +215,7 @@ def parse_config(data: Any, origin: str = "<config>") -> SweepConfig:
         measures=measures, resamples=_int(data, "resamples", fail, 1000, minimum=1, maximum=MAX_RESAMPLES),
         seed=_int(data, "seed", fail, 42, minimum=0, maximum=MAX_SEED), batch_size=_int(data, "batch_size", fail, None, minimum=1),
         device=_optional_str(data, "device", fail), leaderboard=_bool(data, "leaderboard", fail, True),
-        leaderboard_dir=_path(data, "leaderboard_dir", fail, "leaderboards"),
+        leaderboard_dir=_path(data, "leaderboard_dir", fail, "leaderboard"),
         translation_cache_dir=_path(data, "translation_cache_dir", fail, None), origin=origin)
 
 
