@@ -51,14 +51,14 @@ def test_every_table_format_marks_an_incomplete_system_and_never_ranks_it(tmp_pa
 
     tex = _show(capsys, folder, "--format", "latex", "--baseline", "weak")
     rows = {line.split(" & ")[0]: line for line in tex.splitlines() if " & " in line and "System" not in line}
-    assert rows["partial"] == r"partial & 1.0000 (incomplete, 1/2 pools) \\"  # no bold, no dagger, no interval
-    assert rows["strong"].startswith(rf"strong & \textbf{{{best:.4f}}}$^{{\dagger}}$ $\pm$ ")
+    assert rows["partial"] == r"partial & 1.000 & (incomplete, 1/2 pools) \\"  # no bold, no dagger, no interval
+    assert rows["strong"].startswith(rf"strong & \textbf{{{best:.3f}}} & $\pm$") and r"$^{\dagger}$" in rows["strong"]
     assert "textbf" not in rows["weak"] and "dagger" not in rows["weak"]
     assert "(incomplete, k/n pools): a system without results on all n pools" in tex
     assert "1 system compared with weak" in tex  # the incomplete one is not in the family
 
     md = _show(capsys, folder, "--format", "markdown", "--ci", "bracket")
-    assert "| partial | 1.0000 (incomplete, 1/2 pools) |" in md.splitlines()
+    assert "| partial | 1.000 (incomplete, 1/2 pools) |" in md.splitlines()
     assert sum("**" in line for line in md.splitlines()[2:5]) == 1 and "| strong | **" in md
 
     rows = {r["system"]: r for r in csv.DictReader(_show(capsys, folder, "--format", "csv", "--baseline", "weak")

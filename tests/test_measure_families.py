@@ -82,7 +82,7 @@ def test_leaderboard_ranks_same_lang_first_by_distance_from_50(tmp_path, capsys)
     assert lines[0].split()[:5] == ["1", "rank", "1", "a", "neutral"]  # rank, its 95% interval, group, system
     assert main(["leaderboard", "html", "--dir", str(tmp_path), "--out", str(tmp_path / "site")]) == 0
     page = (tmp_path / "site" / "xquad.html").read_text()
-    assert "SameLangFirst best at 50</th>" in page and "SameLangFirst ↑" not in page
+    assert 'SameLangFirst <span class="dir">best at 50</span></th>' in page and "SameLangFirst ↑" not in page
     assert 'class="target"' in page  # the bar plot marks 50
     # the sortable column's keys rank by distance from 50: neutral's key is the largest
     keys = {s: float(page.split(f'<td data-v="{s}">{s}</td><td data-v="')[1].split('"')[0])

@@ -8,18 +8,12 @@ import os
 from pathlib import Path
 
 from .significance import DEFAULT_CORRECTION, Board, boards, gaps, headlines, main_measures, overall_table
-from .store import SCHEMA_VERSION, load, path_for
+from .store import SCHEMA_VERSION, load, path_for, reproductions
 from .submit import build, submit, validate_result
 
 __all__ = ["SCHEMA_VERSION", "build", "submit", "validate_result", "show", "format_boards", "format_overall",
            "html", "load", "boards", "gaps", "Board", "path_for", "main_measures", "reproductions",
            "format_reproductions"]
-
-
-def _num(x: float) -> str:
-    if math.isnan(x):
-        return "–"
-    return f"{x:.4f}" if abs(x) < 10 else f"{x:.2f}"
 
 
 def _value(mv: dict) -> str:
@@ -31,6 +25,7 @@ def _value(mv: dict) -> str:
 def format_boards(items: list[Board], costs: dict | None = None) -> str:
     """Plain-text ranked tables, one per board (group letters: same letter = not significantly apart);
     a cost column when ``costs`` (``costs.system_costs``) has some of a board's systems."""
+    from ..precision import board_decimals, fmt
     from ..report import format_table
     from .costs import cost_text
 
@@ -39,7 +34,9 @@ def format_boards(items: list[Board], costs: dict | None = None) -> str:
     for board in items:
         arrow = board.direction_label
         with_cost = any(r.system in costs for r in board.rows)
-        table = [("rank", "95% rank", "group", "system", board.measure, "95% CI", "pools")
+        places = board_decimals(board)  # value and interval alike (precision: one rule for every output)
+        _num = lambda x: fmt(x, places)  # noqa: E731
+        table = [("rank", "95% rank", "group", "system", f"{board.measure} {board.arrow}", "95% CI", "pools")
                  + (("cost (docs/s, ms/query, index MB)",) if with_cost else ())]
         for r in board.rows:
             table.append((str(r.rank) if r.rank else "-", r.rank_interval or "-", r.group or "-", r.system,
@@ -91,18 +88,6 @@ def show(task: str, leaderboard_dir: str | os.PathLike | None = None, scenario: 
     shown = {p for b in items for p in b.pools}
     reproduced = format_reproductions(data, shown, [b.measure for b in tops])
     return text + ("\n\n" + reproduced if reproduced else "")
-
-
-def reproductions(data: dict, pools=None) -> list[tuple[str, str, dict, dict]]:
-    """``[(system, pool id, board entry, reproduction)]`` of every reproduction kept on the board
-    (``pools``: only these), by system, pool and date."""
-    out = []
-    for system, sysd in sorted(data["systems"].items()):
-        for pid, res in sorted(sysd["results"].items()):
-            if pools is None or pid in pools:
-                out.extend((system, pid, res, rep) for rep in sorted(res.get("reproductions") or [],
-                                                                     key=lambda r: r["created_at"]))
-    return out
 
 
 def format_reproductions(data: dict, pools=None, measures=()) -> str:

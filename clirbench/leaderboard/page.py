@@ -13,13 +13,13 @@ import os
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from .. import palette
+from ..precision import board_decimals, fmt, measure_decimals
 from . import store
 from .preference import preference_section
 from .significance import DEFAULT_CORRECTION, Board, boards, gaps, headlines, main_measures, overall_table
 
-__all__ = ["esc", "render_page", "write_site", "short_names", "diverging", "SCRIPT"]
-
-PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
+__all__ = ["esc", "breakable", "render_page", "write_site", "short_names", "SCRIPT"]
 
 SCRIPT = """
 (function () {
@@ -59,16 +59,17 @@ h3{font-size:14px;margin:14px 0 4px;color:#444}
 .scroll{max-width:100%;overflow-x:auto}
 table{border-collapse:collapse;margin:6px 0 10px}th,td{padding:3px 10px;border-bottom:1px solid #eee;text-align:right;vertical-align:top}
 th{cursor:pointer;background:#f6f6f6;user-select:none}th:first-child,td:first-child{text-align:left}
-td:first-child{max-width:28em;overflow-wrap:anywhere}
+td,th{overflow-wrap:break-word}td:first-child{max-width:28em;min-width:9em}
 th[aria-sort=ascending]::after{content:" \\25B2"}th[aria-sort=descending]::after{content:" \\25BC"}
-sup.g{color:#666;margin-left:2px}.ci{color:#777;font-size:12px;white-space:nowrap}.muted,.note{color:#777}.note{font-size:12px;margin:2px 0 8px}
-code{font-size:12px;background:#f4f4f4;padding:1px 4px;border-radius:3px;overflow-wrap:anywhere}
-table#systems{width:100%}table#systems td,table#systems th{text-align:left;overflow-wrap:break-word}table#systems td:nth-child(-n+3),table#systems td.cmd code{overflow-wrap:anywhere}table#systems td:first-child{min-width:9em}table#systems td:nth-child(2),table#systems td:nth-child(3){min-width:8em}table#systems td.cmd{width:45%}
+sup.g{color:#666;margin-left:2px}.v,.dir,.opt{white-space:nowrap}.ci{color:#777;font-size:12px;white-space:nowrap}.muted,.note{color:#777}.note{font-size:12px;margin:2px 0 8px}
+code{font-size:12px;background:#f4f4f4;padding:1px 4px;border-radius:3px;overflow-wrap:break-word}
+table#systems{width:100%}table#systems td,table#systems th{text-align:left}table#systems td:nth-child(2),table#systems td:nth-child(3){min-width:8em;max-width:16em}table#systems td.cmd{width:45%;min-width:22em}
 details summary{cursor:pointer;color:#555;font-size:12px}
-.plots{display:flex;flex-wrap:wrap;gap:12px}figure{margin:0 0 8px;max-width:100%}
+.plots{display:flex;flex-wrap:wrap;gap:12px}figure{margin:0 0 8px;max-width:100%;overflow-x:auto}
 figcaption{font-weight:bold;font-size:12px;margin:0 0 2px;overflow-wrap:anywhere}
 figure p{font-size:12px;color:#777;margin:2px 0 0;max-width:60em}
 svg text{font:11px system-ui,sans-serif;fill:#333}svg text.light{fill:#fff}
+@media (max-width:900px){body{margin:12px auto;padding:0 10px}th,td{padding:3px 6px}}
 """
 
 
@@ -77,10 +78,14 @@ def esc(value) -> str:
     return _html.escape(str(value), quote=True)
 
 
-def _fmt(x: float) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "–"
-    return f"{x:.3f}" if abs(x) < 10 else f"{x:.1f}"
+def breakable(value) -> str:
+    """``esc(value)`` with a line-break opportunity (``<wbr>``) after each ``/``, ``:``, ``,``, ``|``
+    and ``@``, so model ids, paths and commands wrap between their parts (and at spaces and
+    hyphens, as any text), never inside a word."""
+    out = esc(value)
+    for c in "/:,|@":
+        out = out.replace(c, c + "<wbr>")
+    return out
 
 
 def _num_attr(x: float) -> str:
@@ -111,24 +116,24 @@ def _fit(text: str, px_wide: float, px: float = 11.0) -> str:
     return text[:max(1, room - 1 - tail)] + "…" + text[len(text) - tail:]
 
 
-def diverging(v: float, span: float) -> str:
-    """Fill of a cell on a diverging scale centred on 0: white at 0, red above, blue below,
-    saturation growing with ``|v| / span`` (``span``: the symmetric range's half-width)."""
-    t = 0.0 if span <= 0 or math.isnan(v) else min(1.0, abs(v) / span)
-    shade = round(255 - 175 * t)
-    if t == 0.0:
-        return "rgb(255,255,255)"
-    return f"rgb(255,{shade},{shade})" if v > 0 else f"rgb({shade},{shade},255)"
+def _head(measure: str, arrow: str) -> str:
+    """A column header: the measure and its direction mark (↑, ↓ or ``best at 50``), the mark kept
+    on one line, an arrow on the measure's line."""
+    if len(arrow) == 1:
+        return f'<span class="dir">{esc(measure)} {esc(arrow)}</span>'
+    return f'{esc(measure)} <span class="dir">{esc(arrow)}</span>'
+
+
+def _command(command: str) -> str:
+    """A recorded command as HTML: an option (``--cache-dir``) never broken, the rest ``breakable``."""
+    return " ".join(f'<span class="opt">{esc(t)}</span>' if t.startswith("-") and len(t) <= 24 else breakable(t)
+                    for t in command.split(" "))
 
 
 def _figure(title: str, svg: str, note: str = "") -> str:
     """A plot: its title as an HTML caption (wraps, never cut), the SVG, a note under it."""
     return (f'<figure><figcaption>{esc(title)}</figcaption>{svg}'
             + (f"<p>{esc(note)}</p>" if note else "") + "</figure>")
-
-
-def _colors(systems: Sequence[str]) -> dict[str, str]:
-    return {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(systems)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -152,6 +157,8 @@ def bars_svg(board: Board) -> str:
     height = top + row_h * len(rows) + 18
     target = board.target  # SameLangFirst: best at 100/k (50 for two languages), marked by a dashed line
     title = board.title if target is None else f"{board.title} ({board.direction_label})"
+    places = board_decimals(board)
+    _fmt = lambda x: fmt(x, places)  # noqa: E731  (one rule: the table's decimals)
     value_w = max(_text_width(f"{_fmt(r.value)} {r.group}") for r in rows) + 10
     parts = [f'<svg class="bars" xmlns="http://www.w3.org/2000/svg" width="{label_w + plot_w + value_w:.0f}" '
              f'height="{height}" role="img" aria-label="{esc(title)}">']
@@ -161,33 +168,38 @@ def bars_svg(board: Board) -> str:
         label = _fit(labels[r.system], label_w - 12)
         parts.append(f'<text x="0" y="{y + 15}">{esc(label)}<title>{esc(r.system)}</title></text>')
         parts.append(f'<rect x="{min(x0, x1):.1f}" y="{y + 3}" width="{abs(x1 - x0):.1f}" height="{row_h - 8}" '
-                     f'fill="#9ecae1"><title>{esc(r.system)}: {_fmt(r.value)} [{_fmt(r.ci_low)}, {_fmt(r.ci_high)}]</title></rect>')
+                     f'fill="{palette.BAR}"><title>{esc(r.system)}: {_fmt(r.value)} [{_fmt(r.ci_low)}, {_fmt(r.ci_high)}]</title></rect>')
         if not math.isnan(r.ci_low):
             a, b, m = scale(r.ci_low), scale(r.ci_high), y + row_h / 2 - 1
             parts.append(f'<path d="M{a:.1f} {m:.1f}H{b:.1f}M{a:.1f} {m - 5:.1f}V{m + 5:.1f}M{b:.1f} {m - 5:.1f}V{m + 5:.1f}" '
-                         f'stroke="#08306b" stroke-width="1.5" fill="none"/>')
+                         f'stroke="{palette.WHISKER}" stroke-width="1.5" fill="none"/>')
         parts.append(f'<text x="{label_w + plot_w + 6}" y="{y + 15}">{_fmt(r.value)}{esc(" " + r.group if r.group else "")}</text>')
     if target is not None and lo <= target <= hi:
-        parts.append(f'<path class="target" d="M{scale(target):.1f} {top}V{height - 18}" stroke="#d62728" '
+        parts.append(f'<path class="target" d="M{scale(target):.1f} {top}V{height - 18}" stroke="{palette.TARGET}" '
                      f'stroke-dasharray="4 3" fill="none"><title>{esc(board.direction_label)}</title></path>')
     parts.append(f'<text x="{label_w}" y="{height - 4}" class="muted">{_fmt(lo)}</text>'
                  f'<text x="{label_w + plot_w}" y="{height - 4}" text-anchor="end">{_fmt(hi)}</text></svg>')
     return _figure(title, "".join(parts), note)
 
 
-def heatmap_svg(values: Mapping[str, Mapping[str, float]], title: str) -> str:
-    """Systems × language pairs on a diverging scale centred on no difference (white: 0 as shown,
-    red: L2 queries score higher, blue: lower; saturation: size, symmetric range), in a figure."""
+def heatmap_svg(values: Mapping[str, Mapping[str, float]], title: str, measure: str) -> str:
+    """Systems × language pairs on a diverging scale centred on no difference, coloured by what the
+    gap means for ``measure`` (``palette.diverging``: white at 0 as shown, blue where L2 queries do
+    better, red where worse, by the measure's direction; saturation: size, symmetric range), in a figure."""
+    from ..measures import parse
+
     if not values:
         return ""
+    direction = parse(measure).direction
+    places = measure_decimals(measure)
     systems = list(values)
     labels = short_names(systems)
     pairs = sorted({p for row in values.values() for p in row})
     span = max((abs(v) for row in values.values() for v in row.values()), default=0.0)
-    span = max(span, 0.05)  # a board of near-zero gaps stays pale
+    span = max(span, 5 * 10 ** -places)  # a board of near-zero gaps stays pale
     label_w = max(60, min(360, max(_text_width(labels[s]) for s in systems) + 12))
-    cell_w, cell_h, top = 58, 26, 20
-    legend_w = 3 * 58
+    cell_w, cell_h, top = max(58, _text_width(fmt(-span, places, sign=True)) + 12), 26, 20
+    legend_w = 3 * 76
     width = max(label_w + cell_w * len(pairs), label_w + legend_w + 80) + 10
     height = top + cell_h * len(systems) + 34
     parts = [f'<svg class="heatmap" xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height}" '
@@ -201,33 +213,42 @@ def heatmap_svg(values: Mapping[str, Mapping[str, float]], title: str) -> str:
             v = values[system].get(pair)
             if v is None:
                 continue
-            shown = 0.0 if abs(v) < 0.005 else v  # what the cell prints is what its colour says
+            text = fmt(v, places, sign=True)
+            shown = float(text)  # what the cell prints is what its colour says
+            fill = palette.diverging(shown, span, direction)
             x = label_w + j * cell_w
-            light = ' class="light"' if abs(shown) / span > 0.6 else ""
-            parts.append(f'<rect x="{x}" y="{y}" width="{cell_w - 2}" height="{cell_h - 2}" fill="{diverging(shown, span)}" '
-                         f'stroke="#ddd" data-v="{v!r}">'
-                         f'<title>{esc(system)} {esc(pair)}: {v:+.3f}</title></rect>'
-                         f'<text x="{x + cell_w / 2 - 1:.0f}" y="{y + 17}" text-anchor="middle"{light}>'
-                         f'{"0.00" if shown == 0 else format(v, "+.2f")}</text>')
+            light = ' class="light"' if palette.light_text(fill) else ""
+            parts.append(f'<rect x="{x:.0f}" y="{y}" width="{cell_w - 2:.0f}" height="{cell_h - 2}" fill="{fill}" '
+                         f'stroke="#ddd" data-v="{v!r}" data-meaning="{palette.meaning(direction, shown)}">'
+                         f'<title>{esc(system)} {esc(pair)}: {fmt(v, places + 1, sign=True)}</title></rect>'
+                         f'<text x="{x + cell_w / 2 - 1:.0f}" y="{y + 17}" text-anchor="middle"{light}>{text}</text>')
     y = top + cell_h * len(systems) + 8
-    for k, (v, label) in enumerate(((-span, f"−{_fmt(span)}"), (0.0, "0"), (span, f"+{_fmt(span)}"))):
-        x = label_w + k * 58
-        parts.append(f'<rect class="legend" x="{x}" y="{y}" width="56" height="10" fill="{diverging(v, span)}" stroke="#ccc"/>'
-                     f'<text x="{x + 28}" y="{y + 22}" text-anchor="middle">{esc(label)}</text>')
+    low, high = ("lower", "higher") if direction == "target" else \
+        (("worse", "better") if direction == "up" else ("better", "worse"))
+    for k, (v, label) in enumerate(((-span, f"{fmt(-span, places)} {low}"), (0.0, "0"),
+                                    (span, f"{fmt(span, places, sign=True)} {high}"))):
+        x = label_w + k * 76
+        parts.append(f'<rect class="legend" x="{x}" y="{y}" width="74" height="10" '
+                     f'fill="{palette.diverging(v, span, direction)}" stroke="#ccc"/>'
+                     f'<text x="{x + 37}" y="{y + 22}" text-anchor="middle">{esc(label)}</text>')
     parts.append("</svg>")
+    meaning = ("green where L2 queries score higher, purple where lower (best at a target: neither is better)"
+               if direction == "target" else
+               f"blue where L2 queries do better, red where worse ({parse(measure).record.direction_label})")
     note = ("gap for pair L1-L2 = mean with queries in L2 minus with queries in L1, paired by question; "
-            f"colour: white at 0, red when L2 queries score higher, blue when lower, full at ±{_fmt(span)}")
+            f"colour: white at 0, {meaning}, full at ±{fmt(span, places)}")
     return _figure(title, "".join(parts), note)
 
 
-def dots_svg(values: Mapping[str, Mapping[str, float]], title: str) -> str:
-    """Groups (e.g. disciplines) as rows, one dot per system, in a figure with its title."""
+def dots_svg(values: Mapping[str, Mapping[str, float]], title: str, measure: str) -> str:
+    """Groups (e.g. disciplines) as rows, one dot per system (``palette.series_colours``), in a figure."""
     if not values:
         return ""
     systems = list(values)
     labels = short_names(systems)
     groups = sorted({g for row in values.values() for g in row})
-    colors = _colors(systems)
+    colors = palette.series_colours(systems)
+    places = measure_decimals(measure)
     vmax = max((v for row in values.values() for v in row.values()), default=1.0) or 1.0
     label_w = max(60, min(360, max(_text_width(g) for g in groups) + 12))  # groups longer: cut by _fit
     plot_w, row_h, top = 320, 18, 4
@@ -243,7 +264,7 @@ def dots_svg(values: Mapping[str, Mapping[str, float]], title: str) -> str:
             v = values[s].get(group)
             if v is not None:
                 parts.append(f'<circle cx="{label_w + v / vmax * plot_w:.1f}" cy="{y}" r="4.5" fill="{colors[s]}">'
-                             f'<title>{esc(s)} · {esc(group)}: {_fmt(v)}</title></circle>')
+                             f'<title>{esc(s)} · {esc(group)}: {fmt(v, places)}</title></circle>')
     for k, s in enumerate(systems):
         y = top + row_h * len(groups) + 14 + 18 * k
         parts.append(f'<circle cx="{label_w + 6:.0f}" cy="{y - 4}" r="4.5" fill="{colors[s]}"/>'
@@ -293,29 +314,31 @@ def _table(group_boards: Sequence[Board], table_id: str, systems: Sequence[str])
     head = ['<th data-type="text">system</th>']
     for b in group_boards:
         head.append(f'<th data-type="num" title="{esc(b.measure)}, {esc(b.direction_label)}; ± half the 95% CI; '
-                    f'letters: significance groups; rank: its 95% interval">{esc(b.measure)} {esc(b.arrow)}</th>')
+                    f'letters: significance groups; rank: its 95% interval">{_head(b.measure, b.arrow)}</th>')
+    places = {b.measure: board_decimals(b) for b in group_boards}
     body = []
     for s in systems:
-        cells = [f'<td data-v="{esc(s)}">{esc(s)}</td>']
+        cells = [f'<td data-v="{esc(s)}">{breakable(s)}</td>']
         for b in group_boards:
+            d = places[b.measure]  # value and interval: the column's decimals
             row = next((r for r in b.rows if r.system == s), None)
             if row is None:
                 cells.append('<td data-v="">–</td>')
                 continue
             if row.rank is None:  # incomplete: not comparable with the ranked rows, so it sorts last
                 cells.append(f'<td data-v="" class="incomplete" title="the mean over the {row.pools} of '
-                             f'{len(b.pools)} pools it has; not ranked">{_fmt(row.value)} <span class="ci">'
+                             f'{len(b.pools)} pools it has; not ranked">{fmt(row.value, d)} <span class="ci">'
                              f'(incomplete, {row.pools}/{len(b.pools)} pools)</span></td>')
                 continue
             half = (row.ci_high - row.ci_low) / 2 if not math.isnan(row.ci_low) else math.nan
-            ci = f' <span class="ci">± {_fmt(half)}</span>' if not math.isnan(half) else ""
+            ci = f' <span class="ci">± {fmt(half, d)}</span>' if not math.isnan(half) else ""
             group = f'<sup class="g">{esc(row.group)}</sup>' if row.group else ""
             if row.rank_interval:
                 group += f'<br><span class="ci rank">{esc(row.rank_interval)}</span>'
             # click-sorting ranks a best-at-target column by distance from the target
             key = row.value if b.family.direction != "target" else b.goodness(row.value)
-            cells.append(f'<td data-v="{_num_attr(key)}" title="95% CI [{_fmt(row.ci_low)}, {_fmt(row.ci_high)}], '
-                         f'{row.pools} pools">{_fmt(row.value)}{ci}{group}</td>')
+            cells.append(f'<td data-v="{_num_attr(key)}" title="95% CI [{fmt(row.ci_low, d)}, {fmt(row.ci_high, d)}], '
+                         f'{row.pools} pools"><span class="v">{fmt(row.value, d)}{ci}</span>{group}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
     return (f'<div class="scroll"><table class="sortable" id="{esc(table_id)}"><thead><tr>{"".join(head)}</tr></thead>'
             f'<tbody>{"".join(body)}</tbody></table></div>')
@@ -335,7 +358,7 @@ def overall_html(tops: Sequence[Board], table_id: str = "overall") -> str:
             text = row.overall_interval if row is not None and row.overall_interval else "–"
             tds.append(f'<td class="overall" data-v="{esc(row.overall_low if row and row.overall_low else "")}">'
                        f'{esc(text)}</td>')
-        body.append(f'<tr><td data-v="{esc(system)}">{esc(system)}</td>{"".join(tds)}</tr>')
+        body.append(f'<tr><td data-v="{esc(system)}">{breakable(system)}</td>{"".join(tds)}</tr>')
     return (f'<div class="scroll"><table class="sortable" id="{esc(table_id)}"><thead><tr>'
             f'<th data-type="text">system</th>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>')
 
@@ -390,12 +413,12 @@ def render_page(data: Mapping, correction: str = DEFAULT_CORRECTION) -> str:
             gap = gaps(data, scenario, measure, subset, mode)
             if gap:
                 gap = {s: gap[s] for s in sorted(gap, key=lambda s: (s not in systems, systems.index(s) if s in systems else 0, s))}
-                out.append("<h3>Query-language gap</h3>" + heatmap_svg(gap, f"{title}: gap in {measure} per language pair"))
+                out.append("<h3>Query-language gap</h3>" + heatmap_svg(gap, f"{title}: gap in {measure} per language pair", measure))
         pids = group_boards[0].pools
         partial = sorted(s for s, d in data["systems"].items()
                          if any(p in d["results"] for p in pids) and not all(p in d["results"] for p in pids))
         for (fld, measure), values in sorted(_breakdowns(data, pids).items()):
-            out.append(f"<h3>By {esc(fld)}</h3>" + dots_svg(values, f"{title}: {measure} by {fld}"))
+            out.append(f"<h3>By {esc(fld)}</h3>" + dots_svg(values, f"{title}: {measure} by {fld}", measure))
             if partial:
                 out.append(f'<p class="note">Not drawn (results on some of the pools only, not comparable): '
                            f'{esc(", ".join(partial))}.</p>')
@@ -410,9 +433,8 @@ def _reproductions_table(data: Mapping, measures: Sequence[str]) -> str:
     """Runs kept beside a board entry because their values lie within its intervals: system, pool,
     machine, date, versions, the headline measure against the entry's, the command ("" if none)."""
     from ..redact import redact_command
-    from . import reproductions
 
-    items = reproductions(data)
+    items = store.reproductions(data)
     if not items:
         return ""
     out = ['<h2>Reproductions</h2><p class="note">Runs of a system on a pool, on another machine or with '
@@ -427,7 +449,7 @@ def _reproductions_table(data: Mapping, measures: Sequence[str]) -> str:
         mine, board = (rep["measures"].get(name) or {}).get("value"), (res["measures"].get(name) or {}).get("value")
         hw = rep.get("hardware") or {}
         machine = f'{hw.get("cpu") or "?"}, {hw.get("cores") or "?"} cores'
-        cmds = "<br>".join(f"<code>{esc(redact_command(c))}</code>" for c in rep.get("commands") or []) or "–"
+        cmds = "<br>".join(f"<code>{_command(redact_command(c))}</code>" for c in rep.get("commands") or []) or "–"
         cells = [(system, esc(system)), (pid, esc(pid)), (machine, esc(machine)),
                  (rep["created_at"], esc(rep["created_at"][:10])), (rep.get("revision") or "", esc(rep.get("revision") or "–")),
                  ("" if mine is None else mine, esc(f"{name} {mine:.4f}" if mine is not None else "–")),
@@ -453,15 +475,15 @@ def _systems_table(data: Mapping, order: Sequence[str]) -> str:
         sysd = data["systems"][name]
         ret = sysd.get("retriever") or {}
         model = _short(ret.get("model_id") or "")
-        commands = [f"<code>{esc(redact_command(c))}</code>" for c in sysd.get("commands") or []]
+        commands = [f"<code>{_command(redact_command(c))}</code>" for c in sysd.get("commands") or []]
         cmds = commands[0] if commands else "–"
         if len(commands) > 1:
             cmds += (f'<details><summary>{len(commands) - 1} more</summary>'
                      + "<br>".join(commands[1:]) + "</details>")
         cpus = sorted({str((r.get("hardware") or {}).get("cpu") or "") for r in sysd["results"].values()} - {""})
-        out.append(f'<tr><td data-v="{esc(name)}">{esc(name)}</td><td data-v="{esc(model)}">'
-                   f'{esc(model or "–")}</td><td data-v="{esc(ret.get("revision") or "")}">'
-                   f'{esc(ret.get("revision") or "–")}</td><td data-v="{len(sysd["results"])}">{len(sysd["results"])}</td>'
+        out.append(f'<tr><td data-v="{esc(name)}">{breakable(name)}</td><td data-v="{esc(model)}">'
+                   f'{breakable(model or "–")}</td><td data-v="{esc(ret.get("revision") or "")}">'
+                   f'{breakable(ret.get("revision") or "–")}</td><td data-v="{len(sysd["results"])}">{len(sysd["results"])}</td>'
                    f'<td data-v="{esc(", ".join(cpus))}">{esc(", ".join(cpus) or "–")}</td>{cost_cell(sysd)}'
                    f'<td class="cmd" data-v="">{cmds}</td></tr>')
     out.append("</tbody></table></div>")

@@ -33,7 +33,7 @@ __all__ = [
     "FORMAT", "SCHEMA_VERSION", "MAX_LEADERBOARD_BYTES", "MAX_TEXT", "check_text", "check_texts", "check_strings",
     "strict_json", "encode_vector", "decode_vector", "empty", "load", "save", "dumps", "path_for",
     "pool_id", "check_task_id", "locked", "page_names", "upgrade", "DEFAULT_DIR", "reference_dir", "read_dir",
-    "board_note",
+    "board_note", "reproductions",
 ]
 
 FORMAT = "clirbench-leaderboard"
@@ -498,3 +498,15 @@ def save(data: Mapping, path: str | os.PathLike) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(path, text)
     return path
+
+
+def reproductions(data: dict, pools=None) -> list[tuple[str, str, dict, dict]]:
+    """``[(system, pool id, board entry, reproduction)]`` of every reproduction kept on the board
+    (``pools``: only these), by system, pool and date."""
+    out = []
+    for system, sysd in sorted(data["systems"].items()):
+        for pid, res in sorted(sysd["results"].items()):
+            if pools is None or pid in pools:
+                out.extend((system, pid, res, rep) for rep in sorted(res.get("reproductions") or [],
+                                                                     key=lambda r: r["created_at"]))
+    return out

@@ -91,9 +91,46 @@ def baseline_tests(leaderboard: Mapping, items: Sequence[Board], baseline: str, 
     return {k: (pv, float(q)) for k, pv, q in zip(keys, p, adjusted)}
 
 
+def _where(board: Board) -> str:
+    """The board's subset/scenario/pool mode (its title less the measure)."""
+    return board.title.rsplit(" · ", 1)[0]
+
+
 def _header(board: Board, scenarios: int) -> str:
-    where = board.title.rsplit(" · ", 1)[0]
-    return board.measure if scenarios == 1 else f"{where} {board.measure}"
+    """A column's header: the measure (after its scenario when the table has several) and its
+    direction mark (↑, ↓ or ``best at 50``)."""
+    name = board.measure if scenarios == 1 else f"{_where(board)} {board.measure}"
+    return f"{name} {board.arrow}"
+
+
+def _chunks(items: Sequence[Board], width) -> list[list[int]]:
+    """The boards' indices cut into LaTeX tables that fit ``paper.TEXTWIDTH_PT`` by ``width`` (a
+    function of a list of indices): whole scenarios packed in order, a scenario too wide for one
+    table cut between its measures."""
+    from ..paper import TEXTWIDTH_PT
+
+    groups: list[list[int]] = []
+    for i, board in enumerate(items):
+        if groups and _where(items[groups[-1][0]]) == _where(board):
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    pieces: list[list[int]] = []
+    for group in groups:  # a scenario alone too wide: its measures in as few tables as fit
+        current: list[int] = []
+        for i in group:
+            if current and width(current + [i]) > TEXTWIDTH_PT:
+                pieces.append(current)
+                current = []
+            current.append(i)
+        pieces.append(current)
+    out: list[list[int]] = []
+    for piece in pieces:
+        if out and _where(items[out[-1][0]]) != _where(items[piece[0]]) and width(out[-1] + piece) <= TEXTWIDTH_PT:
+            out[-1] = out[-1] + piece
+        else:
+            out.append(piece)
+    return out
 
 
 def _order(items: Sequence[Board]) -> list[str]:
@@ -108,9 +145,13 @@ def _note(items: Sequence[Board], leaderboard: Mapping, baseline: str | None, te
 
     sig = leaderboard["significance"]
     pools = sorted({len(b.pools) for b in items})
+    from ..paper import direction_legend
+
+    legend = direction_legend(b.arrow for b in items)
     parts = [f"Macro mean over each board's pools ({'/'.join(map(str, pools))} pools) with its "
              f"{float(sig['confidence']):.0%} bootstrap interval ({sig['resamples']} resamples, "
-             f"{'± half its length' if ci == 'pm' else '[low, high]'}); best in bold"]
+             f"{'± half its length' if ci == 'pm' else '[low, high]'}); best in bold"
+             + (f"; {legend}" if legend else "")]
     if any(r.rank is None for b in items for r in b.rows):
         parts.append("(incomplete, k/n pools): a system without results on all n pools of a board, its mean over the "
                      "k it has; not comparable with the others there, so not ranked, bold or tested")
@@ -148,7 +189,8 @@ def render(task: str, leaderboard_dir: str | os.PathLike | None = None, scenario
     the user's board, else the reference one: ``store.path_for``)."""
     from ..checks import check_correction
     from ..errors import ClirbenchError
-    from ..paper import SIGNIFICANCE_LEVEL, Cell, check_ci_style, latex_table, markdown_table, number
+    from ..paper import SIGNIFICANCE_LEVEL, Cell, check_ci_style, markdown_table
+    from ..precision import board_decimals
 
     if fmt not in FORMATS[1:]:
         raise ClirbenchError(f"unknown table format {fmt!r}; choose one of {', '.join(FORMATS[1:])}")
@@ -162,24 +204,60 @@ def render(task: str, leaderboard_dir: str | os.PathLike | None = None, scenario
         return _csv(task, items, baseline, tests)
     if not items:
         return f"{task}: no ranked results"
-    scenarios = len({b.title.rsplit(' · ', 1)[0] for b in items})
-    header = ["System"] + [_header(b, scenarios) for b in items]
     rows = []
     for system in _order(items):
         row: list = [system]
         for i, board in enumerate(items):
             r = next((r for r in board.rows if r.system == system), None)
+            places = board_decimals(board)
             if r is None:
                 row.append("–")
                 continue
             if r.rank is None:  # incomplete: not comparable with the ranked rows
-                row.append(f"{number(r.value)} (incomplete, {r.pools}/{len(board.pools)} pools)")
+                row.append(Cell(r.value, places=places, after=f"(incomplete, {r.pools}/{len(board.pools)} pools)"))
                 continue
             good = board.goodness
-            best = max(float(good(x.value)) for x in board.rows if x.rank is not None) if board.rows[0].rank else None
+            best = max(float(good(x.value)) for x in board.rows if x.rank is not None)
             p = tests.get((i, system), (None, None))[1]
-            row.append(Cell(r.value, r.ci_low, r.ci_high, bold=r.rank is not None and float(good(r.value)) == best,
-                            marked=p is not None and p < SIGNIFICANCE_LEVEL))
+            row.append(Cell(r.value, r.ci_low, r.ci_high, bold=float(good(r.value)) == best,
+                            marked=p is not None and p < SIGNIFICANCE_LEVEL, places=places))
         rows.append(row)
     note = _note(items, leaderboard, baseline, tests, correction, ci)
-    return (latex_table if fmt == "latex" else markdown_table)(header, rows, note, ci)
+    if fmt == "markdown":
+        scenarios = len({_where(b) for b in items})
+        return markdown_table(["System"] + [_header(b, scenarios) for b in items], rows, note, ci)
+    return "\n\n".join(_latex(items, rows, idx, ci) for idx in _chunks(items, lambda idx: _width(items, rows, idx, ci))) \
+        + "\n\n" + _latex_note(note)
+
+
+def _columns(items: Sequence[Board], rows: Sequence[Sequence], idx: Sequence[int]):
+    """The header (measures with their marks), rows and scenario groups of the boards ``idx``."""
+    header = ["System"] + [_header(items[i], 1) for i in idx]
+    sub = [[r[0]] + [r[1 + i] for i in idx] for r in rows]
+    groups: list[tuple[str, int]] = []
+    for i in idx:
+        if groups and groups[-1][0] == _where(items[i]):
+            groups[-1] = (groups[-1][0], groups[-1][1] + 1)
+        else:
+            groups.append((_where(items[i]), 1))
+    return header, sub, groups
+
+
+def _width(items, rows, idx, ci) -> float:
+    from ..paper import latex_width
+
+    header, sub, _ = _columns(items, rows, idx)
+    return latex_width(header, sub, ci)
+
+
+def _latex(items, rows, idx, ci) -> str:
+    from ..paper import latex_table
+
+    header, sub, groups = _columns(items, rows, idx)
+    return latex_table(header, sub, "", ci, groups)
+
+
+def _latex_note(note: str) -> str:
+    from ..paper import MARKER, latex_escape
+
+    return r"{\footnotesize " + latex_escape(note).replace("†", MARKER["latex"]) + "}"
