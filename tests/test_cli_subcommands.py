@@ -101,10 +101,10 @@ def test_sweep_runs_its_cells_and_builds_the_leaderboard(tmp_path, capsys):
     assert "to run" in capsys.readouterr().out
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "1 cells: 1 run, 0 finished before, 0 failed" in out
+    assert "1 cell: 1 run, 0 finished before, 0 failed" in out
     assert list((tmp_path / "out").rglob("de.q-de.json")) and (tmp_path / "lb" / "xquad.json").is_file()
     assert main(argv) == 0
-    assert "1 cells: 0 run, 1 finished before" in capsys.readouterr().out
+    assert "1 cell: 0 run, 1 finished before" in capsys.readouterr().out
 
 
 def test_evaluate_writes_json(tmp_path, capsys):

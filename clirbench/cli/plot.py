@@ -34,7 +34,7 @@ def _board_note(args) -> None:
     from ..leaderboard import store
 
     path = store.path_for(args.task, args.dir)
-    if path.is_file():  # else drawing fails with one line naming it
+    if path.is_file():
         print(store.board_note(path), file=sys.stderr)
 
 
@@ -57,8 +57,9 @@ def _add_ranks(sub) -> None:
     def draw(args):
         from ..plots.rank_intervals import plot_rank_intervals
 
-        _board_note(args)
-        return plot_rank_intervals(args.task, args.out, args.dir, args.scenario, args.measure)
+        drawn = plot_rank_intervals(args.task, args.out, args.dir, args.scenario, args.measure)
+        _board_note(args)  # after drawing: a refusal stays the one line on stderr
+        return drawn
 
     s = _figure(sub, "ranks", "each system's rank and 95%% rank interval per leaderboard board", draw)
     _leaderboard_args(s)
@@ -70,8 +71,9 @@ def _add_gaps(sub) -> None:
     def draw(args):
         from ..plots.gap_heatmap import plot_gap_heatmap
 
-        _board_note(args)
-        return plot_gap_heatmap(args.task, args.out, args.dir, args.scenario, args.measure)
+        drawn = plot_gap_heatmap(args.task, args.out, args.dir, args.scenario, args.measure)
+        _board_note(args)  # after drawing: a refusal stays the one line on stderr
+        return drawn
 
     s = _figure(sub, "gaps", "the query-language gap per system and language pair (heatmap)", draw)
     _leaderboard_args(s)
