@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
+from ..palette import MUTED, SERIES
+
 __all__ = ["COSTS", "DEFAULT_COST", "SystemPoint", "system_points", "pareto_front", "pareto_figure", "write_pareto",
            "read_records"]
 
@@ -164,15 +166,15 @@ def pareto_figure(records: Iterable, measure: str = "nDCG@10", cost: str = DEFAU
     ax = fig.add_subplot()
     xs, ys = [p.cost for p in points], [p.effectiveness for p in points]
     on_front = {p.system for p in front}
-    ax.scatter(xs, ys, c=["#1f77b4" if p.system in on_front else "#999999" if p.complete else "none"
-                          for p in points], edgecolors=["none" if p.complete else "#999999" for p in points],
+    ax.scatter(xs, ys, c=[SERIES[0] if p.system in on_front else MUTED if p.complete else "none"
+                          for p in points], edgecolors=["none" if p.complete else MUTED for p in points],
                zorder=3, gid="pareto-points")
     for p in points:
         label = p.system if p.complete else f"{p.system} (incomplete, {p.pools}/{p.of_pools} pools)"
         ax.annotate(plain(label), (p.cost, p.effectiveness), textcoords="offset points", xytext=(5, 5), fontsize=8,
                     gid=f"label-{p.system}")
     fx, fy = [p.cost for p in front], [p.effectiveness for p in front]
-    ax.step(fx, fy, where="post", color="#1f77b4", alpha=0.6, label="Pareto front", gid="pareto-front")
+    ax.step(fx, fy, where="post", color=SERIES[0], alpha=0.6, label="Pareto front", gid="pareto-front")
     positive = [x for x in xs if x > 0]
     if log_cost is None:
         log_cost = len(positive) == len(xs) and len(xs) > 1 and max(xs) > 100 * min(xs)
