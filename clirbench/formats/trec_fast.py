@@ -16,14 +16,13 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import stat
 from typing import Callable, Mapping
 
 import numpy as np
 
 from ..ranking import RankTable, finish_table, rank_in_segments
 from .jsonl import MAX_LINE_BYTES
-from .trec import open_input
+from .trec import is_stream, open_input
 
 __all__ = ["rank_run_file"]
 
@@ -362,10 +361,7 @@ def rank_run_file(path: str | os.PathLike, qrels: Mapping[str, Mapping[str, int]
         import pyarrow.compute as pc
     except ImportError:
         return None
-    try:
-        if os.fspath(path) == "-" or not stat.S_ISREG(os.stat(path).st_mode):
-            return None
-    except OSError:
+    if is_stream(path):
         return None
     try:
         delim = _delimiter(path)
