@@ -178,6 +178,7 @@ def per_query(qrels, run, names) -> tuple[tuple[str, ...], dict[str, list[float]
 def _judged(judged, scores, cutoff: int | None) -> float:
     """ir_measures' Judged@k of one query: judged documents (any grade) in the top min(k, retrieved),
     over min(k, retrieved); ranked by trec_eval's rule (score, then document id, descending)."""
-    order = sorted(((s, d) for d, s in scores.items()), reverse=True)
-    top = order if cutoff is None else order[:cutoff]
-    return sum(d in judged for _, d in top) / len(top) if top else 0.0
+    from .ranked import NOT_POOLED, rank_query
+
+    r = rank_query(judged, scores, max_ret=cutoff)
+    return int((r.rels != NOT_POOLED).sum()) / r.num_ret if r.num_ret else 0.0
