@@ -91,15 +91,10 @@ def baseline_tests(leaderboard: Mapping, items: Sequence[Board], baseline: str, 
     return {k: (pv, float(q)) for k, pv, q in zip(keys, p, adjusted)}
 
 
-def _where(board: Board) -> str:
-    """The board's subset/scenario/pool mode (its title less the measure)."""
-    return board.title.rsplit(" · ", 1)[0]
-
-
 def _header(board: Board, scenarios: int) -> str:
     """A column's header: the measure (after its scenario when the table has several) and its
     direction mark (↑, ↓ or ``best at 50``)."""
-    name = board.measure if scenarios == 1 else f"{_where(board)} {board.measure}"
+    name = board.measure if scenarios == 1 else f"{board.where} {board.measure}"
     return f"{name} {board.arrow}"
 
 
@@ -111,7 +106,7 @@ def _chunks(items: Sequence[Board], width) -> list[list[int]]:
 
     groups: list[list[int]] = []
     for i, board in enumerate(items):
-        if groups and _where(items[groups[-1][0]]) == _where(board):
+        if groups and items[groups[-1][0]].where == board.where:
             groups[-1].append(i)
         else:
             groups.append([i])
@@ -126,7 +121,7 @@ def _chunks(items: Sequence[Board], width) -> list[list[int]]:
         pieces.append(current)
     out: list[list[int]] = []
     for piece in pieces:
-        if out and _where(items[out[-1][0]]) != _where(items[piece[0]]) and width(out[-1] + piece) <= TEXTWIDTH_PT:
+        if out and items[out[-1][0]].where != items[piece[0]].where and width(out[-1] + piece) <= TEXTWIDTH_PT:
             out[-1] = out[-1] + piece
         else:
             out.append(piece)
@@ -204,27 +199,26 @@ def render(task: str, leaderboard_dir: str | os.PathLike | None = None, scenario
         return _csv(task, items, baseline, tests)
     if not items:
         return f"{task}: no ranked results"
+    places = [board_decimals(b) for b in items]
+    best = [max((float(b.goodness(x.value)) for x in b.rows if x.rank is not None), default=None) for b in items]
     rows = []
     for system in _order(items):
         row: list = [system]
         for i, board in enumerate(items):
             r = next((r for r in board.rows if r.system == system), None)
-            places = board_decimals(board)
             if r is None:
                 row.append("–")
                 continue
             if r.rank is None:  # incomplete: not comparable with the ranked rows
-                row.append(Cell(r.value, places=places, after=f"(incomplete, {r.pools}/{len(board.pools)} pools)"))
+                row.append(Cell(r.value, places=places[i], after=f"(incomplete, {r.pools}/{len(board.pools)} pools)"))
                 continue
-            good = board.goodness
-            best = max(float(good(x.value)) for x in board.rows if x.rank is not None)
             p = tests.get((i, system), (None, None))[1]
-            row.append(Cell(r.value, r.ci_low, r.ci_high, bold=float(good(r.value)) == best,
-                            marked=p is not None and p < SIGNIFICANCE_LEVEL, places=places))
+            row.append(Cell(r.value, r.ci_low, r.ci_high, bold=float(board.goodness(r.value)) == best[i],
+                            marked=p is not None and p < SIGNIFICANCE_LEVEL, places=places[i]))
         rows.append(row)
     note = _note(items, leaderboard, baseline, tests, correction, ci)
     if fmt == "markdown":
-        scenarios = len({_where(b) for b in items})
+        scenarios = len({b.where for b in items})
         return markdown_table(["System"] + [_header(b, scenarios) for b in items], rows, note, ci)
     return "\n\n".join(_latex(items, rows, idx, ci) for idx in _chunks(items, lambda idx: _width(items, rows, idx, ci))) \
         + "\n\n" + _latex_note(note)
@@ -236,10 +230,10 @@ def _columns(items: Sequence[Board], rows: Sequence[Sequence], idx: Sequence[int
     sub = [[r[0]] + [r[1 + i] for i in idx] for r in rows]
     groups: list[tuple[str, int]] = []
     for i in idx:
-        if groups and groups[-1][0] == _where(items[i]):
+        if groups and groups[-1][0] == items[i].where:
             groups[-1] = (groups[-1][0], groups[-1][1] + 1)
         else:
-            groups.append((_where(items[i]), 1))
+            groups.append((items[i].where, 1))
     return header, sub, groups
 
 
