@@ -19,7 +19,7 @@ import numpy as np
 
 from ..atomic import write_text_atomic
 from ..errors import ClirbenchError, DataNotFoundError, MalformedDataError
-from ..strict import expect_json, first_duplicate, shown
+from ..strict import first_duplicate, loads_json, shown
 from .records import Result
 
 __all__ = ["PerQuery", "RankedDoc", "per_query_name", "ranks_name", "write_result", "read_result", "read_per_query",
@@ -137,12 +137,9 @@ def read_result(path: str | os.PathLike) -> Result:
         raise DataNotFoundError(f"{path}: no such result file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise MalformedDataError(f"{path}: cannot read result file: {_one_line(exc)}") from None
-    from ..strict import loads_json
-
     data = loads_json(raw, f"{path}: malformed result file")  # duplicate keys and deep nesting refused
-    expect_json(data, dict, f"{path}: malformed result file", "a result record")
     try:
-        return Result.from_dict(data)
+        return Result.from_dict(data)  # not an object: "not a result record: a JSON array, expected ..."
     except (ValueError, TypeError) as exc:  # JSONDecodeError is a ValueError
         raise MalformedDataError(f"{path}: malformed result file: {_one_line(exc)}") from None
 
