@@ -73,21 +73,23 @@ def link_problem(path: str | os.PathLike) -> str | None:
     return None
 
 
-def is_file(path: str | os.PathLike) -> bool:
-    """``path.is_file()``; a symbolic link that leads to nothing is a one-line error naming it, not a
-    missing file (so a data folder with a broken link is never taken for one without the file)."""
+def _refuse_dead_link(path: str | os.PathLike) -> Path:
+    """``Path(path)``; a one-line error naming it when it is a link that leads to nothing."""
     problem = link_problem(path)
     if problem:
         raise MalformedDataError(f"{path}: {problem}")
-    return Path(path).is_file()
+    return Path(path)
+
+
+def is_file(path: str | os.PathLike) -> bool:
+    """``path.is_file()``; a symbolic link that leads to nothing is a one-line error naming it, not a
+    missing file (so a data folder with a broken link is never taken for one without the file)."""
+    return _refuse_dead_link(path).is_file()
 
 
 def is_dir(path: str | os.PathLike) -> bool:
     """``path.is_dir()``, with :func:`is_file`'s error for a link that leads to nothing."""
-    problem = link_problem(path)
-    if problem:
-        raise MalformedDataError(f"{path}: {problem}")
-    return Path(path).is_dir()
+    return _refuse_dead_link(path).is_dir()
 
 
 def unusable_files(root: str | os.PathLike, limit: int = 1_000_000) -> Iterator[str]:
