@@ -21,7 +21,7 @@ from typing import Sequence
 from .precision import fmt, measure_decimals
 
 __all__ = ["CI_STYLES", "TABLE_FORMATS", "MARKER", "SIGNIFICANCE_LEVEL", "TEXTWIDTH_PT", "Cell", "latex_escape",
-           "latex_table", "latex_width", "markdown_table", "comparison_table", "check_ci_style", "direction_legend"]
+           "latex_table", "latex_note", "latex_width", "markdown_table", "comparison_table", "check_ci_style", "direction_legend"]
 
 CI_STYLES = ("pm", "bracket")
 TABLE_FORMATS = ("text", "markdown", "latex", "csv")  # leaderboard show --format (here: the parser needs no numpy)
@@ -157,8 +157,13 @@ def latex_table(header: Sequence[str], rows: Sequence[Sequence], note: str = "",
     lines += [_latex_row(r, pairs, ci, wrap) for r in rows]
     lines += [r"\bottomrule", r"\end{tabular}}"]
     if note:
-        lines += ["", r"{\footnotesize " + latex_escape(note).replace("†", MARKER["latex"]) + "}"]
+        lines += ["", latex_note(note)]
     return "\n".join(lines)
+
+
+def latex_note(note: str) -> str:
+    """A table's note in LaTeX: escaped, in footnote size, † as the LaTeX marker."""
+    return r"{\footnotesize " + latex_escape(note).replace("†", MARKER["latex"]) + "}"
 
 
 # Widths (pt) of characters in Computer Modern at \small (9pt): digits 0.5em, bold digits 0.575em;

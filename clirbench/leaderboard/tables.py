@@ -184,7 +184,7 @@ def render(task: str, leaderboard_dir: str | os.PathLike | None = None, scenario
     the user's board, else the reference one: ``store.path_for``)."""
     from ..checks import check_correction
     from ..errors import ClirbenchError
-    from ..paper import SIGNIFICANCE_LEVEL, Cell, check_ci_style, markdown_table
+    from ..paper import SIGNIFICANCE_LEVEL, Cell, check_ci_style, latex_note, markdown_table
     from ..precision import board_decimals
 
     if fmt not in FORMATS[1:]:
@@ -221,7 +221,7 @@ def render(task: str, leaderboard_dir: str | os.PathLike | None = None, scenario
         scenarios = len({b.where for b in items})
         return markdown_table(["System"] + [_header(b, scenarios) for b in items], rows, note, ci)
     return "\n\n".join(_latex(items, rows, idx, ci) for idx in _chunks(items, lambda idx: _width(items, rows, idx, ci))) \
-        + "\n\n" + _latex_note(note)
+        + "\n\n" + latex_note(note)
 
 
 def _columns(items: Sequence[Board], rows: Sequence[Sequence], idx: Sequence[int]):
@@ -249,9 +249,3 @@ def _latex(items, rows, idx, ci) -> str:
 
     header, sub, groups = _columns(items, rows, idx)
     return latex_table(header, sub, "", ci, groups)
-
-
-def _latex_note(note: str) -> str:
-    from ..paper import MARKER, latex_escape
-
-    return r"{\footnotesize " + latex_escape(note).replace("†", MARKER["latex"]) + "}"
