@@ -223,8 +223,7 @@ def heatmap_svg(values: Mapping[str, Mapping[str, float]], title: str, measure: 
                          f'<title>{esc(system)} {esc(pair)}: {fmt(v, places + 1, sign=True)}</title></rect>'
                          f'<text x="{x + cell_w / 2 - 1:.0f}" y="{y + 17}" text-anchor="middle"{light}>{text}</text>')
     y = top + cell_h * len(systems) + 8
-    low, high = ("lower", "higher") if direction == "target" else \
-        (("worse", "better") if direction == "up" else ("better", "worse"))
+    low, high = palette.meaning(direction, -1.0), palette.meaning(direction, 1.0)
     for k, (v, label) in enumerate(((-span, f"{fmt(-span, places)} {low}"), (0.0, "0"),
                                     (span, f"{fmt(span, places, sign=True)} {high}"))):
         x = label_w + k * 76

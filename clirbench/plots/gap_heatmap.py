@@ -74,8 +74,7 @@ def plot_gap_heatmap(task: str, out: str | os.PathLike, leaderboard_dir: str | o
     ax.set_yticks([i + 0.5 for i in range(len(systems))], [plain(s) for s in systems])
     ax.grid(False)
     ax.set_title(plain(f"{task} {scenario}: gap in {measure} (queries in L2 minus in L1)"), fontsize=9)
-    words = ("lower", "higher") if direction == "target" else \
-        (("worse", "better") if direction == "up" else ("better", "worse"))
+    words = palette.meaning(direction, -1.0), palette.meaning(direction, 1.0)
     bar = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), ax=ax, fraction=0.05,
                        format=FuncFormatter(lambda x, _: fmt(x, places, sign=True)))
     bar.set_label(f"L2 queries: {words[0]} ← → {words[1]}", fontsize=8)
