@@ -3,7 +3,7 @@
 Pool: ``--docs`` L2-normalised float32 vectors of ``--dim`` dims drawn around ``docs / 200``
 Gaussian centres (noise ``--noise``), ``--queries`` queries drawn the same way; doc ids ``d%07d``.
 
-  exact   brute force, as clirbench.retrievers.ann.exact_topk: blocked numpy matmul + argpartition,
+  exact   brute force, as clirbench.rank.ann.exact_topk: blocked numpy matmul + argpartition,
           ties settled by the tie rule (score desc, doc id desc); its time is the baseline
   <index> AnnIndex.build (timed apart: training on a sample + add; once per factory string, search
           parameters set on the built index), then search of k + margin
@@ -61,8 +61,8 @@ def main(argv=None) -> int:
 
     import faiss
 
-    from clirbench.ranking import tie_keys
-    from clirbench.retrievers.ann import AnnIndex, exact_topk, parse_index_spec, rescore_topk
+    from clirbench.rank.ties import tie_keys
+    from clirbench.rank.ann import AnnIndex, exact_topk, parse_index_spec, rescore_topk
 
     if args.threads:
         faiss.omp_set_num_threads(args.threads)

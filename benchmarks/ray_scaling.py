@@ -5,7 +5,7 @@
 Ranking: a synthetic pool (``sharded_ranks.synthetic``: L2-normalised float32 embeddings, each
 query a noisy copy of its relevant document) whose embeddings are written into an embedding cache
 first (a lookup "encoder"; the Ray workers read the cache and never encode). Timed:
-``clirbench.distributed.rank_pool_ray`` with 1 and with 2 workers (same shards; the finished-shard
+``clirbench.rank.distributed.rank_pool_ray`` with 1 and with 2 workers (same shards; the finished-shard
 files are deleted between runs), then a rerun that reuses every finished shard (the driver's own
 work: bounds, hashing, merging) and, for reference, ``rank_pool_sharded`` in this process (numpy
 with every BLAS thread). Ray's workers are warmed up (imports) before timing. Efficiency =
@@ -36,8 +36,8 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 from clirbench.collection import Pool, Text  # noqa: E402
-from clirbench.distributed import COUNTS_DIR, encode_on_ray, rank_pool_ray, ray_session  # noqa: E402
-from clirbench.sharded import rank_pool_sharded  # noqa: E402
+from clirbench.rank.distributed import COUNTS_DIR, encode_on_ray, rank_pool_ray, ray_session  # noqa: E402
+from clirbench.rank.sharded import rank_pool_sharded  # noqa: E402
 from sharded_ranks import synthetic  # noqa: E402
 
 
@@ -90,7 +90,7 @@ def bench_ranking(args, ray, root: Path) -> None:
     print(f"ranking: {args.docs:,} docs x {args.queries:,} queries x {args.dim} dims, {args.shards} shards; "
           f"data made and cached in {time.perf_counter() - t0:.1f}s", flush=True)
 
-    warm = ray.remote(lambda: __import__("clirbench.sharded") and os.environ.get("OMP_NUM_THREADS"))
+    warm = ray.remote(lambda: __import__("clirbench.rank.sharded") and os.environ.get("OMP_NUM_THREADS"))
     threads = ray.get([warm.options(num_cpus=1).remote() for _ in range(2)])
 
     times, tables = {1: [], 2: []}, {}

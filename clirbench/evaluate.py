@@ -21,8 +21,8 @@ def evaluate_files(qrels_path, run_path, measures=None, resamples: int = 1000, s
     ``.jsonl``) also gets one ``query_id, measure, value`` record per evaluated query and measure
     (as ir_measures' ``-q``).
     """
-    from .checks import check_resamples, check_seed
-    from .ranking import rank_run
+    from .util.checks import check_resamples, check_seed
+    from .rank.ties import rank_run
     from .formats.trec import check_inputs, is_stream, read_qrels, read_run, rereadable
     from .formats.trec_fast import rank_run_file
 
@@ -56,7 +56,7 @@ def _split_measures(measures) -> tuple[list[str] | None, list[str]]:
     ``Bpref``, ``Judged@10``, ``P(rel=2)@5``; trec_eval's ``ndcg_cut_10``); unknown names raise."""
     if measures is None:
         return None, []
-    from .errors import UnknownNameError
+    from .util.errors import UnknownNameError
     from .measures import parse
     from .trec_eval.names import lookup
 
@@ -122,7 +122,7 @@ def _write_per_query(path, query_ids: Sequence[str], per_query: Mapping[str, np.
     """One record per (query, measure); NaN (undefined) and inf (needs the full ranking) as null."""
     import json
 
-    from .atomic import write_text_atomic
+    from .util.atomic import write_text_atomic
 
     jsonl = str(path).endswith(".jsonl")
     lines = []

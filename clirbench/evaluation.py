@@ -23,7 +23,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from .collection import Pool
-    from .ranking import RankTable
+    from .rank.ties import RankTable
     from .results import MeasureValue
 
 __all__ = ["PoolEvaluation", "Ranker", "Ranked", "choose_ranker", "rank_blocks", "run_blocks", "evaluate_table",
@@ -33,7 +33,7 @@ __all__ = ["PoolEvaluation", "Ranker", "Ranked", "choose_ranker", "rank_blocks",
 # relevant document retrieved.
 STANDARD_MEASURES = ("nDCG@10", "nDCG@1", "RR", "AP@1000", "R@100", "P@10", "Success@10", "MaxR", "Complete@10")
 
-from .ranking import Ranked, rank_blocks, run_blocks  # noqa: E402  (the kernel's names, defined with the ranks)
+from .rank.ties import Ranked, rank_blocks, run_blocks  # noqa: E402  (the kernel's names, defined with the ranks)
 
 
 @runtime_checkable
@@ -112,20 +112,20 @@ def choose_ranker(ranking=None, pool_sizes: Sequence[int] = (), measures: Sequen
 
     ranking = ranking or RankingOptions()
     if ranking.executor == "ray":
-        from .distributed import RayRanker
+        from .rank.distributed import RayRanker
 
         ranker = RayRanker(ranking.shards, ranking.address, ranking.workers, device)
     elif ranking.index is not None:
-        from .retrievers.ann import AnnRanker
+        from .rank.ann import AnnRanker
 
         ranker = AnnRanker.for_measures(ranking.index, measures, device)
     else:
-        from .sharded import AUTO_SHARD_DOCS, ShardedRanker
+        from .rank.sharded import AUTO_SHARD_DOCS, ShardedRanker
 
         if ranking.shards is not None or any(n > AUTO_SHARD_DOCS for n in pool_sizes):
             ranker = ShardedRanker(ranking.shards, device)
         else:
-            from .ranking import ExactRanker
+            from .rank.ties import ExactRanker
 
             ranker = ExactRanker()
     ranker.supports(measures)
@@ -139,7 +139,7 @@ def evaluate_pool(retriever, pool: "Pool", measures: Sequence, resamples: int = 
     import dataclasses
     import time
 
-    from .ranking import ExactRanker
+    from .rank.ties import ExactRanker
 
     t0 = time.perf_counter()
     ranked = (ranker or ExactRanker()).rank(retriever, pool if seen is None else seen, pool)
@@ -159,8 +159,8 @@ def evaluate_ranked_run(table: "RankTable", qrels: Mapping, run_queries: Sequenc
                         resamples: int = 1000, seed: int = 42):
     """The typed ``results.Evaluation`` of a ranked run (``run_queries``: the query ids the run holds):
     ``measures`` (names; default ``STANDARD_MEASURES``) with bootstrap intervals and per-query values."""
-    from .checks import check_resamples, check_seed
-    from .errors import MalformedDataError, UnknownNameError
+    from .util.checks import check_resamples, check_seed
+    from .util.errors import MalformedDataError, UnknownNameError
     from .measures import parse
     from .results import Evaluation
 
@@ -178,8 +178,8 @@ def evaluate_run(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mappi
                  measures: Sequence | None = None, resamples: int = 1000, seed: int = 42):
     """Score a run ``{query_id: {doc_id: score}}`` against qrels (queries evaluated: those in the run
     with at least one judgement, as pytrec_eval): a typed ``results.Evaluation``."""
-    from .checks import check_resamples, check_seed
-    from .ranking import rank_run
+    from .util.checks import check_resamples, check_seed
+    from .rank.ties import rank_run
 
     resamples, seed = check_resamples(resamples), check_seed(seed)  # before any work
     return evaluate_ranked_run(rank_run(run, qrels), qrels, list(run), measures, resamples, seed)

@@ -19,37 +19,17 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
+from .util.filenames import NAME_LIMIT, NAME_MAX, fit_name
+
 __all__ = ["PoolKey", "SystemKey", "slug", "fit_name", "check_path_fits", "local_model_name", "labels",
            "NAME_MAX", "NAME_LIMIT"]
 
-#: bytes of UTF-8 a file or folder name may have on Linux, macOS and Windows file systems
-NAME_MAX = 255
-#: the longest name clirbench builds from user-given parts (ids, languages, specs), its suffix
-#: included: under ``NAME_MAX`` with room for an atomic write's temp name and for a suffix added later
-NAME_LIMIT = 200
 #: room a result stem leaves for the names beside it (``.perquery.tsv``, ``.ranks.tsv``, ``.json``)
 _SUFFIX_ROOM = 16
-_HASH_HEX = 16
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+=@-]")
 _SHA = re.compile(r"sha256:([0-9a-f]{8,})")
 _TRANSLATION_TAG = {"query": "qt", "docs": "dt"}
-
-
-def fit_name(name: str, limit: int = NAME_LIMIT) -> str:
-    """``name`` when its UTF-8 has at most ``limit`` bytes; else its first bytes (whole characters),
-    ``~`` and 16 hex digits of the SHA-256 of the whole name (``~`` is never in a :func:`slug`).
-
-    The same name always gives the same result, so a rerun finds (and reuses) the same file; the
-    full name stays inside the record.
-    """
-    raw = name.encode("utf-8")
-    if len(raw) <= limit:
-        return name
-    digest = hashlib.sha256(raw).hexdigest()[:_HASH_HEX]
-    keep = max(limit - _HASH_HEX - 1, 0)
-    head = raw[:keep].decode("utf-8", errors="ignore").rstrip(".-_")
-    return f"{head}~{digest}"
 
 
 def check_path_fits(path: str | os.PathLike, what: str) -> None:
@@ -190,7 +170,7 @@ def _retriever_name(spec: str, model_id: str | None, revision: str | None, path:
 
 
 def _redacted(text: str) -> str:
-    from .redact import redact
+    from .util.redact import redact
 
     return redact(text)
 

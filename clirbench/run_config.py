@@ -53,7 +53,7 @@ class RetrievalOptions:
     translation: Any = None  # a translate.spec.TranslationOptions (or its mapping form)
 
     def __post_init__(self) -> None:
-        from .checks import MAX_BATCH_SIZE, check_int
+        from .util.checks import MAX_BATCH_SIZE, check_int
 
         if self.batch_size is not None:
             object.__setattr__(self, "batch_size", check_int(self.batch_size, "batch_size", 1, MAX_BATCH_SIZE))
@@ -77,8 +77,8 @@ class RankingOptions:
     workers: int | None = None
 
     def __post_init__(self) -> None:
-        from .checks import MAX_SHARDS, MAX_WORKERS, check_int
-        from .errors import ClirbenchError
+        from .util.checks import MAX_SHARDS, MAX_WORKERS, check_int
+        from .util.errors import ClirbenchError
 
         if self.executor not in EXECUTORS:
             raise ClirbenchError(f"unknown executor {self.executor!r}; expected {' or '.join(EXECUTORS)}")
@@ -104,7 +104,7 @@ class StatisticsOptions:
     correction: str = "holm"
 
     def __post_init__(self) -> None:
-        from .checks import check_correction, check_resamples, check_seed
+        from .util.checks import check_correction, check_resamples, check_seed
 
         check_correction(self.correction)
         if self.measures is not None:

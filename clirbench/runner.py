@@ -8,7 +8,7 @@ from typing import Mapping, Sequence
 
 from .collection import Pool
 from .cache.layout import embeddings_dir
-from .errors import ClirbenchError, UnknownNameError
+from .util.errors import ClirbenchError, UnknownNameError
 from .results import PerQuery, PoolResult, RunResult
 from .run_config import DEFAULT_OUTPUT, RunConfig
 
@@ -59,7 +59,7 @@ def run(model, task="xquad", config: RunConfig | None = None, **options) -> RunR
     measure_objs = _measures(c.statistics.measures)
     index = c.ranking.index
     if index is not None:
-        from .retrievers.ann import parse_index_spec, split_ann_measures
+        from .rank.ann import parse_index_spec, split_ann_measures
 
         index = str(parse_index_spec(index))  # one line for a malformed factory, before any work
         if not c.statistics.measures:  # the default set without the rank-set measures an index cannot give

@@ -1,4 +1,4 @@
-"""faiss top-k (retrievers/ann.py) against exact top-k, with the real faiss library."""
+"""faiss top-k (rank/ann.py) against exact top-k, with the real faiss library."""
 from __future__ import annotations
 
 import sys
@@ -7,10 +7,10 @@ import zlib
 import numpy as np
 import pytest
 
-from clirbench.errors import ClirbenchError, UnknownNameError
-from clirbench.optional import MissingDependencyError
-from clirbench.ranking import rank_relevant, tie_keys
-from clirbench.retrievers.ann import (AnnIndex, ann_depth, ann_measures, ann_run, check_ann_measures,
+from clirbench.util.errors import ClirbenchError, UnknownNameError
+from clirbench.util.optional import MissingDependencyError
+from clirbench.rank.ties import rank_relevant, tie_keys
+from clirbench.rank.ann import (AnnIndex, ann_depth, ann_measures, ann_run, check_ann_measures,
                                       exact_topk, measured_recall, parse_index_spec, split_ann_measures)
 from xquad_files import XQUAD
 

@@ -233,7 +233,7 @@ def test_evaluate_keeps_the_old_report_and_adds_per_query_values(tmp_path):
 
 
 def test_run_config_is_the_keyword_options_as_one_checked_value():
-    from clirbench.errors import ClirbenchError
+    from clirbench.util.errors import ClirbenchError
 
     config = clirbench.RunConfig.of(langs="en,de", scenarios="mono-cross", query_langs=["de"], data_dir=XQUAD,
                                     resamples=50, correction="bh", output_dir=None, progress=False)

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from clirbench.errors import DataNotFoundError, MalformedDataError, UnknownNameError
+from clirbench.util.errors import DataNotFoundError, MalformedDataError, UnknownNameError
 from clirbench.tasks import get_task
 from clirbench.formats.beir import read_corpus, read_qrels, read_queries, truncate_tokens
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import clirbench.tasks as tasks_module
-from clirbench.errors import DataNotFoundError, MalformedDataError, UnknownNameError
+from clirbench.util.errors import DataNotFoundError, MalformedDataError, UnknownNameError
 from clirbench.tasks import get_task
 from clirbench.tasks.belebele import ISO_639_1, canonical_language, item_id
 

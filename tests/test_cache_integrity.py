@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from clirbench.atomic import STALE_AFTER, write_text_atomic
+from clirbench.util.atomic import STALE_AFTER, write_text_atomic
 from clirbench.cli import main
 from clirbench.cache.embeddings import EmbeddingCache, space_key
 from clirbench.cache.store import npy_bytes

@@ -179,7 +179,7 @@ def test_one_module_and_one_handler_per_subcommand(capsys):
 
 def test_one_table_formatter():
     """report.format_table builds the plain-text tables of run, compare, leaderboard show and sweep grids."""
-    from clirbench.report import format_table
+    from clirbench.display.report import format_table
 
     assert format_table(["a", "bb"], [["xyz", "1"]]) == ["a    bb", "---  --", "xyz  1"]
     assert format_table(["n", "v"], [["a", "10"], ["bcd", "2"]], right=(1,), rule=False) == \

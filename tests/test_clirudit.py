@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from clirbench.errors import DataNotFoundError, MalformedDataError, UnknownNameError
+from clirbench.util.errors import DataNotFoundError, MalformedDataError, UnknownNameError
 from clirbench.tasks import get_task
 
 DOCS = [("d1", "Le travail", "Une étude", "Les ouvriers du Québec."),

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from clirbench.stats.paired import compare, format_comparison
-from clirbench.errors import ClirbenchError
+from clirbench.util.errors import ClirbenchError
 from clirbench.results import Result, write_result
 from clirbench.stats.summary import summarise
 from clirbench.stats import paired_bootstrap, randomization_test

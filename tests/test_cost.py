@@ -239,7 +239,7 @@ def test_pareto_front_and_deterministic_svg(tmp_path):
 
 
 def test_pareto_refuses_unknown_costs_and_measures(tmp_path):
-    from clirbench.errors import ClirbenchError
+    from clirbench.util.errors import ClirbenchError
     from clirbench.plots.pareto import write_pareto
 
     records = _fake_records(tmp_path)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from clirbench.collection import Text
-from clirbench.errors import UnknownNameError
+from clirbench.util.errors import UnknownNameError
 from clirbench.retrievers import (
     DenseRetriever,
     EmbeddingCache,

@@ -74,8 +74,8 @@ import hashlib, json, sys
 import numpy as np
 from clirbench.collection import Pool, Text
 from clirbench.retrievers.dense import DenseRetriever
-from clirbench.ranking import rank_relevant
-from clirbench.sharded import rank_pool_sharded
+from clirbench.rank.ties import rank_relevant
+from clirbench.rank.sharded import rank_pool_sharded
 from threadpoolctl import threadpool_info
 
 class Enc:

@@ -45,7 +45,7 @@ def test_an_unusable_device_is_one_line_before_any_work(command, device, message
 
 def test_the_python_api_says_so_in_one_line_too():
     from clirbench.collection import Text
-    from clirbench.errors import ClirbenchError
+    from clirbench.util.errors import ClirbenchError
     from clirbench.retrievers import DenseRetriever
 
     from conftest import BagOfCharsEncoder
@@ -56,7 +56,7 @@ def test_the_python_api_says_so_in_one_line_too():
 
 
 def test_without_torch_a_device_other_than_cpu_says_what_to_install(monkeypatch):
-    from clirbench.errors import ClirbenchError
+    from clirbench.util.errors import ClirbenchError
     from clirbench.retrievers.encoders import check_device
 
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch raises ImportError

@@ -1,4 +1,4 @@
-"""Encoding and exact ranking on a real local Ray (clirbench.distributed): the driver finds every
+"""Encoding and exact ranking on a real local Ray (clirbench.rank.distributed): the driver finds every
 embedding the workers encoded, ranks equal rank_relevant's for 1 and 3 shards with ties and copies,
 a worker killed mid-run is retried with the same result, finished shards are reused, and an
 unreachable cluster or a missing ray is one line."""
@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from clirbench.collection import Pool, Text
-from clirbench.errors import ClirbenchError
-from clirbench.ranking import rank_relevant
-from clirbench.sharded import rank_pool_sharded, topk_sharded
+from clirbench.util.errors import ClirbenchError
+from clirbench.rank.ties import rank_relevant
+from clirbench.rank.sharded import rank_pool_sharded, topk_sharded
 
 from conftest import BagOfCharsEncoder, assert_same_table
 
@@ -121,8 +121,8 @@ def closed_port() -> int:
 
 
 def test_unreachable_cluster_and_missing_ray_are_one_line(tmp_path, monkeypatch):
-    from clirbench.distributed import encode_on_ray, rank_pool_ray
-    from clirbench.optional import MissingDependencyError
+    from clirbench.rank.distributed import encode_on_ray, rank_pool_ray
+    from clirbench.util.optional import MissingDependencyError
 
     address = f"127.0.0.1:{closed_port()}"
     t0 = time.perf_counter()
@@ -151,7 +151,7 @@ def test_without_an_address_a_local_ray_is_started_and_shut_down(tmp_path):
     import tempfile
 
     short = tempfile.mkdtemp(prefix="cr")  # AF_UNIX socket paths are limited to 107 bytes
-    script = ("import ray\nfrom clirbench.distributed import encode_on_ray\nfrom test_distributed import bag_recipe\n"
+    script = ("import ray\nfrom clirbench.rank.distributed import encode_on_ray\nfrom test_distributed import bag_recipe\n"
               f"r = encode_on_ray(bag_recipe, {{'query': ['a b', 'c d', 'a b']}}, {str(tmp_path / 'c')!r}, workers=1)\n"
               "print(r.encoded, r.chunks, len(r.workers), ray.is_initialized())\n")
     env = dict(os.environ, HOME=str(tmp_path), RAY_TMPDIR=short, RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="disabled",
@@ -167,7 +167,7 @@ def test_without_an_address_a_local_ray_is_started_and_shut_down(tmp_path):
 
 
 def test_encoded_on_ray_the_driver_finds_everything_cached(tmp_path, local_ray):
-    from clirbench.distributed import encode_on_ray
+    from clirbench.rank.distributed import encode_on_ray
 
     pool = tie_pool()
     report = encode_on_ray(bag_recipe, {"document": pool.docs, "query": pool.queries}, tmp_path / "cache",
@@ -185,7 +185,7 @@ def test_encoded_on_ray_the_driver_finds_everything_cached(tmp_path, local_ray):
 
 @pytest.mark.parametrize("shards", [1, 3])
 def test_ranks_and_topk_on_ray_equal_rank_relevant(tmp_path, local_ray, shards):
-    from clirbench.distributed import rank_pool_ray
+    from clirbench.rank.distributed import rank_pool_ray
 
     pool = tie_pool()
     retriever = bag_recipe(tmp_path / "cache")
@@ -216,7 +216,7 @@ def test_ranks_on_ray_with_a_torch_device_are_the_exact_ones(tmp_path, local_ray
     """``device``: the workers multiply with torch (its CPU device here, a GPU on a cluster), whose
     float32 scores differ from the exact ones in the last bits on these near-ties; counted as bounded
     blocks, the ranks are still those of an independent ``math.fsum`` sort."""
-    from clirbench.distributed import rank_pool_ray
+    from clirbench.rank.distributed import rank_pool_ray
     from test_bounded_ranks import _adversarial, _pool, _reference_ranks, _triples
 
     Q, D = _adversarial(1)
@@ -232,7 +232,7 @@ def test_ranks_on_ray_with_a_torch_device_are_the_exact_ones(tmp_path, local_ray
 
 
 def test_workers_building_another_retriever_is_one_line(tmp_path):
-    from clirbench.distributed import rank_pool_ray
+    from clirbench.rank.distributed import rank_pool_ray
 
     enc = BagOfCharsEncoder()
     enc.model_id = "test/other"
@@ -246,7 +246,7 @@ def test_workers_building_another_retriever_is_one_line(tmp_path):
 
 
 def test_a_worker_killed_mid_run_costs_only_its_shard(tmp_path, local_ray):
-    from clirbench.distributed import rank_pool_ray
+    from clirbench.rank.distributed import rank_pool_ray
 
     pool = tie_pool()
     marker = tmp_path / "died"
@@ -285,7 +285,7 @@ def lock_checking_recipe(cache_dir):
 
 
 def test_encoder_actors_encode_outside_the_writer_lock_and_write_each_text_once(tmp_path):
-    from clirbench.distributed import _EncoderActor
+    from clirbench.rank.distributed import _EncoderActor
 
     pytest.importorskip("fcntl")
     actor = _EncoderActor(lock_checking_recipe, str(tmp_path), None, None)  # the class Ray runs, in-process

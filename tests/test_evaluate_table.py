@@ -8,7 +8,7 @@ import json
 import pytest
 
 from clirbench.cli import main
-from clirbench.plural import plural
+from clirbench.util.plural import plural
 
 QRELS = "q1 0 d1 1\nq1 0 d2 1\nq2 0 d3 1\nq2 0 d4 0\nq3 0 d5 2\nq9 0 d1 1\n"
 RUN = ("q1 Q0 d1 1 3.0 r\nq1 Q0 d4 2 2.0 r\nq2 Q0 d4 1 3.0 r\nq2 Q0 d3 2 2.5 r\nq2 Q0 d9 3 1.0 r\n"

@@ -9,9 +9,9 @@ import pytest
 from clirbench.collection import Pool, Text
 from clirbench.evaluation import (PoolEvaluation, Ranked, Ranker, evaluate_pool, evaluate_scores, evaluate_table,
                                   rank_blocks)
-from clirbench.ranking import ExactRanker
+from clirbench.rank.ties import ExactRanker
 from clirbench.measures import parse
-from clirbench.ranking import rank_run
+from clirbench.rank.ties import rank_run
 
 MEASURES = tuple(parse(m) for m in ("nDCG@10", "RR", "R@100", "MaxR", "MaxR_norm", "MaxR_norm_of_mean",
                                     "SameLangFirst"))

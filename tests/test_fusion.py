@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from clirbench.collection import Text
-from clirbench.errors import ClirbenchError
+from clirbench.util.errors import ClirbenchError
 from clirbench.retrievers import make_retriever
 from clirbench.retrievers.bm25 import BM25Retriever
 from clirbench.retrievers.fusion import (

@@ -128,7 +128,7 @@ def test_kill_9_at_several_moments_then_rerun_gives_identical_results(tmp_path, 
 def test_ctrl_c_interrupts_a_call_in_flight_at_once():
     import threading
 
-    from clirbench import interruptible
+    from clirbench.util import interruptible
 
     assert interruptible.call(sum, [1, 2]) == 3
     with pytest.raises(ZeroDivisionError):  # the caller gets the call's error

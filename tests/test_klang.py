@@ -16,7 +16,7 @@ import pytest
 
 from clirbench.cache.layout import embeddings_dir
 from clirbench.cli import main
-from clirbench.errors import UnknownNameError
+from clirbench.util.errors import UnknownNameError
 from clirbench.leaderboard import store
 from clirbench.measures import SameLangFirst
 from clirbench.results import Result, read_result

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from clirbench.errors import DataNotFoundError, MalformedDataError, UnknownNameError
+from clirbench.util.errors import DataNotFoundError, MalformedDataError, UnknownNameError
 from clirbench.tasks import get_task
 from clirbench.tasks.ko_en import summary_table, table_rows
 
@@ -127,7 +127,7 @@ def test_table_cross_and_mono_averages(ko_en_dir, tmp_path, bag_retriever):
 
 
 def test_cli_table_includes_cross_and_mono_averages(ko_en_dir, tmp_path, bag_retriever):
-    from clirbench.report import format_outcomes
+    from clirbench.display.report import format_outcomes
     from clirbench.runner import run
 
     retriever, _ = bag_retriever()

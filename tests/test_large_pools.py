@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from clirbench.errors import ClirbenchError
+from clirbench.util.errors import ClirbenchError
 from clirbench.runner import run
 from xquad_files import XQUAD
 
@@ -81,7 +81,7 @@ def test_index_refuses_rank_set_measures_and_shards_together(bag_retriever):
 
 
 def test_auto_sharding_above_the_threshold(bag_retriever, monkeypatch):
-    import clirbench.sharded as sharded
+    import clirbench.rank.sharded as sharded
 
     monkeypatch.setattr(sharded, "AUTO_SHARD_DOCS", 100)  # XQuAD's en+zh pools hold 480 passages
     retriever, _ = bag_retriever()

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from clirbench.errors import DataNotFoundError, MalformedDataError, UnknownNameError
+from clirbench.util.errors import DataNotFoundError, MalformedDataError, UnknownNameError
 from clirbench.tasks import get_task
 from clirbench.tasks.lazretrieval import FILES, LOCALES, summary_table
 

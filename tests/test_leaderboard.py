@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from clirbench.errors import ClirbenchError
+from clirbench.util.errors import ClirbenchError
 from clirbench.leaderboard import boards, build, load, show, submit
 from clirbench.leaderboard import store
 from clirbench.leaderboard.submit import merge, validate_result

@@ -218,7 +218,7 @@ def test_page_at_1400_px_fits_and_shows_rank_intervals(wide_browser, tmp_path):
         " && e.offsetHeight > 0).map(e => e.textContent)")
     assert len(visible) >= 5 * 10 + 5 * 4 and all(t.startswith("rank ") for t in visible)
     # a gap cell printed as zero is white; every other one has the palette's colour of what it means
-    from clirbench import palette
+    from clirbench.display import palette
 
     cells = wide_browser.execute_script(
         "return Array.from(document.querySelectorAll('svg.heatmap rect[data-v]')).map("
@@ -333,7 +333,7 @@ def test_one_precision_per_column_on_the_page():
     import re
 
     from clirbench.leaderboard import boards
-    from clirbench.precision import board_decimals
+    from clirbench.display.precision import board_decimals
 
     data = load(REPO / "leaderboards" / "xquad.json")
     text = render_page(data)
@@ -356,7 +356,7 @@ def test_the_page_and_plot_gaps_colour_each_gap_alike(tmp_path):
     import re
     import xml.etree.ElementTree as ET
 
-    from clirbench import palette
+    from clirbench.display import palette
     from clirbench.cli import main
     from clirbench.plots.gap_heatmap import gap_matrix
 

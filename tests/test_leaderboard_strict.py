@@ -42,7 +42,7 @@ def _copy(src: Path, dst_dir: Path, edit=None, edit_tsv=None) -> Path:
 def _submit(capsys, path: Path, lb: Path) -> tuple[int, str]:
     """(exit code, stderr) as the CLI gives them. Through the API: ``leaderboard submit`` on the
     command line loses its dispatch to the ``--command`` dest clash that another change fixes."""
-    from clirbench.errors import ClirbenchError
+    from clirbench.util.errors import ClirbenchError
     from clirbench.leaderboard import submit
 
     try:
@@ -208,7 +208,7 @@ def test_check_texts_refuses_exactly_what_check_text_refuses():
     plain ids, non-ASCII ids, an overlong one)."""
     from hypothesis import given, settings, strategies as st
 
-    from clirbench.errors import ClirbenchError
+    from clirbench.util.errors import ClirbenchError
     from clirbench.leaderboard import store
 
     def refused(check) -> bool:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from clirbench import cli
-from clirbench.atomic import write_text_atomic
+from clirbench.util.atomic import write_text_atomic
 from clirbench.identity import NAME_LIMIT, NAME_MAX, PoolKey, SystemKey, fit_name, slug
 from clirbench.mteb.names import parse_task_name, task_name
 from clirbench.results import result_path

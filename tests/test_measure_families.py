@@ -91,8 +91,8 @@ def test_leaderboard_ranks_same_lang_first_by_distance_from_50(tmp_path, capsys)
 
 
 def test_cards_take_main_measures_from_the_scenarios_unless_they_override():
-    from clirbench.errors import MalformedDataError
-    from clirbench.strict import load_yaml
+    from clirbench.util.errors import MalformedDataError
+    from clirbench.util.strict import load_yaml
     from clirbench.tasks.card import cards_dir, parse_card
 
     xquad = parse_card(load_yaml((cards_dir() / "xquad.yaml").read_text(), "xquad.yaml"), "xquad.yaml")

@@ -9,7 +9,7 @@ import pytest
 from clirbench.measures import (AP, DEFAULT_MEASURES, MAIN_MEASURES, MRR, RR, Complete, MaxR, MaxR_norm,
                                 MaxR_norm_of_mean, P, R, SameLangFirst, Success, compute, maxr_norm_of_mean,
                                 nDCG, parse)
-from clirbench.ranking import RankTable
+from clirbench.rank.ties import RankTable
 
 
 def table(ranks_per_query, num_docs, grades=None, same=None) -> RankTable:

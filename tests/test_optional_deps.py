@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from clirbench.cli import main
-from clirbench.optional import EXTRAS, MissingDependencyError, require
+from clirbench.util.optional import EXTRAS, MissingDependencyError, require
 from cli_helpers import one_line_error
 
 from xquad_files import XQUAD  # noqa: E402  (the copy the package ships)
@@ -149,7 +149,7 @@ def test_ray_executor_without_ray(monkeypatch, capsys, tmp_path):
 
 
 def test_hub_loader_without_datasets_names_the_extra(monkeypatch):
-    from clirbench.errors import DataNotFoundError
+    from clirbench.util.errors import DataNotFoundError
     from clirbench.tasks.hub import load_hub_split
 
     block(monkeypatch, "datasets")

@@ -371,7 +371,7 @@ def test_all_boards_latex_is_tables_that_fit_a_page_with_a_mark_on_every_measure
     """Every board once, in tables of whole scenarios whose estimated width fits TEXTWIDTH_PT; every
     measure header with ↑, ↓ or best at; the same number of & on every row; † after the interval only."""
     from clirbench.leaderboard import boards, load
-    from clirbench.paper import TEXTWIDTH_PT
+    from clirbench.display.paper import TEXTWIDTH_PT
 
     boards_dir = REPO / "leaderboards" if which == "shipped" else work / "boards"
     tex = _all_boards(capsys, boards_dir, "--baseline", "bm25")
@@ -424,7 +424,7 @@ def test_all_boards_latex_compiles_within_a_page(work, capsys, tmp_path, which):
     than the estimate, no overfull box; the PDF page rendered to PNG beside it for a look."""
     import subprocess
 
-    from clirbench.paper import TEXTWIDTH_PT
+    from clirbench.display.paper import TEXTWIDTH_PT
 
     boards_dir = REPO / "leaderboards" if which == "shipped" else work / "boards"
     tex = _all_boards(capsys, boards_dir, "--baseline", "bm25")

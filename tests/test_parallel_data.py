@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from clirbench.errors import DataNotFoundError, MalformedDataError, UnknownNameError
+from clirbench.util.errors import DataNotFoundError, MalformedDataError, UnknownNameError
 from clirbench.runner import run
 from clirbench.tasks import get_task
 

@@ -10,7 +10,7 @@ from scipy import stats
 
 from clirbench.measures import PEER, compute, parse, peer
 from clirbench.measures.peer import chi2_sf
-from clirbench.ranking import RankTable, rank_relevant
+from clirbench.rank.ties import RankTable, rank_relevant
 from clirbench.results import read_per_query
 from clirbench.runner import run
 

@@ -1,11 +1,11 @@
-"""The one rounding rule (clirbench.precision) and the one palette (clirbench.palette) every output
+"""The one rounding rule (clirbench.display.precision) and the one palette (clirbench.display.palette) every output
 shares: docs/leaderboards.md, "Paper-ready output"."""
 from __future__ import annotations
 
 import pytest
 
-from clirbench import palette
-from clirbench.precision import board_decimals, decimals, fmt, fmt_interval, measure_decimals
+from clirbench.display import palette
+from clirbench.display.precision import board_decimals, decimals, fmt, fmt_interval, measure_decimals
 
 
 @pytest.mark.parametrize("unit, widths, places", [

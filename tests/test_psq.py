@@ -12,7 +12,7 @@ import pytest
 from clirbench.retrievers.analyzers import analyze
 from clirbench.cli.psq import add_psq_parser
 from clirbench.collection import Text
-from clirbench.errors import ClirbenchError, DataNotFoundError
+from clirbench.util.errors import ClirbenchError, DataNotFoundError
 from clirbench.retrievers.psq.train import train_ibm1
 from clirbench.retrievers import make_retriever
 from clirbench.retrievers.psq import (PSQRetriever, from_spec, load_table, meta_path, prune_translations,

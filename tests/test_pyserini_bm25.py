@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from clirbench.collection import Text
-from clirbench.errors import ClirbenchError
+from clirbench.util.errors import ClirbenchError
 from clirbench.retrievers import java
 from clirbench.retrievers import pyserini_bm25 as pb
 

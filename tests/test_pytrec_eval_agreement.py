@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from clirbench.measures import AP, RR, MRR, P, R, Success, compute, nDCG, parse
-from clirbench.ranking import rank_relevant, rank_run, rank_run_arrays
+from clirbench.rank.ties import rank_relevant, rank_run, rank_run_arrays
 
 MEASURES = [nDCG, nDCG @ 1, nDCG @ 3, nDCG @ 5, nDCG @ 10, RR, AP, AP @ 1, AP @ 3, AP @ 10, AP @ 1000,
             R @ 1, R @ 3, R @ 10, P @ 1, P @ 3, P @ 10, Success @ 1, Success @ 3, Success @ 10]

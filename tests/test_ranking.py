@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import clirbench.ranking as ranking
+import clirbench.rank.ties as ranking
 from clirbench.measures import DEFAULT_MEASURES, compute
-from clirbench.ranking import RankTable, rank_relevant, rank_run, rank_run_arrays, tie_keys
+from clirbench.rank.ties import RankTable, rank_relevant, rank_run, rank_run_arrays, tie_keys
 
 IDS = ["d1", "d10", "D2", "d2", "é", "e", "日本", "z", "zz", "ß", "a b", "😀"]
 

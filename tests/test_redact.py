@@ -1,4 +1,4 @@
-"""Secrets out of recorded commands (clirbench.redact): every spelling of each class, through the
+"""Secrets out of recorded commands (clirbench.util.redact): every spelling of each class, through the
 function and through the real CLI (``leaderboard submit/build --command``, then ``leaderboard html``),
 reading back every written file and the terminal; ordinary commands kept as they are."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from clirbench.cli import main
-from clirbench.redact import MASK, redact, redact_command, redact_url, secret_name
+from clirbench.util.redact import MASK, redact, redact_command, redact_url, secret_name
 
 from xquad_files import XQUAD
 
@@ -153,7 +153,7 @@ def test_secret_names():
 
 
 def test_data():
-    from clirbench.redact import redact_data
+    from clirbench.util.redact import redact_data
 
     data = {"translator": "openai:m@https://u:d1@h/v1", "api_key": "d2", "options": [["token", "d3"], ["split", "test"]],
             "n": 3, "note": "Bearer d4"}

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from clirbench.errors import MalformedDataError
+from clirbench.util.errors import MalformedDataError
 from clirbench.results import (
     SCHEMA_VERSION, Hardware, MeasureValue, PerQuery, Result, RetrieverRef, TaskRef, hardware_info,
     read_per_query, read_result, result_path, write_result,

@@ -8,7 +8,7 @@ import pytest
 import pytrec_eval
 
 from clirbench.cache.layout import embeddings_dir
-from clirbench.errors import ClirbenchError, UnknownNameError
+from clirbench.util.errors import ClirbenchError, UnknownNameError
 from clirbench.results import read_per_query, read_result
 from clirbench.runner import run
 from clirbench.scenarios import parse_langs

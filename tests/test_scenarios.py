@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from clirbench.collection import ParallelCollection, Text
-from clirbench.errors import UnknownNameError
+from clirbench.util.errors import UnknownNameError
 from clirbench.scenarios import build_pool, build_pools
 from clirbench.tasks import get_task
 

@@ -9,8 +9,8 @@ from hypothesis import given, settings, strategies as st
 
 from clirbench.collection import Pool, Text
 from clirbench.measures import PEER, DEFAULT_MEASURES, compute, parse
-from clirbench.ranking import judged_pairs, rank_relevant
-from clirbench.sharded import (AUTO_SHARD_DOCS, rank_pool_sharded, rank_relevant_sharded, shard_plan,
+from clirbench.rank.ties import judged_pairs, rank_relevant
+from clirbench.rank.sharded import (AUTO_SHARD_DOCS, rank_pool_sharded, rank_relevant_sharded, shard_plan,
                                shard_slices, topk_sharded, grouped_shards)
 
 from conftest import BagOfCharsEncoder, assert_same_table
@@ -161,7 +161,7 @@ def test_half_precision_is_exact_for_its_own_scores_and_says_approximate(tmp_pat
     import torch
 
     from clirbench.retrievers import DenseRetriever, EmbeddingCache
-    from clirbench.sharded import dense_shard_scorer
+    from clirbench.rank.sharded import dense_shard_scorer
 
     pool = _dense_pool()
     retriever = DenseRetriever(BagOfCharsEncoder(), EmbeddingCache(tmp_path / "c"), spec="test:bag")
@@ -182,7 +182,7 @@ def test_half_precision_is_exact_for_its_own_scores_and_says_approximate(tmp_pat
 
 def test_topk_of_dense_document_shards_equals_full_rows(tmp_path):
     from clirbench.retrievers import DenseRetriever, EmbeddingCache
-    from clirbench.sharded import dense_shard_scorer
+    from clirbench.rank.sharded import dense_shard_scorer
 
     pool = _dense_pool()
     retriever = DenseRetriever(BagOfCharsEncoder(), EmbeddingCache(tmp_path / "c"), spec="test:bag")
@@ -196,7 +196,7 @@ def test_topk_of_dense_document_shards_equals_full_rows(tmp_path):
 
 
 def test_a_small_budget_gives_small_query_blocks_with_the_same_ranks(tmp_path, monkeypatch):
-    from clirbench import sharded
+    from clirbench.rank import sharded
     from clirbench.retrievers import DenseRetriever, EmbeddingCache
 
     pool = _dense_pool()

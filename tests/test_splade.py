@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from clirbench.collection import Text
-from clirbench.errors import ClirbenchError, UnknownNameError
+from clirbench.util.errors import ClirbenchError, UnknownNameError
 from clirbench.retrievers.splade import (
     SparseEncoderModel,
     SparseVectorCache,

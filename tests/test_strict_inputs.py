@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from clirbench import cli
-from clirbench.errors import MalformedDataError
-from clirbench.strict import ascii_int, load_yaml, loads_json
+from clirbench.util.errors import MalformedDataError
+from clirbench.util.strict import ascii_int, load_yaml, loads_json
 
 BOM = "\ufeff"
 PARALLEL = [
@@ -260,7 +260,7 @@ def test_leaderboard_submit_with_and_without_command_runs_the_subcommand(tmp_pat
 @pytest.mark.parametrize("code, tag", [("en", "en"), ("EN", "en"), ("zh-cn", "zh-CN"), ("KOR_HANG", "kor_Hang"),
                                        ("sr-latn-rs", "sr-Latn-RS"), ("es-419", "es-419"), ("eng_Latn", "eng_Latn")])
 def test_language_tags_are_put_in_bcp47_case(code, tag):
-    from clirbench.strict import language_tag
+    from clirbench.util.strict import language_tag
 
     assert language_tag(code, "x") == tag
 

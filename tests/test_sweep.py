@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import yaml
 
-from clirbench.errors import ClirbenchError
+from clirbench.util.errors import ClirbenchError
 from clirbench.results import read_result
 from clirbench.retrievers.spec import FAMILIES, Family
 from clirbench.runner import run

@@ -11,7 +11,7 @@ import pytest
 
 import clirbench.tasks as tasks_module
 from clirbench.cli import main
-from clirbench.errors import ClirbenchError, UnknownNameError
+from clirbench.util.errors import ClirbenchError, UnknownNameError
 from clirbench.tasks import BaseLoader, ParallelLoader, RetrievalLoader, TaskLoader, get_task, list_tasks, register_task
 from clirbench.tasks.card import load_cards
 

@@ -123,7 +123,7 @@ def test_jsd_gradient_pulls_the_passages_together():
 
 
 def test_unknown_loss_is_refused_by_name():
-    from clirbench.errors import UnknownNameError
+    from clirbench.util.errors import UnknownNameError
 
     with pytest.raises(UnknownNameError, match="unknown loss 'kl'.*jsd\\+nce"):
         AlignmentLoss(model=None, loss="kl")

@@ -205,7 +205,7 @@ def _tiny_parallel(tmp_path):
 
 def test_train_config_checks_every_option_and_the_python_api_takes_them(tiny_bert_dir, tmp_path):
     """``train(model, out, **options)``: the options are TrainConfig's fields, checked before any work."""
-    from clirbench.errors import ClirbenchError, UnknownNameError
+    from clirbench.util.errors import ClirbenchError, UnknownNameError
     from clirbench.train import TrainConfig, train
 
     config = TrainConfig(task="xquad", task_options={"articles": "train"}, max_examples=16, batch_size=8,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from clirbench.collection import Pool, Text
-from clirbench.errors import ClirbenchError, UnknownNameError
+from clirbench.util.errors import ClirbenchError, UnknownNameError
 from clirbench.results import read_result
 from clirbench.runner import run
 from clirbench.translate import (TranslationCache, TranslationOptions, make_translator, translate_pool, translate_texts,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from clirbench.errors import ClirbenchError
+from clirbench.util.errors import ClirbenchError
 from clirbench.translate import TranslationCache, make_translator, translate_texts
 from clirbench.translate.llm import parse_answer
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from clirbench.cli import main
-from clirbench.redact import redact, redact_url
+from clirbench.util.redact import redact, redact_url
 
 KEY = "SECRETKEY-9f8e7d"
 

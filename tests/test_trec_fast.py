@@ -11,9 +11,9 @@ import zlib
 import numpy as np
 import pytest
 
-from clirbench import ranking
+from clirbench.rank import ties as ranking
 from clirbench.cli import main
-from clirbench.ranking import rank_run
+from clirbench.rank.ties import rank_run
 from clirbench.formats.trec import read_qrels, read_run, write_qrels, write_run
 from clirbench.formats.trec_fast import _BAD_NON_ASCII, rank_run_file
 from test_pytrec_eval_agreement import assert_agree, random_case
@@ -106,7 +106,7 @@ def test_refused_characters_above_ascii_are_the_strict_readers():
     in an id (U+0085, U+2028, U+FEFF...); the other ones, no-break spaces included, are id text."""
     import re
 
-    from clirbench.strict import bad_character
+    from clirbench.util.strict import bad_character
 
     ours = re.compile(f"[{_BAD_NON_ASCII}]")
     text = "".join(chr(c) for c in range(0x80, 0x110000) if not 0xD800 <= c < 0xE000)  # UTF-8 holds no surrogate

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from clirbench.errors import DataNotFoundError, MalformedDataError, UnknownNameError
+from clirbench.util.errors import DataNotFoundError, MalformedDataError, UnknownNameError
 from clirbench.tasks import get_task, list_tasks
 
 from xquad_files import XQUAD  # noqa: E402  (the copy the package ships)

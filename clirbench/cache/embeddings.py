@@ -9,7 +9,7 @@ its check is quarantined and its texts encoded again.
 Each chunk is encoded holding the folder's writer lock, so concurrent runs share the work; each model
 batch of it is sealed as a shard at once and the chunk's batches merged into one shard at its end,
 so Ctrl-C or a kill loses at most the batch in flight. Model calls run in a worker thread
-(``clirbench.interruptible``): Ctrl-C stops a run at once, not at the end of a batch.
+(``clirbench.util.interruptible``): Ctrl-C stops a run at once, not at the end of a batch.
 Shards are read through memory maps, only the rows asked for.
 Every vector served or encoded is also kept in memory, so one process encodes or reads each
 distinct text once, however many pools it appears in.
@@ -29,7 +29,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from ..collection import check_role
-from ..results.cost import EncodeCost, combine_cpus, cpu_name
+from .cost import EncodeCost, combine_cpus, cpu_name
 from .codecs import DENSE
 from .store import ShardStore, SpaceCache, distinct_rows, fill, text_digest
 
@@ -127,8 +127,8 @@ class _Space:
 
 def _batches(encoder, texts: list[str], role: str) -> Iterator[np.ndarray]:
     """The encoder's output for ``texts``, one model batch at a time for a BatchEncoder (else all at
-    once), each computed in the Ctrl-C-friendly worker thread (``clirbench.interruptible``)."""
-    from ..interruptible import call, each
+    once), each computed in the Ctrl-C-friendly worker thread (``clirbench.util.interruptible``)."""
+    from ..util.interruptible import call, each
 
     batches = getattr(encoder, "encode_batches", None)
     if batches is None:
@@ -184,7 +184,7 @@ class EmbeddingCache(SpaceCache):
         chunk written to disk before the next starts. With ``progress``, a line on stderr names
         what is encoded (how many texts, of which languages: ``langs``, one per text) and where it
         is cached, then a bar follows the encoding: it names the model batch in flight
-        (``batch 1/15``) and its elapsed time moves every second (``clirbench.progress``).
+        (``batch 1/15``) and its elapsed time moves every second (``clirbench.util.progress``).
         """
         space = self._space(encoder, check_role(role))
         distinct, rows_of_text = distinct_rows(texts)
@@ -194,7 +194,7 @@ class EmbeddingCache(SpaceCache):
         def bar(todo: list[int]):
             from tqdm.auto import tqdm
 
-            from ..progress import bar
+            from ..util.progress import bar
 
             what = "queries" if role == "query" else "documents"
             tqdm.write(_stage_line(todo, what, space, rows_of_text, langs), file=sys.stderr)

@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from ..atomic import STALE_AFTER, is_stale_temp, is_temp, unlink_all, write_bytes_atomic
+from ..util.atomic import STALE_AFTER, is_stale_temp, is_temp, unlink_all, write_bytes_atomic
 
 __all__ = ["HASHES", "Shard", "write_shard", "new_name", "find_shards", "set_aside", "quarantine", "writer_lock",
            "remove_free_lock", "leftovers", "remove_leftovers", "clean_purge", "MANIFEST", "LOCK", "QUARANTINE"]
@@ -180,7 +180,7 @@ def _load_manifest(path: Path) -> tuple[dict | None, str | None]:
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(manifest, dict):
-            from ..strict import json_kind
+            from ..util.strict import json_kind
 
             return None, f"{path.name} is not a manifest: {json_kind(manifest)}, expected a JSON object"
         files = manifest["files"]
@@ -473,7 +473,7 @@ def verify_cache(root: str | os.PathLike) -> CacheReport:
                     report.bad.append((folder / name, "not valid JSON"))
                     continue
                 if not isinstance(data, dict):
-                    from ..strict import json_kind
+                    from ..util.strict import json_kind
 
                     report.bad.append((folder / name, f"{json_kind(data)}, expected a JSON object"))
         for shard in find_shards(folder, HASHES):

@@ -33,7 +33,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..atomic import remove_stale_temps, write_bytes_atomic
+from ..util.atomic import remove_stale_temps, write_bytes_atomic
 from .shards import (HASHES, Shard, find_shards, new_name, quarantine, remove_free_lock, set_aside,
                      write_shard, writer_lock)
 
@@ -196,7 +196,7 @@ class ShardStore:
         try:
             meta = json.loads(path.read_text(encoding="utf-8"))
             if not isinstance(meta, dict):
-                from ..strict import json_kind
+                from ..util.strict import json_kind
 
                 raise TypeError(f"not a cache's meta.json: {json_kind(meta)}, expected a JSON object")
             dim = int(meta["dim"])

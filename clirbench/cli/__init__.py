@@ -47,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser()
     for arg in (sys.argv[1:] if argv is None else argv):
         if re.search("[\ud800-\udfff]", arg):  # bytes that are not UTF-8 (surrogate-escaped by Python)
-            from ..redact import redact
+            from ..util.redact import redact
 
             print(f"clirbench: error: argument {ascii(redact(arg))[:80]} is not valid UTF-8 text", file=sys.stderr)
             return EXIT_USAGE
@@ -71,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, LookupError, OSError) as exc:
         if os.environ.get("CLIRBENCH_DEBUG"):
             raise
-        from ..redact import redact
+        from ..util.redact import redact
 
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         print(f"clirbench: error: {redact(message)}", file=sys.stderr)  # no secret echoed

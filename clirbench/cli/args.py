@@ -12,7 +12,7 @@ class Parser(argparse.ArgumentParser):
     epilog_from = None  # a function giving the epilog when help is shown (lazy registry lookups)
 
     def error(self, message: str) -> None:  # one line instead of usage + message; no secret echoed
-        from ..redact import redact
+        from ..util.redact import redact
 
         self.exit(EXIT_USAGE, f"clirbench: error: {redact(message)}\n")
 
@@ -32,7 +32,7 @@ def split_list(value: str | None, option: str) -> list[str] | None:
         return None
     items = [v.strip() for v in re.split(r",(?![^()]*\))", value)]
     if not all(items):
-        from ..errors import ClirbenchError
+        from ..util.errors import ClirbenchError
 
         raise ClirbenchError(f"{option} {value[:60]!r}: an empty item in the comma list")
     return items
@@ -44,7 +44,7 @@ def check_outputs(outputs: dict[str, str | None], inputs: dict[str, object]) -> 
     import os
     from pathlib import Path
 
-    from ..errors import ClirbenchError
+    from ..util.errors import ClirbenchError
 
     def same(a, b) -> bool:
         try:

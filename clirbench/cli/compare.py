@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from .. import checks
+from ..util import checks
 from .args import split_list
 
 __all__ = ["add_compare_parser", "cmd_compare", "FORMATS"]
@@ -15,7 +15,7 @@ FORMATS = ("text", "json", "latex")
 
 def add_compare_parser(subparsers) -> argparse.ArgumentParser:
     """Add ``compare`` to the ``clirbench`` subparsers; returns its parser."""
-    from ..paper import CI_STYLES
+    from ..display.paper import CI_STYLES
 
     p = subparsers.add_parser("compare", help="paired comparison of two results on the same pool")
     p.add_argument("a")
@@ -42,7 +42,7 @@ def add_compare_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def cmd_compare(args) -> int:
-    from ..errors import ClirbenchError
+    from ..util.errors import ClirbenchError
     from ..stats.paired import compare, format_comparison
 
     fmt = args.format or ("json" if args.json else "text")
@@ -58,8 +58,8 @@ def cmd_compare(args) -> int:
                      seed=args.seed, permutations=args.permutations, correction=args.correction)
     found = None
     if args.flips is not None:
-        from ..atomic import write_text_atomic
-        from ..results.flips import default_flip_measure, flips, flips_tsv
+        from ..util.atomic import write_text_atomic
+        from ..stats.flips import default_flip_measure, flips, flips_tsv
 
         measure = args.flip_measure or default_flip_measure(list(report.measures))
         found = flips(args.a, args.b, args.flips, measure, args.data_dir)
@@ -72,13 +72,13 @@ def cmd_compare(args) -> int:
         print(json.dumps(out, indent=2))
         return 0
     if fmt == "latex":
-        from ..paper import comparison_table
+        from ..display.paper import comparison_table
 
         print(comparison_table(report, "latex", args.ci))
     else:
         print(format_comparison(report))
     if found is not None:
-        from ..results.flips import format_flips
+        from ..stats.flips import format_flips
 
         text = format_flips(found)
         print("\n" + ("\n".join("% " + line for line in text.splitlines()) if fmt == "latex" else text))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from .. import checks
+from ..util import checks
 from .args import split_list
 
 __all__ = ["add_evaluate_parser", "cmd_evaluate", "FORMATS"]
@@ -33,8 +33,8 @@ def add_evaluate_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def cmd_evaluate(args) -> int:
-    from ..atomic import write_text_atomic
-    from ..errors import ClirbenchError
+    from ..util.atomic import write_text_atomic
+    from ..util.errors import ClirbenchError
     from ..evaluate import evaluate_files
     from .args import check_outputs
 
@@ -52,7 +52,7 @@ def cmd_evaluate(args) -> int:
     if fmt == "json":
         print(text)
     else:
-        from ..report import format_evaluation
+        from ..display.report import format_evaluation
 
         print(format_evaluation(report))
     return 0

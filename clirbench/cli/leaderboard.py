@@ -51,7 +51,7 @@ def add_leaderboard_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def _add_correction(parser) -> None:
-    from .. import checks
+    from ..util import checks
 
     parser.add_argument("--correction", choices=checks.CORRECTIONS, default=checks.CORRECTIONS[0],
                         help="multiple-testing correction (default holm) of the significance groups' pairwise "
@@ -61,7 +61,7 @@ def _add_correction(parser) -> None:
 
 def _add_table_options(s) -> None:
     """``show``'s paper-table options (``leaderboard/tables.py``)."""
-    from ..paper import CI_STYLES, TABLE_FORMATS as FORMATS
+    from ..display.paper import CI_STYLES, TABLE_FORMATS as FORMATS
 
     s.add_argument("--format", choices=FORMATS, default="text", help="text (default), markdown, latex or csv")
     s.add_argument("--ci", choices=CI_STYLES, default=CI_STYLES[0],
@@ -73,7 +73,7 @@ def _add_table_options(s) -> None:
 def _read_dir(args, task: str | None):
     """The folder ``show``/``html`` read (``--dir``, ``--reference`` or the default rule), announced
     in one line: on stdout before a text table, on stderr before other formats."""
-    from ..errors import DataNotFoundError
+    from ..util.errors import DataNotFoundError
     from ..leaderboard import store
 
     if args.reference:
@@ -88,7 +88,7 @@ def _read_dir(args, task: str | None):
 
 def cmd_leaderboard(args) -> int:
     """Handler: returns the exit code; user errors raise ClirbenchError (one line, exit 2, in cli.main)."""
-    from ..errors import ClirbenchError
+    from ..util.errors import ClirbenchError
     from .. import leaderboard as lb
     from ..leaderboard import store
 

@@ -122,7 +122,7 @@ def add_plot_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def cmd_plot(args) -> int:
-    from ..errors import ClirbenchError
+    from ..util.errors import ClirbenchError
     from ..plots.figure import check_output
 
     if getattr(args, "figure", None) is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from ..checks import iteration_count, probability
+from ..util.checks import iteration_count, probability
 
 __all__ = ["add_psq_parser", "cmd_psq"]
 
@@ -27,7 +27,7 @@ def add_psq_parser(subparsers) -> argparse.ArgumentParser:
 
 def cmd_psq(args) -> int:
     """Handler: returns the exit code; user errors raise ClirbenchError (one line, exit 2, in cli.main)."""
-    from ..errors import ClirbenchError
+    from ..util.errors import ClirbenchError
 
     if getattr(args, "psq_command", None) != "train":
         raise ClirbenchError("clirbench psq: expected a subcommand: train")
@@ -35,12 +35,12 @@ def cmd_psq(args) -> int:
     from ..retrievers.psq.table import meta_path
 
     from ..retrievers.analyzers import require_backends
-    from ..optional import require
+    from ..util.optional import require
 
     require_backends("psq train")
     require("scipy.sparse", purpose="psq train")
     t0 = time.perf_counter()
-    from ..strict import language_tag
+    from ..util.strict import language_tag
 
     args.src, args.tgt = language_tag(args.src, "--src"), language_tag(args.tgt, "--tgt")
     from .args import check_outputs

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from .. import checks
+from ..util import checks
 from .args import split_list, task_options
 from .translation import add_translation_arguments, translation_options
 
@@ -66,7 +66,7 @@ def _run_epilog() -> str:
 
 
 def cmd_run(args) -> int:
-    from ..report import format_outcomes
+    from ..display.report import format_outcomes
     from ..runner import run
 
     report = run(args.model, task=args.task, config=run_config(args))

@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .. import checks
-from ..checks import float_in, resample_count
-from ..plural import plural
+from ..util import checks
+from ..util.checks import float_in, resample_count
+from ..util.plural import plural
 
 __all__ = ["add_sweep_parser", "cmd_sweep"]
 
@@ -63,7 +63,7 @@ def cmd_sweep(args) -> int:
     from ..sweep.executors import finished
 
     if args.config and (args.models or args.task):
-        from ..errors import ClirbenchError
+        from ..util.errors import ClirbenchError
 
         raise ClirbenchError("sweep: give a config file or --models and --task, not both")
     config = load_config(args.config) if args.config else grid_config(args)
@@ -111,7 +111,7 @@ def cmd_sweep(args) -> int:
 
 def grid_config(args):
     """The SweepConfig of ``--models``/``--task``/``--translations`` (no YAML file)."""
-    from ..errors import ClirbenchError
+    from ..util.errors import ClirbenchError
     from ..sweep import parse_config
     from ..translate.spec import TranslationOptions
 
@@ -170,7 +170,7 @@ def grid_rows(all_cells, outcomes, output) -> list[dict]:
 
 def format_grid(rows) -> str:
     """The grid table (model, translation, pool, main measures, BLEU, chrF)."""
-    from ..report import format_table
+    from ..util.table import format_table
 
     names = list(dict.fromkeys(n for r in rows for n in r["measures"]))
     body = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..checks import batch_size, check_float, float_in, int_in, positive_float, positive_int, probability, seed
+from ..util.checks import batch_size, check_float, float_in, int_in, positive_float, positive_int, probability, seed
 
 __all__ = ["add_train_parser", "add_merge_parser", "cmd_train", "cmd_merge"]
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..checks import MAX_WORKERS, int_in
+from ..util.checks import MAX_WORKERS, int_in
 
 __all__ = ["add_translation_arguments", "translation_options"]
 
@@ -29,7 +29,7 @@ def add_translation_arguments(parser: argparse.ArgumentParser) -> argparse.Argum
 
 def translation_options(args: argparse.Namespace) -> dict:
     """Keyword arguments for ``runner.run``: ``{}`` or ``{"translation": TranslationOptions(...)}``."""
-    from ..errors import ClirbenchError
+    from ..util.errors import ClirbenchError
 
     direction, spec = getattr(args, "translate", None), getattr(args, "translator", None)
     if direction is None and spec is None:

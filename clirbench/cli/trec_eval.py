@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import argparse
 
-from .. import checks
-from ..strict import MAX_GRADE
+from ..util import checks
+from ..util.strict import MAX_GRADE
 
 __all__ = ["add_trec_eval_parser", "cmd_trec_eval"]
 
@@ -41,7 +41,7 @@ def add_trec_eval_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def cmd_trec_eval(args) -> int:
-    from ..errors import ClirbenchError
+    from ..util.errors import ClirbenchError
     from ..formats.trec import check_inputs
     from ..trec_eval import Options, evaluate_files, intervals
     from ..trec_eval.report import lines

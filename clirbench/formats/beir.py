@@ -15,10 +15,10 @@ from types import MappingProxyType
 from typing import Iterable, Iterator, Mapping, Sequence
 
 from ..collection import Pool, Text
-from ..errors import DataNotFoundError, MalformedDataError, UnknownNameError
+from ..util.errors import DataNotFoundError, MalformedDataError, UnknownNameError
 from .jsonl import json_objects, numbered_lines
 from ..scenarios import RETRIEVAL
-from ..strict import MAX_GRADE, ascii_int, check_id, language_tag, shown
+from ..util.strict import MAX_GRADE, ascii_int, check_id, language_tag, shown
 
 __all__ = [
     "UNDETERMINED", "read_corpus", "read_queries", "read_qrels", "qrels_path", "check_scenarios",
@@ -185,7 +185,7 @@ def truncate_tokens(text: str, max_tokens: int | None) -> str:
 
 
 def parse_int_option(options: dict, key: str, task: str) -> int | None:
-    from ..checks import MAX_COUNT
+    from ..util.checks import MAX_COUNT
 
     value = options.pop(key, None)
     if value is None or value == "":

@@ -10,8 +10,8 @@ import os
 from pathlib import Path
 from typing import IO, Iterator
 
-from ..errors import DataNotFoundError, MalformedDataError
-from ..strict import loads_json
+from ..util.errors import DataNotFoundError, MalformedDataError
+from ..util.strict import loads_json
 
 _BOM = b"\xef\xbb\xbf"
 #: longest line of any line-oriented input file (a BEIR document, a bitext segment pair, ...)
@@ -68,7 +68,7 @@ def json_objects(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
     """(line number, object) for each non-blank line of a JSON Lines file.
 
     Errors are one line naming ``file:line``: a missing file, invalid JSON, a duplicate key, nesting
-    deeper than :data:`clirbench.strict.MAX_JSON_DEPTH`, a value that is not an object, text that
+    deeper than :data:`clirbench.util.strict.MAX_JSON_DEPTH`, a value that is not an object, text that
     is not UTF-8.
     """
     for lineno, line in numbered_lines(path):

@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Iterator, Mapping
 
-from ..atomic import write_bytes_atomic
-from ..errors import MalformedDataError
-from ..strict import MAX_GRADE, ascii_int, bad_character
+from ..util.atomic import write_bytes_atomic
+from ..util.errors import MalformedDataError
+from ..util.strict import MAX_GRADE, ascii_int, bad_character
 from .jsonl import MAX_LINE_BYTES, raw_lines
 
 __all__ = ["TrecRun", "read_qrels", "read_run", "read_trec_run", "write_run", "write_qrels", "open_input",

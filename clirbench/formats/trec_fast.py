@@ -20,7 +20,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from ..ranking import RankTable, finish_table, rank_in_segments
+from ..rank.ties import RankTable, finish_table, rank_in_segments
 from .jsonl import MAX_LINE_BYTES
 from .trec import is_stream, open_input
 

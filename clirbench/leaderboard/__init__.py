@@ -25,8 +25,8 @@ def _value(mv: dict) -> str:
 def format_boards(items: list[Board], costs: dict | None = None) -> str:
     """Plain-text ranked tables, one per board (group letters: same letter = not significantly apart);
     a cost column when ``costs`` (``costs.system_costs``) has some of a board's systems."""
-    from ..precision import board_decimals, fmt
-    from ..report import format_table
+    from ..display.precision import board_decimals, fmt
+    from ..util.table import format_table
     from .costs import cost_text
 
     costs = costs or {}
@@ -52,7 +52,7 @@ def format_boards(items: list[Board], costs: dict | None = None) -> str:
 def format_overall(items: list[Board]) -> str:
     """The overall table: per system, its 95% rank interval on each headline board with pools and
     queries resampled (two-level bootstrap); systems by mean rank."""
-    from ..report import format_table
+    from ..util.table import format_table
 
     if not items:
         return ""
@@ -68,7 +68,7 @@ def show(task: str, leaderboard_dir: str | os.PathLike | None = None, scenario: 
     """The ranked tables of ``<leaderboard_dir>/<task>.json`` as text (significance groups with
     pairwise p-values adjusted by ``correction``), then the overall table, then the reproductions
     kept beside entries. No folder: the user's board, else the reference one (``store.path_for``)."""
-    from ..errors import UnknownNameError
+    from ..util.errors import UnknownNameError
 
     from .costs import system_costs
 

@@ -13,8 +13,8 @@ import os
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from .. import palette
-from ..precision import board_decimals, fmt, measure_decimals
+from ..display import palette
+from ..display.precision import board_decimals, fmt, measure_decimals
 from . import store
 from .preference import preference_section
 from .significance import DEFAULT_CORRECTION, Board, boards, gaps, headlines, main_measures, overall_table
@@ -431,7 +431,7 @@ def render_page(data: Mapping, correction: str = DEFAULT_CORRECTION) -> str:
 def _reproductions_table(data: Mapping, measures: Sequence[str]) -> str:
     """Runs kept beside a board entry because their values lie within its intervals: system, pool,
     machine, date, versions, the headline measure against the entry's, the command ("" if none)."""
-    from ..redact import redact_command
+    from ..util.redact import redact_command
 
     items = store.reproductions(data)
     if not items:
@@ -462,7 +462,7 @@ def _reproductions_table(data: Mapping, measures: Sequence[str]) -> str:
 def _systems_table(data: Mapping, order: Sequence[str]) -> str:
     """Every system (in ``order``, then the rest by name): model, revision, pools, hardware, commands
     (the first shown, the others folded)."""
-    from ..redact import redact_command
+    from ..util.redact import redact_command
     from .costs import COST_HEADER, cost_cell
 
     out = ['<h2>Systems</h2><div class="scroll"><table class="sortable" id="systems"><thead><tr>'
@@ -505,8 +505,8 @@ def write_site(out_dir: str | os.PathLike, leaderboard_dir: str | os.PathLike | 
     ``index.html`` and from each other) plus ``index.html``, the summary: every board with its
     systems' overall rank intervals and a link to its page; returns the pages written. No folder:
     the user's boards (``./leaderboard``), else the reference ones (``store.read_dir``)."""
-    from ..atomic import write_text_atomic
-    from ..errors import ClirbenchError
+    from ..util.atomic import write_text_atomic
+    from ..util.errors import ClirbenchError
 
     lb_dir = Path(leaderboard_dir) if leaderboard_dir is not None else store.read_dir(tasks[0] if tasks else None)
     names = list(tasks) if tasks else sorted(p.stem for p in lb_dir.glob("*.json"))

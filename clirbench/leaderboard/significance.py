@@ -37,7 +37,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..checks import CORRECTIONS
+from ..util.checks import CORRECTIONS
 from ..stats.correction import family_size
 from . import store
 
@@ -343,7 +343,7 @@ def boards(leaderboard: Mapping, measures: Mapping[str, list[str]] | None = None
     p-values of the boards of one such key are one family, adjusted by
     ``correction`` (``holm``, ``bh`` or ``none``) before the groups are drawn.
     """
-    from ..checks import check_correction
+    from ..util.checks import check_correction
     from ..measures import parse
     from ..stats.correction import adjust
 

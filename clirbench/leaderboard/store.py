@@ -25,9 +25,9 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..atomic import write_text_atomic
-from ..errors import ClirbenchError, DataNotFoundError, MalformedDataError
-from ..strict import loads_json
+from ..util.atomic import write_text_atomic
+from ..util.errors import ClirbenchError, DataNotFoundError, MalformedDataError
+from ..util.strict import loads_json
 
 __all__ = [
     "FORMAT", "SCHEMA_VERSION", "MAX_LEADERBOARD_BYTES", "MAX_TEXT", "check_text", "check_texts", "check_strings",
@@ -70,7 +70,7 @@ def check_text(value: Any, where: str, long: bool = False, command: bool = False
     # prompts may hold quotes and backslashes, commands shell syntax too; never control characters
     markup = None if command else re.search(r"[<>&`]", value) if long else _MARKUP.search(value)
     if bad_char or markup:
-        from ..redact import redact
+        from ..util.redact import redact
 
         raise ClirbenchError(f"{where}: refusing a string with markup or control characters: {_show(redact(value))}")
     return value
@@ -316,7 +316,7 @@ def _need(data: Mapping, key: str, types: tuple, where: str) -> Any:
 def validate(data: Any, where: str = "leaderboard") -> dict:
     """Check a parsed leaderboard's structure and strings; returns it."""
     if not isinstance(data, dict):
-        from ..strict import expect_json
+        from ..util.strict import expect_json
 
         expect_json(data, dict, where, "a clirbench leaderboard")
     if data.get("format") != FORMAT:
@@ -449,7 +449,7 @@ def upgrade(data: Mapping, where: str = "leaderboard") -> dict:
     result becomes its own system), hardware and clirbench version moved into each result,
     commands redacted. Values are not touched."""
     from ..identity import SystemKey
-    from ..redact import redact_command
+    from ..util.redact import redact_command
 
     out = {k: v for k, v in data.items() if k != "systems"}
     out["schema_version"] = SCHEMA_VERSION

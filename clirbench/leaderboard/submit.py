@@ -14,8 +14,8 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from ..errors import ClirbenchError, MalformedDataError, UnknownNameError
-from ..strict import json_kind
+from ..util.errors import ClirbenchError, MalformedDataError, UnknownNameError
+from ..util.strict import json_kind
 from . import store
 
 __all__ = ["MAX_RESULT_BYTES", "MAX_PER_QUERY_BYTES", "Submission", "validate_result", "merge", "submit", "build",
@@ -433,7 +433,7 @@ def describe_changes(changes) -> str:
 
 
 def _clean_commands(commands: Iterable[str]) -> list[str]:
-    from ..redact import redact_command
+    from ..util.redact import redact_command
 
     out = []
     for command in commands:
@@ -457,7 +457,7 @@ def merge(leaderboard: Mapping, sub: Submission, commands: Iterable[str] = (), r
     Refused unless ``replace``: a system listed with another model id, revision or prompts, and an
     entry with values outside those intervals. ``replace`` replaces the entry of this pool and
     nothing else (the system's other pools stay, each marked with the revision it was made with;
-    ``changes`` receives ``(measure, old, new)``). Commands are redacted (``clirbench.redact``),
+    ``changes`` receives ``(measure, old, new)``). Commands are redacted (``clirbench.util.redact``),
     then kept on one line (line breaks and tabs as blanks; shell syntax as it is), with a new or
     replaced entry (the system's ``commands``) or in a reproduction; the same values change nothing.
     """

@@ -24,7 +24,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..paper import TABLE_FORMATS as FORMATS
+from ..display.paper import TABLE_FORMATS as FORMATS
 from . import store
 from .significance import Board, boards, per_query_vector
 
@@ -39,7 +39,7 @@ def select(leaderboard: Mapping, path, scenario: str | None = None, measure: str
            correction: str = "holm") -> list[Board]:
     """The boards of ``leaderboard`` for ``scenario`` and ``measure`` (None: all), their groups under
     ``correction``; an unknown one is a one-line error listing what the file has."""
-    from ..errors import UnknownNameError
+    from ..util.errors import UnknownNameError
 
     every = list(boards(leaderboard, correction=correction))
     for option, asked, have in (("--scenario", scenario, sorted({b.scenario for b in every})),
@@ -68,7 +68,7 @@ def baseline_tests(leaderboard: Mapping, items: Sequence[Board], baseline: str, 
                    permutations: int = PERMUTATIONS) -> dict[tuple[int, str], tuple[float, float]]:
     """``{(board index, system): (p, adjusted p)}`` for every ranked system but ``baseline`` on each
     board where the baseline is ranked; one family, adjusted by ``correction``."""
-    from ..errors import UnknownNameError
+    from ..util.errors import UnknownNameError
     from ..stats.bootstrap import randomization_test
     from ..stats.correction import adjust
 
@@ -102,7 +102,7 @@ def _chunks(items: Sequence[Board], width) -> list[list[int]]:
     """The boards' indices cut into LaTeX tables that fit ``paper.TEXTWIDTH_PT`` by ``width`` (a
     function of a list of indices): whole scenarios packed in order, a scenario too wide for one
     table cut between its measures."""
-    from ..paper import TEXTWIDTH_PT
+    from ..display.paper import TEXTWIDTH_PT
 
     groups: list[list[int]] = []
     for i, board in enumerate(items):
@@ -140,7 +140,7 @@ def _note(items: Sequence[Board], leaderboard: Mapping, baseline: str | None, te
 
     sig = leaderboard["significance"]
     pools = sorted({len(b.pools) for b in items})
-    from ..paper import direction_legend
+    from ..display.paper import direction_legend
 
     legend = direction_legend(b.arrow for b in items)
     parts = [f"Macro mean over each board's pools ({'/'.join(map(str, pools))} pools) with its "
@@ -182,10 +182,10 @@ def render(task: str, leaderboard_dir: str | os.PathLike | None = None, scenario
            correction: str = "holm") -> str:
     """The boards of ``<leaderboard_dir>/<task>.json`` as a Markdown, LaTeX or CSV table (no folder:
     the user's board, else the reference one: ``store.path_for``)."""
-    from ..checks import check_correction
-    from ..errors import ClirbenchError
-    from ..paper import SIGNIFICANCE_LEVEL, Cell, check_ci_style, latex_note, markdown_table
-    from ..precision import board_decimals
+    from ..util.checks import check_correction
+    from ..util.errors import ClirbenchError
+    from ..display.paper import SIGNIFICANCE_LEVEL, Cell, check_ci_style, latex_note, markdown_table
+    from ..display.precision import board_decimals
 
     if fmt not in FORMATS[1:]:
         raise ClirbenchError(f"unknown table format {fmt!r}; choose one of {', '.join(FORMATS[1:])}")
@@ -238,14 +238,14 @@ def _columns(items: Sequence[Board], rows: Sequence[Sequence], idx: Sequence[int
 
 
 def _width(items, rows, idx, ci) -> float:
-    from ..paper import latex_width
+    from ..display.paper import latex_width
 
     header, sub, _ = _columns(items, rows, idx)
     return latex_width(header, sub, ci)
 
 
 def _latex(items, rows, idx, ci) -> str:
-    from ..paper import latex_table
+    from ..display.paper import latex_table
 
     header, sub, groups = _columns(items, rows, idx)
     return latex_table(header, sub, "", ci, groups)

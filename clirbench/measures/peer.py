@@ -17,7 +17,7 @@ from typing import Mapping
 
 import numpy as np
 
-from ..ranking import RankTable
+from ..rank.ties import RankTable
 
 __all__ = ["peer", "chi2_sf"]
 

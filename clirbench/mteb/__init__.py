@@ -7,7 +7,7 @@
     res = mteb.evaluate(model, tasks=tasks, cache=mteb.ResultCache("mteb-cache"))
     paths = clirbench.mteb.to_results(res, "results", tasks=tasks)
 
-MTEB's models as clirbench retrievers: the ``mteb:<model>`` family (``clirbench.retrievers.mteb_model``).
+MTEB's models as clirbench retrievers: the ``mteb:<model>`` family (``clirbench.mteb.model``).
 """
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import ClirbenchError
+from ..util.errors import ClirbenchError
 from .names import parse_task_name, score_key
 from .tasks import SPLIT, get_tasks
 

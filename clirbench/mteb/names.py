@@ -28,7 +28,7 @@ def task_name(task: str, scenario: str, pool_mode: str, subset: str = "") -> str
     MTEB names its result file after it (``<name>.json``): a long task id or subset (``parallel:<file>``)
     is shortened with a hash (``identity.fit_name``), the scenario and pool mode kept.
     """
-    from ..identity import NAME_LIMIT, fit_name
+    from ..util.filenames import NAME_LIMIT, fit_name
 
     tail = [scenario, pool_mode] + ([fit_name(subset, NAME_LIMIT // 4)] if subset else [])
     room = NAME_LIMIT - len(".json") - len(".".join([_PREFIX, "", *tail]).encode("utf-8"))

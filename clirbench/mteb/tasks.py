@@ -17,7 +17,7 @@ from mteb.abstasks.retrieval import AbsTaskRetrieval
 from mteb.abstasks.task_metadata import TaskMetadata
 
 from ..collection import Pool
-from ..errors import ClirbenchError
+from ..util.errors import ClirbenchError
 from .names import mteb_language, score_key, subset_name, task_name
 
 __all__ = ["ClirbenchRetrievalTask", "get_tasks", "make_task", "pool_scores", "SPLIT", "TASK_METADATA_DEFAULTS"]

@@ -15,7 +15,7 @@ __all__ = ["ecdf_series", "plot_ecdf"]
 
 def ecdf_series(results: Sequence[str | os.PathLike], measure: str = "MaxR") -> dict[str, np.ndarray]:
     """``{"<system> q-<lang>": sorted defined values}`` of ``measure``, in the order first met."""
-    from ..errors import ClirbenchError
+    from ..util.errors import ClirbenchError
     from ..identity import labels
     from ..results import read_per_query
     from .figure import distinct_results
@@ -41,7 +41,7 @@ def ecdf_series(results: Sequence[str | os.PathLike], measure: str = "MaxR") -> 
 
 def plot_ecdf(results: Sequence[str | os.PathLike], out: str | os.PathLike, measure: str = "MaxR"):
     """Write the ECDF figure of ``results`` to ``out`` (.svg or .png); returns the path."""
-    from .. import palette
+    from ..display import palette
     from ..measures import parse
     from .figure import check_output, plain, save, subplots
 

@@ -26,7 +26,7 @@ def plain(text: object) -> str:
 
 def check_output(path: str | os.PathLike) -> Path:
     """``path`` if it ends in .svg or .png; a one-line error otherwise (before any work)."""
-    from ..errors import ClirbenchError
+    from ..util.errors import ClirbenchError
 
     path = Path(path)
     if path.suffix.lower() not in SUFFIXES:
@@ -50,7 +50,7 @@ def result_paths(paths) -> list[Path]:
 def check_distinct(records, places) -> None:
     """Refuse two results of one system on one pool (a file given twice, a folder and a file in it, a
     copy): a figure counts each pool of a system once. ``places`` name the records in the error."""
-    from ..errors import ClirbenchError
+    from ..util.errors import ClirbenchError
     from ..identity import PoolKey
 
     seen: dict = {}
@@ -75,7 +75,7 @@ def distinct_results(paths) -> tuple[list[Path], list]:
 
 def pyplot():
     """``matplotlib.pyplot`` on the Agg backend (a missing matplotlib: one line naming the extra)."""
-    from ..optional import require
+    from ..util.optional import require
 
     matplotlib = require("matplotlib")
     matplotlib.use("Agg", force=True)
@@ -94,7 +94,7 @@ def subplots(rows: int = 1, width: float = 6.0, height: float = 3.5):
 
 def save(fig, path: str | os.PathLike) -> Path:
     """Write ``fig`` to ``path`` (SVG or PNG by the suffix) atomically, then close it."""
-    from ..atomic import write_bytes_atomic
+    from ..util.atomic import write_bytes_atomic
 
     path = check_output(path)
     plt = pyplot()

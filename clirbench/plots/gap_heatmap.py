@@ -17,7 +17,7 @@ def gap_matrix(task: str, leaderboard_dir: str | os.PathLike | None = None, scen
                measure: str | None = None) -> tuple[str, list[str], list[str], list[list[float]]]:
     """``(measure, systems, pairs, values)`` (NaN where a system lacks a pair). The default measure
     is the scenario's first board whose measure is higher-is-better, as on the HTML page."""
-    from ..errors import ClirbenchError
+    from ..util.errors import ClirbenchError
     from ..leaderboard import gaps, store
     from ..leaderboard.tables import select
 
@@ -39,9 +39,9 @@ def gap_matrix(task: str, leaderboard_dir: str | os.PathLike | None = None, scen
 def plot_gap_heatmap(task: str, out: str | os.PathLike, leaderboard_dir: str | os.PathLike | None = None,
                      scenario: str = "multi", measure: str | None = None):
     """Write the gap heatmap of ``<leaderboard_dir>/<task>.json`` to ``out``."""
-    from .. import palette
+    from ..display import palette
     from ..measures import parse
-    from ..precision import fmt, measure_decimals
+    from ..display.precision import fmt, measure_decimals
     from .figure import check_output, plain, pyplot, save, subplots
 
     check_output(out)

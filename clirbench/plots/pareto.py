@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
-from ..palette import MUTED, SERIES
+from ..display.palette import MUTED, SERIES
 
 __all__ = ["COSTS", "DEFAULT_COST", "SystemPoint", "system_points", "pareto_front", "pareto_figure", "write_pareto",
            "read_records"]
@@ -84,7 +84,7 @@ def read_records(source) -> list:
 
 
 def _measure(measure: str):
-    from ..errors import ClirbenchError
+    from ..util.errors import ClirbenchError
     from ..measures import parse
 
     try:
@@ -98,7 +98,7 @@ def _measure(measure: str):
 
 
 def _cost_axis(cost: str) -> _CostAxis:
-    from ..errors import UnknownNameError
+    from ..util.errors import UnknownNameError
 
     if cost not in COSTS:
         raise UnknownNameError(f"unknown cost {cost!r}; expected one of {', '.join(COSTS)}")
@@ -109,7 +109,7 @@ def system_points(records: Iterable, measure: str = "nDCG@10",
                   cost: str = DEFAULT_COST, scenario: str | None = None) -> list[SystemPoint]:
     """One point per system (``SystemKey.label``) over the records (``read_records``' sources) that
     report ``measure`` and ``cost``, in ``scenario`` when given; sorted by system."""
-    from ..errors import ClirbenchError
+    from ..util.errors import ClirbenchError
 
     name, axis = str(_measure(measure)), _cost_axis(cost)
     from ..identity import PoolKey
@@ -152,7 +152,7 @@ def pareto_figure(records: Iterable, measure: str = "nDCG@10", cost: str = DEFAU
                   scenario: str | None = None, log_cost: bool | None = None):
     """A matplotlib ``Figure``: effectiveness (y) against cost (x), points labelled by system, the
     Pareto front as a step line. ``log_cost`` (default: when the costs span over 100x) sets a log x axis."""
-    from ..optional import require
+    from ..util.optional import require
 
     require("matplotlib", extra="plot", purpose="Pareto plots")
     from matplotlib.figure import Figure

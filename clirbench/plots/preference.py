@@ -16,7 +16,7 @@ def preference_figure(matrix: Mapping, system: str = "", ax=None):
     ``ax`` when given."""
     import numpy as np
 
-    from ..optional import require
+    from ..util.optional import require
     from .figure import plain
 
     require("matplotlib.figure", "plot")
@@ -52,7 +52,7 @@ def preference_figure(matrix: Mapping, system: str = "", ax=None):
 def plot_preference(results, out):
     """Write the preference matrices of ``results`` (result files of ``multi`` pools: one matrix per
     system and set of documents, stacked) to ``out`` (.svg or .png); returns the path."""
-    from ..errors import ClirbenchError
+    from ..util.errors import ClirbenchError
     from ..identity import labels
     from ..stats.preference import preference_matrix
     from .figure import check_output, distinct_results, save, subplots

@@ -12,10 +12,10 @@ __all__ = ["plot_rank_intervals"]
 def plot_rank_intervals(task: str, out: str | os.PathLike, leaderboard_dir: str | os.PathLike | None = None,
                         scenario: str | None = None, measure: str | None = None):
     """Write the rank intervals of ``<leaderboard_dir>/<task>.json``'s boards to ``out``."""
-    from ..errors import ClirbenchError
+    from ..util.errors import ClirbenchError
     from ..leaderboard import store
     from ..leaderboard.tables import select
-    from ..palette import SERIES
+    from ..display.palette import SERIES
     from .figure import check_output, plain, save, subplots
 
     check_output(out)

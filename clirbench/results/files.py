@@ -17,9 +17,9 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from ..atomic import write_text_atomic
-from ..errors import ClirbenchError, DataNotFoundError, MalformedDataError
-from ..strict import first_duplicate, loads_json, shown
+from ..util.atomic import write_text_atomic
+from ..util.errors import ClirbenchError, DataNotFoundError, MalformedDataError
+from ..util.strict import first_duplicate, loads_json, shown
 from .records import Result
 
 __all__ = ["PerQuery", "RankedDoc", "per_query_name", "ranks_name", "write_result", "read_result", "read_per_query",
@@ -147,7 +147,7 @@ def read_result(path: str | os.PathLike) -> Result:
 def read_per_query(path: str | os.PathLike) -> PerQuery:
     """Read a per-query table (or the one named by a result JSON at ``path``)."""
     from ..formats.jsonl import numbered_lines
-    from ..strict import check_id
+    from ..util.strict import check_id
 
     path = Path(path)
     if path.suffix == ".json":
@@ -201,7 +201,7 @@ def read_ranks(path: str | os.PathLike) -> dict[str, tuple[RankedDoc, ...]] | No
     """The ranks table beside the result JSON ``path`` (or the table at ``path``): ``{query id:
     (RankedDoc, …) best rank first}``; None when a result has none (written before ranks tables)."""
     from ..formats.jsonl import numbered_lines
-    from ..strict import check_id
+    from ..util.strict import check_id
 
     path = Path(path)
     if path.suffix == ".json":

@@ -15,7 +15,7 @@ PER_QUERY_COLUMNS = ("pool", "query_id", "measure", "value")
 
 
 def _pandas():
-    from ..optional import require
+    from ..util.optional import require
 
     return require("pandas", purpose="DataFrames of results")
 

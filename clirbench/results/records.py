@@ -199,7 +199,7 @@ class BootstrapSettings:
     def from_dict(cls, data: Mapping) -> "BootstrapSettings":
         w = "bootstrap."
         _no_extra(data, ("resamples", "seed", "confidence", "method"), w)
-        from ..checks import check_resamples, check_seed
+        from ..util.checks import check_resamples, check_seed
 
         resamples = check_resamples(_get(data, "resamples", (int,), w, 1000), w + "resamples")
         seed = check_seed(_get(data, "seed", (int,), w, 42), w + "seed")
@@ -252,7 +252,7 @@ class Hardware:
     def from_dict(cls, data: Mapping) -> "Hardware":
         w = "hardware."
         _no_extra(data, ("platform", "python", "cpu", "cores", "gpu"), w)
-        from ..checks import check_int
+        from ..util.checks import check_int
 
         texts = [_get(data, k, (str,), w) for k in ("platform", "python", "cpu")]
         for k, v in zip(("platform", "python", "cpu"), texts):
@@ -375,7 +375,7 @@ class Result:
     def from_dict(cls, data: Mapping) -> "Result":
         """Validate and build; raises ValueError naming the first bad key."""
         if not isinstance(data, Mapping):
-            from ..strict import json_kind
+            from ..util.strict import json_kind
 
             raise ValueError(f"not a result record: {json_kind(data)}, expected a JSON object")
         version = _get(data, "schema_version", (int,), "")

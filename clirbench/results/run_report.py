@@ -8,7 +8,7 @@ from typing import Iterator, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
-from ..plural import plural
+from ..util.plural import plural
 from .files import PerQuery
 from .records import MeasureValue
 

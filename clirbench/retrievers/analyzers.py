@@ -75,7 +75,7 @@ def base_lang(lang: str) -> str:
 
 def require_backends(purpose: str) -> None:
     """Fail now, in one line naming the ``bm25`` extra, when a library the analyzers use is missing."""
-    from ..optional import require
+    from ..util.optional import require
 
     for module in ("regex", "Stemmer", "bm25s"):
         require(module, extra="bm25", purpose=purpose)
@@ -83,7 +83,7 @@ def require_backends(purpose: str) -> None:
 
 @lru_cache(maxsize=None)
 def _patterns():
-    from ..optional import require
+    from ..util.optional import require
 
     regex = require("regex", purpose="text analysis (bm25, psq)")
 
@@ -102,7 +102,7 @@ def _patterns():
 
 @lru_cache(maxsize=None)
 def _stemmer(algorithm: str):
-    from ..optional import require
+    from ..util.optional import require
 
     Stemmer = require("Stemmer", purpose="text analysis (bm25, psq)")
 
@@ -110,14 +110,14 @@ def _stemmer(algorithm: str):
 
 
 def _bm25s_stopwords(lang: str) -> frozenset[str]:
-    from ..optional import require
+    from ..util.optional import require
 
     stopwords = require("bm25s.stopwords", purpose="text analysis (bm25, psq)")
     return frozenset(normalise(w) for w in getattr(stopwords, _BM25S_STOPWORDS[lang]))
 
 
 def _thai():
-    from ..optional import require
+    from ..util.optional import require
 
     corpus = require("pythainlp.corpus", purpose="analysing Thai")
     tokenize = require("pythainlp.tokenize", purpose="analysing Thai")

@@ -119,7 +119,7 @@ class BM25Retriever:
         """``results.cost.EncodeReport`` of the last scored pool: documents per second of analysis and
         indexing, queries per second of analysis (each distinct text's analysis timed once, when first
         analysed), and the bytes of the bm25s index's arrays (its sparse score matrix)."""
-        from ..results.cost import EncodeCost, EncodeReport, cpu_name
+        from ..cache.cost import EncodeCost, EncodeReport, cpu_name
 
         def encoding(keys, extra: float = 0.0) -> EncodeCost:
             keys = list(dict.fromkeys(keys))
@@ -140,7 +140,7 @@ class BM25Retriever:
         step = max(1, MAX_BLOCK_BYTES // max(1, 4 * n_d))
         keys = None
         if self.top_k is not None and n_d:
-            from ..ranking import tie_keys
+            from ..rank.ties import tie_keys
 
             keys = tie_keys([d.id for d in docs])
         for start in range(0, n_q, step):
@@ -196,7 +196,7 @@ def _keep_top_k(block: np.ndarray, keys: np.ndarray, k: int) -> np.ndarray:
 
 def from_spec(arg: str, options: dict):
     """``bm25`` (embedded) or ``bm25:pyserini`` (Lucene through Pyserini)."""
-    from ..errors import UnknownNameError
+    from ..util.errors import UnknownNameError
 
     if arg == "pyserini":
         from .pyserini_bm25 import from_spec as pyserini_from_spec

@@ -26,7 +26,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from ..collection import Text
-from ..errors import ClirbenchError
+from ..util.errors import ClirbenchError
 from ..cache.codecs import TOKENS
 from ..cache.embeddings import space_key
 from ..cache.layout import MULTIVECTOR, retriever_dir
@@ -243,7 +243,7 @@ class ColBERTRetriever:
 
     def _candidates(self, qvecs: list[np.ndarray], dvecs: list[np.ndarray], keys: tuple[bytes, ...]) -> list[np.ndarray]:
         """Per query, the distinct documents owning one of the nearest tokens of its tokens (Voyager)."""
-        from ..optional import require
+        from ..util.optional import require
 
         voyager = require("voyager", purpose="colbert: on pools over 100k documents (its approximate index)")
         Index, Space = voyager.Index, voyager.Space

@@ -306,7 +306,7 @@ class DenseRetriever:
         seconds the cache recorded when they were encoded) and the bytes of the document embeddings
         that ``score`` ranks against (``len(docs) x dim`` in ``score_dtype``). Nothing is encoded: texts
         this process did not embed (scored on Ray workers) report no encoding cost."""
-        from ..results.cost import EncodeReport
+        from ..cache.cost import EncodeReport
 
         dtexts, qtexts = texts_of(docs), texts_of(queries)
         dim = self.cache.dim(self.encoder, "document")

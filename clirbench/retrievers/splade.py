@@ -22,7 +22,7 @@ from ..cache.codecs import SPARSE as SPARSE_CODEC
 from ..cache.layout import SPARSE, retriever_dir
 from ..cache.store import ShardStore, SpaceCache, distinct_rows, fill, text_digest
 from ..collection import Text, check_role, texts_of
-from ..errors import ClirbenchError
+from ..util.errors import ClirbenchError
 from .encoders import batches, locate_model, saved_prompts, default_device
 
 __all__ = ["SparseEncoderModel", "SparseVectorCache", "SpladeRetriever", "from_spec"]
@@ -78,7 +78,7 @@ class SparseEncoderModel:
     def _load(self):
         if self._model is not None:
             return self._model
-        from ..optional import require
+        from ..util.optional import require
 
         SparseEncoder = getattr(require("sentence_transformers", extra="splade", purpose="splade retrievers"),
                                 "SparseEncoder", None)

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from ..checks import MAX_RESAMPLES, check_float, check_resamples, check_seed
+from ..util.checks import MAX_RESAMPLES, check_float, check_resamples, check_seed
 
 __all__ = ["MAX_RESAMPLES", "MAX_BOOTSTRAP_BYTES", "bootstrap_means", "bootstrap_ci", "paired_bootstrap",
            "randomization_test", "resample_product"]

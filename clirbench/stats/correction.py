@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..checks import CORRECTIONS, check_correction
+from ..util.checks import CORRECTIONS, check_correction
 
 __all__ = ["CORRECTIONS", "DEFAULT_CORRECTION", "adjust", "family_size", "describe"]
 

@@ -19,10 +19,10 @@ from typing import Mapping, NamedTuple, Sequence
 
 import numpy as np
 
-from ..atomic import write_text_atomic
-from ..checks import check_correction, check_float, check_resamples, check_seed
-from ..errors import ClirbenchError
-from ..plural import plural
+from ..util.atomic import write_text_atomic
+from ..util.checks import check_correction, check_float, check_resamples, check_seed
+from ..util.errors import ClirbenchError
+from ..util.plural import plural
 from ..results import Result, read_per_query, read_result
 from .bootstrap import paired_bootstrap, randomization_test
 
@@ -391,7 +391,7 @@ def format_comparison(report: Comparison) -> str:
                       f"[{_num(row.ci_low)}, {_num(row.ci_high)}]", _p(row.p_value),
                       _p(row.p_adjusted if row.p_adjusted is not None else math.nan), _num(row.d_z if row.d_z is not None else math.nan, 2),
                       _better_tie_worse(row), str(row.n)))
-    from ..report import format_table
+    from ..util.table import format_table
 
     lines = format_table(list(table[0]), table[1:], right=tuple(range(1, len(table[0]))), rule=False)
     skipped = report.undefined

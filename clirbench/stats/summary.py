@@ -28,7 +28,7 @@ def summarise(measures: Sequence[Any], per_query: Mapping[str, np.ndarray], resa
     transforms = dict(transforms or {})
     names = [str(m) for m in measures]
     if len(set(names)) != len(names):
-        from ..strict import first_duplicate
+        from ..util.strict import first_duplicate
 
         raise ValueError(f"measure {first_duplicate(names)[0]!r} is listed twice")
     for m, name in zip(measures, names):

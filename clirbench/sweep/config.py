@@ -13,8 +13,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..checks import MAX_RESAMPLES, MAX_SEED
-from ..errors import ClirbenchError
+from ..util.checks import MAX_RESAMPLES, MAX_SEED
+from ..util.errors import ClirbenchError
 
 __all__ = ["SweepConfig", "TaskEntry", "Translation", "Cell", "SweepConfigError", "load_config",
            "parse_config", "cells"]
@@ -144,8 +144,8 @@ def cells(config: SweepConfig) -> list[Cell]:
 
 def load_config(path: str | os.PathLike) -> SweepConfig:
     """Read and validate a YAML sweep config; raises SweepConfigError (one line) when malformed."""
-    from ..errors import MalformedDataError
-    from ..strict import load_yaml
+    from ..util.errors import MalformedDataError
+    from ..util.strict import load_yaml
 
     origin = str(path)
     try:
@@ -167,7 +167,7 @@ def parse_config(data: Any, origin: str = "<config>") -> SweepConfig:
         raise SweepConfigError(f"{origin}: {key}: {message}")
 
     if not isinstance(data, Mapping):
-        from ..strict import json_kind
+        from ..util.strict import json_kind
 
         raise SweepConfigError(f"{origin}: a sweep config must be a mapping with keys models, tasks, ..., "
                                f"got {json_kind(data, yaml=True)}")
@@ -245,7 +245,7 @@ def _string_list(value: Any, key: str, fail, nonempty: bool = False) -> tuple[st
 
 def _check_models(models: Sequence[str], fail) -> None:
     """The family of each spec must be known and its syntax valid (no model is loaded here)."""
-    from ..errors import ClirbenchError
+    from ..util.errors import ClirbenchError
     from ..retrievers.spec import canonical_family
 
     for i, spec in enumerate(models):
@@ -301,7 +301,7 @@ def _card(task: str, key: str, fail):
     """The registered card of ``task``; None for bring-your-own ``<kind>:<arg>`` tasks."""
     import importlib.util
 
-    from ..errors import UnknownNameError
+    from ..util.errors import UnknownNameError
 
     if ":" in task:
         kind = task.split(":", 1)[0]

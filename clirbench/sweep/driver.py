@@ -32,9 +32,9 @@ class SweepReport:
 
 def _read_gap(path: Path):
     """A ``*.gap.json`` beside the results; one line naming the file when it is not one."""
-    from ..errors import MalformedDataError
+    from ..util.errors import MalformedDataError
     from ..stats.paired import Gap
-    from ..strict import expect_json, loads_json
+    from ..util.strict import expect_json, loads_json
 
     try:
         raw = path.read_bytes()
@@ -54,7 +54,7 @@ def run_sweep(config: SweepConfig, executor=None, overwrite: bool = False, progr
     ``correction`` and written to ``<output>/_sweep/sweep.gap.json`` (``sweep_gaps``). ``leaderboard``
     (default: the config's) then builds the leaderboards from the output into
     ``config.leaderboard_dir``, recording ``command``."""
-    from ..checks import check_correction
+    from ..util.checks import check_correction
 
     check_correction(correction)
     t0 = time.perf_counter()
@@ -89,7 +89,7 @@ def sweep_gaps(output, outcomes, correction: str = "holm"):
     import json
     from pathlib import Path
 
-    from ..atomic import write_text_atomic
+    from ..util.atomic import write_text_atomic
     from ..stats.correction import describe, family_size
     from ..stats.paired import correct_gaps
     from .executors import STATE_DIR

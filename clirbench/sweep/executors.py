@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from ..errors import ClirbenchError
+from ..util.errors import ClirbenchError
 from .config import Cell, SweepConfig, Translation
 
 __all__ = ["CellOutcome", "LocalExecutor", "RayExecutor", "run_cell", "finished", "translation_kwargs", "cell_config",
@@ -98,12 +98,12 @@ def run_cell(cell: Cell, config: SweepConfig, overwrite: bool = False, progress:
     try:
         report = run(cell.model, task=entry.task, config=cell_config(cell, config, overwrite, progress))
     except Exception as exc:  # one cell's failure must not lose the others
-        from ..redact import redact
+        from ..util.redact import redact
 
         message = redact(str(exc).strip().splitlines()[0]) if str(exc).strip() else ""
         error = message if isinstance(exc, ClirbenchError) else f"{type(exc).__name__}: {message}".rstrip(": ")
         try:
-            from ..atomic import write_text_atomic
+            from ..util.atomic import write_text_atomic
 
             write_text_atomic(state / f"{key}.failed", redact(f"{cell.label()}\n\n{traceback.format_exc()}"))
         except OSError:
@@ -128,8 +128,8 @@ def _worker() -> str:
 def _write_marker(path: Path, cell: Cell, results: Sequence[str]) -> None:
     from dataclasses import asdict
 
-    from ..atomic import write_text_atomic
-    from ..redact import redact_data
+    from ..util.atomic import write_text_atomic
+    from ..util.redact import redact_data
 
     # a translator URL's key, a task option's token: never in the output folder
     data = {**redact_data({"cell": cell.label(), "model": cell.model, "task": asdict(cell.entry),
@@ -183,7 +183,7 @@ class RayExecutor:
                  init_kwargs: dict | None = None):
         if cpus_per_cell <= 0 or gpus_per_cell < 0:
             raise ClirbenchError("--cpus-per-cell must be > 0 and --gpus-per-cell >= 0")
-        from ..optional import require
+        from ..util.optional import require
 
         require("ray", purpose="--executor ray", load=False)  # before any cell is considered
         self.address, self.cpus_per_cell, self.gpus_per_cell = address, cpus_per_cell, gpus_per_cell
@@ -191,7 +191,7 @@ class RayExecutor:
 
     def map(self, cells: Sequence[Cell], config: SweepConfig, overwrite: bool = False,
             progress: bool = True) -> Iterator[CellOutcome]:
-        from ..distributed import ray_session
+        from ..rank.distributed import ray_session
 
         # one line when ray is missing or the cluster unreachable; a Ray this executor starts is shut down
         with ray_session(self.address, purpose="--executor ray", init_kwargs=self.init_kwargs) as ray:

@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import Any, Callable, Mapping, Sequence
 
 from ..collection import ParallelCollection, Pool
-from ..errors import ClirbenchError, UnknownNameError
+from ..util.errors import ClirbenchError, UnknownNameError
 from ..scenarios import POOL_MODES, SCENARIOS
 from .card import TaskCard, load_cards, parse_card
 from .loader import BaseLoader, ParallelLoader, RetrievalLoader, TaskLoader
@@ -283,7 +283,7 @@ def get_task(task_id: str) -> Task:
 
 def _not_a_path(task_id: str) -> None:
     """Refuse a task id that reads as a path (``../../pwn``, ``/data/x``, ``a//b``), naming all of it."""
-    from ..strict import shown
+    from ..util.strict import shown
 
     parts = task_id.replace("\\", "/").split("/")
     if task_id.startswith(("/", "~")) or "\\" in task_id or any(p in ("", ".", "..") for p in parts):

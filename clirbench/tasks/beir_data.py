@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import DataNotFoundError, MalformedDataError
+from ..util.errors import DataNotFoundError, MalformedDataError
 from ..scenarios import RETRIEVAL
-from ..strict import language_tag, loads_json
+from ..util.strict import language_tag, loads_json
 from ..formats.jsonl import numbered_lines
 from . import Task
 from .hub import is_dir, is_file, sha256_file

@@ -11,11 +11,11 @@ from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
 from ..collection import ParallelCollection, Text
-from ..errors import MalformedDataError, UnknownNameError
+from ..util.errors import MalformedDataError, UnknownNameError
 from .card import TaskCard
 from .loader import BaseLoader
 from ..formats.jsonl import json_objects
-from ..strict import check_id
+from ..util.strict import check_id
 from .hub import check_counts, find_local_dir, hub_rows, plain_value, require_file, sha256_file, source_record
 
 FIELDS = ("link", "question_number", "flores_passage", "question", "mc_answer1", "mc_answer2",

@@ -17,8 +17,8 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-from ..errors import DataNotFoundError, MalformedDataError
-from ..strict import shown
+from ..util.errors import DataNotFoundError, MalformedDataError
+from ..util.strict import shown
 from .card import TaskCard
 
 
@@ -223,7 +223,7 @@ def hub_reachable(timeout: float = 5.0) -> bool:
 def load_hub_split(repo: str, config: str | None, split: str, revision: str | None, what: str,
                    local_help: str) -> Iterable[Mapping[str, Any]]:
     """Rows of one hub split through ``datasets`` (the thin hub path); any failure is one line."""
-    from ..optional import MissingDependencyError, require
+    from ..util.optional import MissingDependencyError, require
 
     try:
         datasets = require("datasets", purpose=f"reading {repo} from the hub")

@@ -43,11 +43,11 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
 from ..collection import ParallelCollection, Pool, Text
-from ..errors import DataNotFoundError, MalformedDataError, UnknownNameError
+from ..util.errors import DataNotFoundError, MalformedDataError, UnknownNameError
 from ..formats.beir import UNDETERMINED, check_qrels, check_scenarios, no_options, pools_by_query_lang
-from ..optional import require
+from ..util.optional import require
 from ..scenarios import RETRIEVAL, SCENARIOS, doc_id, parse_langs, parse_scenarios
-from ..strict import first_duplicate
+from ..util.strict import first_duplicate
 from . import Task
 from .loader import BaseLoader
 from .card import TaskCard, parse_card

@@ -25,7 +25,7 @@ from types import MappingProxyType
 from typing import Iterable, Mapping
 
 from ..collection import Pool, Text
-from ..errors import DataNotFoundError, MalformedDataError, UnknownNameError
+from ..util.errors import DataNotFoundError, MalformedDataError, UnknownNameError
 from .hub import is_dir, is_file, load_hub_split, plain_rows, sha256_file
 from ..formats.beir import (check_qrels, check_scenarios, no_options, parse_lang_list,
                           qrels_path, read_corpus, read_qrels, read_queries)
@@ -208,7 +208,7 @@ def summary_table(records: Iterable[Mapping], measure: str = "nDCG@10", scale: f
     fmt = lambda v: "-" if v is None else f"{v * scale:.2f}"
     body = [[r["subset"]] + [fmt(r[c]) for c in cols] for r in rows]
     header = [f"ko-en {measure} x{scale:g}"] + cols
-    from ..report import format_table
+    from ..util.table import format_table
 
     return "\n".join(format_table(header, body))
 

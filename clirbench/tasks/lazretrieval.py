@@ -23,9 +23,9 @@ from types import MappingProxyType
 from typing import Iterable, Iterator, Mapping
 
 from ..collection import Pool, Text
-from ..errors import DataNotFoundError, MalformedDataError, UnknownNameError
+from ..util.errors import DataNotFoundError, MalformedDataError, UnknownNameError
 from ..formats.jsonl import json_objects
-from ..strict import MAX_GRADE, check_id, loads_json
+from ..util.strict import MAX_GRADE, check_id, loads_json
 from .hub import is_file, sha256_file
 from ..formats.beir import check_scenarios, no_options, parse_lang_list, split_option
 from .card import TaskCard

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping, Protocol, Sequence, runtime_checkable
 
 from ..collection import ParallelCollection, Pool
-from ..errors import UnknownNameError
+from ..util.errors import UnknownNameError
 from .card import TaskCard
 
 __all__ = ["TaskLoader", "ParallelLoader", "RetrievalLoader", "BaseLoader", "REQUIRED_HOOK"]

@@ -28,12 +28,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..collection import ParallelCollection, Text
-from ..errors import DataNotFoundError, MalformedDataError
+from ..util.errors import DataNotFoundError, MalformedDataError
 from ..scenarios import MAIN_MEASURES, POOL_MODES, SCENARIOS
 from .card import TaskCard
 from .loader import BaseLoader
 from ..formats.jsonl import json_objects, numbered_lines
-from ..strict import bad_character, check_id, first_duplicate, language_tag
+from ..util.strict import bad_character, check_id, first_duplicate, language_tag
 from .hub import is_file, sha256_file
 
 _ID = re.compile(r"^[^\s/]+$")

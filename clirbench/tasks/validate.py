@@ -23,7 +23,7 @@ def validate(data_dir=None, load_data: bool = True, folder=None) -> tuple[list[s
     card. Problems fail ``clirbench validate``; notes (no local data, a file the card has no hash
     for) do not.
     """
-    from ..errors import DataNotFoundError
+    from ..util.errors import DataNotFoundError
     from .card import cards_dir  # looked up at call time (tests point it elsewhere)
     from .hub import is_dir, unusable_files
 
@@ -86,7 +86,7 @@ def _check_card(card, path, problems: list[str]):
 
 
 def _check_data(task, data_dir, problems: list[str], notes: list[str]) -> None:
-    from ..errors import DataNotFoundError
+    from ..util.errors import DataNotFoundError
     from . import hub
 
     card = task.card

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Sequence
 
 from ..collection import ParallelCollection, Text
-from ..errors import MalformedDataError, UnknownNameError
-from ..strict import check_id, first_duplicate, loads_json
+from ..util.errors import MalformedDataError, UnknownNameError
+from ..util.strict import check_id, first_duplicate, loads_json
 from .card import TaskCard
 from .loader import BaseLoader
 from .hub import check_counts, find_local_dir, hub_rows, read_bytes, require_file, source_record

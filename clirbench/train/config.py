@@ -9,8 +9,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ..checks import check_float, check_int, check_seed
-from ..errors import ClirbenchError, UnknownNameError
+from ..util.checks import check_float, check_int, check_seed
+from ..util.errors import ClirbenchError, UnknownNameError
 from .choices import LOSSES, RECIPES
 
 __all__ = ["TrainConfig", "WARMUP"]

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from ..errors import ClirbenchError, MalformedDataError, UnknownNameError
+from ..util.errors import ClirbenchError, MalformedDataError, UnknownNameError
 
 
 @dataclass(frozen=True)

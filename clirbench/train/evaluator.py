@@ -66,7 +66,7 @@ class PoolEvaluator(_Base):
         return f"{pool.scenario}_{'-'.join(pool.doc_langs)}_q-{pool.query_lang}_{measure}"
 
     def __call__(self, model, output_path: str | None = None, epoch: int = -1, steps: int = -1) -> dict[str, float]:
-        from ..ranking import ExactRanker
+        from ..rank.ties import ExactRanker
         from ..measures import compute
         from ..retrievers.dense import DenseRetriever
 

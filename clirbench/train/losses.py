@@ -19,7 +19,7 @@ from typing import Any, Iterable
 import torch
 from torch import Tensor, nn
 
-from ..errors import UnknownNameError
+from ..util.errors import UnknownNameError
 from .choices import LOSSES
 
 DEFAULT_SCALE = 20.0

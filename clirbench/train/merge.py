@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from ..errors import ClirbenchError
+from ..util.errors import ClirbenchError
 
 MERGE_RECORD = "clirbench_merge.json"
 
@@ -67,7 +67,7 @@ def check_weights(weights: Sequence[float] | None, n: int) -> list[float]:
 def merge_models(models: Sequence[str], out: str | os.PathLike, weights: Sequence[float] | None = None,
                  device: str = "cpu") -> Path:
     """Average ``models`` (local sentence-transformers folders or hub ids) into ``out``; returns it."""
-    from ..optional import require
+    from ..util.optional import require
 
     require("sentence_transformers", purpose="clirbench merge")
     import torch

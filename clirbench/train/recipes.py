@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from ..errors import ClirbenchError, UnknownNameError
+from ..util.errors import ClirbenchError, UnknownNameError
 from .config import TrainConfig
 
 TRAIN_RECORD = "clirbench_train.json"
@@ -44,7 +44,7 @@ def train(model: str, out: str | os.PathLike, config: TrainConfig | None = None,
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ClirbenchError(f"--out {out}: exists and is not empty; choose a new folder")
 
-    from ..optional import require
+    from ..util.optional import require
 
     require("sentence_transformers", purpose="clirbench train")
     require("datasets", purpose="clirbench train")

@@ -16,7 +16,7 @@ _ALIASES = {"query": "query", "queries": "query", "qt": "query",
 
 def canonical_direction(name: str) -> str:
     """``query`` or ``docs`` (accepts ``document(s)``, ``qt``, ``dt``)."""
-    from ..errors import UnknownNameError
+    from ..util.errors import UnknownNameError
 
     try:
         return _ALIASES[str(name).strip().lower()]
@@ -75,7 +75,7 @@ def nllb_code(code: str) -> str:
     try:
         return _NLLB[code]
     except KeyError:
-        from ..errors import UnknownNameError
+        from ..util.errors import UnknownNameError
 
         raise UnknownNameError(f"no NLLB code known for language {code!r}; pass it as e.g. fra_Latn") from None
 

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from ..atomic import remove_stale_temps, write_bytes_atomic
+from ..util.atomic import remove_stale_temps, write_bytes_atomic
 from ..cache.shards import find_shards, new_name, set_aside, write_shard
 
 __all__ = ["TranslationCache", "text_key"]

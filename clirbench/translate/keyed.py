@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Callable, Mapping, Sequence
 
 from ..collection import Text
-from ..errors import ClirbenchError, MalformedDataError
+from ..util.errors import ClirbenchError, MalformedDataError
 
 __all__ = ["FileTranslator", "GoldTranslator", "parallel_gold"]
 
@@ -17,7 +17,7 @@ class FileTranslator:
 
     def __init__(self, path: str) -> None:
         from ..formats.jsonl import json_objects
-        from ..strict import check_id, language_tag
+        from ..util.strict import check_id, language_tag
         from ..tasks.hub import sha256_file
 
         self.path, self.spec = path, f"file:{path}"

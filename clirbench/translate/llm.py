@@ -28,8 +28,8 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
-from ..errors import ClirbenchError
-from ..redact import redact, redact_url
+from ..util.errors import ClirbenchError
+from ..util.redact import redact, redact_url
 from .base import language_name
 
 __all__ = ["OpenAITranslator", "SYSTEM_PROMPT", "parse_answer"]

@@ -9,7 +9,7 @@ from types import MappingProxyType
 from typing import Mapping, Sequence
 
 from ..collection import Pool, Text
-from ..errors import ClirbenchError
+from ..util.errors import ClirbenchError
 from .base import canonical_direction
 from .cache import TranslationCache
 
@@ -104,7 +104,7 @@ def translation_quality(hypotheses: Sequence[str], references: Sequence[str], la
 
     BLEU uses sacrebleu's ``zh`` tokenizer for Chinese targets, ``13a`` otherwise.
     """
-    from ..optional import require
+    from ..util.optional import require
 
     metrics = require("sacrebleu.metrics", purpose="--translation-quality")
     BLEU, CHRF = metrics.BLEU, metrics.CHRF
@@ -147,7 +147,7 @@ class TranslationPlan:
         if quality:
             if direction != "docs":
                 raise ClirbenchError("--translation-quality needs --translate docs (a gold reference for documents)")
-            from ..optional import require
+            from ..util.optional import require
             from .keyed import GoldTranslator
 
             require("sacrebleu", purpose="--translation-quality")  # now, not after the translation

@@ -13,8 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from ..errors import DataNotFoundError
-from ..optional import require
+from ..util.errors import DataNotFoundError
+from ..util.optional import require
 from .base import join_sentences, nllb_code, split_sentences
 
 __all__ = ["HFTranslator", "CT2Translator", "parse_unit"]
@@ -25,7 +25,7 @@ DEFAULT_MAX_INPUT_TOKENS = 512  # when neither the model nor its tokenizer state
 
 def parse_unit(arg: str) -> tuple[str, str]:
     """``model#sentence`` -> (``model``, ``sentence``); no suffix -> ``document``."""
-    from ..errors import UnknownNameError
+    from ..util.errors import UnknownNameError
 
     model, sep, unit = arg.partition("#")
     unit = unit if sep else "document"

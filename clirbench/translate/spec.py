@@ -4,8 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ..errors import ClirbenchError, UnknownNameError
-from ..optional import MissingDependencyError
+from ..util.errors import ClirbenchError, UnknownNameError
+from ..util.optional import MissingDependencyError
 
 __all__ = ["make_translator", "TranslationOptions", "USAGE"]
 
@@ -91,6 +91,6 @@ def make_translator(spec: str, *, task=None, data_dir=None, task_options: Mappin
         raise
     except ImportError as exc:
         raise ClirbenchError(f"translator {prefix}: is not available here: it needs {exc.name or exc!r}") from None
-    from ..redact import redact
+    from ..util.redact import redact
 
     raise UnknownNameError(f"unknown translator {redact(spec)!r}; available: {', '.join(USAGE)}")

@@ -16,7 +16,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import MalformedDataError
+from ..util.errors import MalformedDataError
 from .ranked import rank_query
 from .registry import Selected
 

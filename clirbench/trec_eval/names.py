@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..errors import UnknownNameError
+from ..util.errors import UnknownNameError
 
 __all__ = ["Spec", "lookup", "per_query", "IR_MEASURES"]
 

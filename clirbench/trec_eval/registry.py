@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from ..checks import MAX_LONG
-from ..errors import UnknownNameError
+from ..util.checks import MAX_LONG
+from ..util.errors import UnknownNameError
 from . import cutoffs, gains, whole
 
 __all__ = ["Record", "Selected", "MEASURES", "NICKNAMES", "UNSUPPORTED", "select", "atol", "atof"]

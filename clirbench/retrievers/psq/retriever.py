@@ -13,8 +13,8 @@ from typing import Iterator, Mapping, Sequence
 import numpy as np
 
 from ...collection import Text
-from ...errors import ClirbenchError, DataNotFoundError
-from ...strict import ascii_int
+from ...util.errors import ClirbenchError, DataNotFoundError
+from ...util.strict import ascii_int
 from .table import DEFAULTS, PSQTable, analyze_fn, load_table
 
 __all__ = ["PSQRetriever", "from_spec", "MAX_BLOCK_BYTES"]

@@ -16,8 +16,8 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from ...errors import ClirbenchError, DataNotFoundError, MalformedDataError
-from ...optional import require
+from ...util.errors import ClirbenchError, DataNotFoundError, MalformedDataError
+from ...util.optional import require
 
 __all__ = ["PSQTable", "load_table", "write_table", "prune_translations", "meta_path", "analyzer_record",
            "analyze_fn", "ANALYZER", "DEFAULTS", "META_FORMAT"]
@@ -135,7 +135,7 @@ def write_table(path: str | os.PathLike, table: Mapping[str, Mapping[str, float]
                 query_lang: str, query_counts: Mapping[str, int] | None = None,
                 query_counts_source: str | None = None, extra: Mapping | None = None) -> tuple[Path, Path]:
     """Write ``table`` (gzipped JSON) and its sidecar; returns both paths. Written atomically."""
-    from ...atomic import write_bytes_atomic
+    from ...util.atomic import write_bytes_atomic
 
     path = Path(path)
     body = json.dumps({f: dict(t) for f, t in table.items()}, ensure_ascii=False, sort_keys=True).encode()
@@ -165,7 +165,7 @@ def load_table(path: str | os.PathLike, *, min_prob: float = DEFAULTS["min_prob"
             f"psq table {path} has no sidecar {side.name}: it must record the languages and the analyzer "
             f"the table was built with (tables from clirbench psq train have one; for another table, build "
             f"one with the same analysis, or write the sidecar yourself if you know they agree)")
-    from ...strict import expect_json, language_tag, loads_json
+    from ...util.strict import expect_json, language_tag, loads_json
 
     try:
         meta = loads_json(side.read_bytes(), str(side))

@@ -23,8 +23,8 @@ from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from ...errors import ClirbenchError, DataNotFoundError, MalformedDataError
-from ...strict import language_tag
+from ...util.errors import ClirbenchError, DataNotFoundError, MalformedDataError
+from ...util.strict import language_tag
 
 __all__ = ["IBM1Result", "train_ibm1", "train_table", "read_bitext"]
 
@@ -79,7 +79,7 @@ def _triples(A, B):
 def train_ibm1(source: Sequence[Sequence[str]], target: Sequence[Sequence[str]], iterations: int = 10,
                min_prob: float = 1e-4) -> IBM1Result:
     """IBM Model 1 t(e|f) from token lists (source = document language, target = query language)."""
-    from ...checks import MAX_ITERATIONS, check_float, check_int
+    from ...util.checks import MAX_ITERATIONS, check_float, check_int
 
     iterations = check_int(iterations, "iterations", 1, MAX_ITERATIONS)
     min_prob = check_float(min_prob, "min_prob", 0.0, 1.0)

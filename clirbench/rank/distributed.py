@@ -33,7 +33,7 @@ from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 
-from .errors import ClirbenchError
+from ..util.errors import ClirbenchError
 from .sharded import SHARD_BYTES, ShardedRanks
 
 __all__ = ["ray_session", "encode_on_ray", "rank_pool_ray", "EncodeReport", "RayRanks", "COUNTS_DIR", "RayRanker"]
@@ -77,7 +77,7 @@ def ray_session(address: str | None = None, workers: int | None = None, *, purpo
                 init_kwargs: dict | None = None) -> Iterator[object]:
     """The ``ray`` module, connected: to the Ray this process already has, else to ``address``,
     else to a local Ray started with ``workers`` CPUs (no dashboard) and shut down at the end."""
-    from .optional import require
+    from ..util.optional import require
 
     ray = require("ray", purpose=purpose)  # one line naming the extra when missing
     if address:
@@ -112,7 +112,7 @@ def _forwarded_env() -> dict:
 
 def _build(recipe, cache_dir, options: Mapping | None):
     if isinstance(recipe, str):
-        from .retrievers import make_retriever
+        from ..retrievers import make_retriever
 
         return make_retriever(recipe, cache_dir=cache_dir, **dict(options or {}))
     return recipe(cache_dir)
@@ -205,8 +205,8 @@ class _EncoderActor:
 
 
 def _chunks(texts_by_role: Mapping[str, Sequence], chunk_size: int | None, workers: int) -> tuple[dict, list]:
-    from .cache.embeddings import distinct_rows
-    from .collection import texts_of
+    from ..cache.embeddings import distinct_rows
+    from ..collection import texts_of
 
     counts, chunks = {}, []
     for role, texts in texts_by_role.items():
@@ -308,7 +308,7 @@ def _digest(*parts) -> str:
 
 
 def _save(path: Path, arrays: dict) -> None:
-    from .atomic import write_bytes_atomic
+    from ..util.atomic import write_bytes_atomic
 
     buf = io.BytesIO()
     np.savez(buf, **arrays)
@@ -385,10 +385,10 @@ def rank_pool_ray(retriever, seen_pool, pool, shards: int | None = None, *, addr
     ``device`` scores on the workers' torch device (e.g. ``cuda``); None: numpy.
     Any other retriever is ranked on the driver by ``rank_pool_sharded`` (it only yields full rows).
     """
-    from .ranking import judged_pairs, tie_keys
-    from .collection import texts_of
-    from .retrievers.dense import DenseRetriever
-    from .cache.embeddings import distinct_rows
+    from .ties import judged_pairs, tie_keys
+    from ..collection import texts_of
+    from ..retrievers.dense import DenseRetriever
+    from ..cache.embeddings import distinct_rows
     from .sharded import (grouped_shards, round32, dense_bounds, merge_topk, rank_pool_sharded, ranks_from_counts,
                           shard_counts)
 
@@ -505,8 +505,8 @@ class RayRanker:
         """Every measure: the ranks are exact."""
 
     def rank(self, retriever, seen, pool):
-        from .ranking import Ranked
-        from .redact import redact
+        from .ties import Ranked
+        from ..util.redact import redact
 
         done = rank_pool_ray(retriever, seen, pool, self.shards, address=self.address, workers=self.workers,
                              recipe=getattr(retriever, "recipe", None), device=self.device)

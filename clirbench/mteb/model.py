@@ -14,8 +14,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..errors import ClirbenchError, UnknownNameError
-from .base import Retriever
+from ..util.errors import ClirbenchError, UnknownNameError
+from ..retrievers.base import Retriever
 
 __all__ = ["MTEBEncoder", "from_spec", "task_metadata"]
 
@@ -24,7 +24,7 @@ def task_metadata():
     """The TaskMetadata MTEB models see when clirbench encodes (a generic retrieval task)."""
     from mteb.abstasks.task_metadata import TaskMetadata
 
-    from ..mteb.tasks import TASK_METADATA_DEFAULTS
+    from .tasks import TASK_METADATA_DEFAULTS
 
     return TaskMetadata(name="clirbench.retrieval", description="Cross-lingual retrieval (clirbench).",
                         reference="https://example.invalid/clirbench",
@@ -94,7 +94,7 @@ class MTEBEncoder:
         if isinstance(prompts, dict):
             name = get_prompt_name(prompts, self.metadata, self._types[role])
             return str(prompts.get(name) or "") if name else ""
-        from .encoders import mteb_prompts  # instruction models: what the registry template gives
+        from ..retrievers.encoders import mteb_prompts  # instruction models: what the registry template gives
 
         found = mteb_prompts(self.model_id) or {}
         return f"[{type(self.model).__name__}] {found.get(role, '')}"
@@ -134,15 +134,15 @@ class MTEBEncoder:
 def from_spec(arg: str, options: dict) -> Retriever:
     """``mteb:<registry name>``, ``mteb:<registry name>=<local dir>`` or ``mteb:<local dir>``."""
     from ..cache.embeddings import EmbeddingCache
-    from .dense import DenseRetriever
-    from .encoders import weights_hash
+    from ..retrievers.dense import DenseRetriever
+    from ..retrievers.encoders import weights_hash
 
     if not arg:
         raise ClirbenchError("retriever 'mteb:' needs a model: mteb:<MTEB model name>")
     for key in ("query_prompt", "doc_prompt"):
         if options.get(key) is not None:
             raise ClirbenchError(f"mteb:<model> uses MTEB's prompts; {key} cannot change them (use dense:<model>)")
-    from ..optional import require
+    from ..util.optional import require
 
     require("mteb", purpose="retriever mteb:<model>")
     model, name, path = _load(arg, options.get("device"))

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .plural import plural
-from .scenarios import RETRIEVAL, SCENARIOS
+from ..util.plural import plural
+from ..util.table import format_table
+from ..scenarios import RETRIEVAL, SCENARIOS
 
 
 def _cell(entry: dict | None) -> str:
@@ -16,22 +17,10 @@ def _cell(entry: dict | None) -> str:
     return f"{v:.2f} [{lo:.2f},{hi:.2f}]"
 
 
-def format_table(header: list[str], rows: list[list[str]], right: tuple[int, ...] = (),
-                 rule: bool = True) -> list[str]:
-    """The lines of a plain-text table (the one formatter of the CLI's tables): columns padded to
-    their widest cell, two spaces apart, the columns in ``right`` right-aligned, a dashed rule
-    under the header unless ``rule`` is False."""
-    rows = [[str(c) for c in r] for r in rows]
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    fmt = lambda r: "  ".join(c.rjust(w) if i in right else c.ljust(w)
-                              for i, (c, w) in enumerate(zip(r, widths))).rstrip()
-    return [fmt(header)] + ([fmt(["-" * w for w in widths])] if rule else []) + [fmt(r) for r in rows]
-
-
 def _task_summaries(records: list[dict]) -> list[str]:
     """Tables a task's loader adds (``summary_table(records)``: ko-en's CROSS-/MONO-AVG, LazRetrieval's average)."""
-    from .errors import ClirbenchError
-    from .tasks import get_task
+    from ..util.errors import ClirbenchError
+    from ..tasks import get_task
 
     lines = []
     for task_id in dict.fromkeys(r["task"]["id"] for r in records):
@@ -50,7 +39,7 @@ def _task_summaries(records: list[dict]) -> list[str]:
 def legend(records: list[dict], names: list[str], gaps: bool = False, gap_family: str = "",
            columns: str = "|D|: documents in the pool; n: queries") -> list[str]:
     """What a newcomer needs to read the tables: the interval, the columns, each measure's direction."""
-    from .measures import parse
+    from ..measures import parse
 
     boot = records[0].get("bootstrap") or {} if records else {}
     level = f"{100 * float(boot.get('confidence', 0.95)):g}%"
@@ -77,7 +66,7 @@ def legend(records: list[dict], names: list[str], gaps: bool = False, gap_family
 def _no_value(records: list[dict], names: list[str]) -> list[str]:
     """The legend line for ``-`` cells: which measures have no value where, and why when it is the
     pool's single document language (SameLangFirst, PEER compare languages)."""
-    from .measures import parse
+    from ..measures import parse
 
     def missing(r: dict, n: str) -> bool:  # no value, and no note of its own saying why (evaluate's MaxR)
         entry = r.get("measures", {}).get(n, {"value": 0}) or {}
@@ -173,7 +162,7 @@ class _Row(NamedTuple):
 
 def _gap_family(gaps) -> str:
     """How the gaps' p-values were adjusted, and over how many tests ("" when not adjusted)."""
-    from .stats.correction import describe, family_size
+    from ..stats.correction import describe, family_size
 
     rows = [row for gap in gaps for row in gap.measures.values()]
     methods = {row.correction for row in rows}
@@ -208,7 +197,7 @@ def format_outcomes(report) -> str:
                         + [_cell(r["measures"].get(n)) for n in names])
         lines += [f"== {scenario}"] + format_table(header, body) + [""]
         if scenario == "multi":
-            from .stats.preference import preference_matrix
+            from ..stats.preference import preference_matrix
 
             for matrix in preference_matrix(o.record for o in rows):
                 lines += format_preference(matrix)

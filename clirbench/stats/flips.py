@@ -16,9 +16,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import ClirbenchError
-from ..plural import plural
-from .files import RankedDoc, read_per_query, read_ranks, read_result
+from ..util.errors import ClirbenchError
+from ..util.plural import plural
+from ..results.files import RankedDoc, read_per_query, read_ranks, read_result
 
 __all__ = ["DEFAULT_FLIP_MEASURE", "Flip", "Flips", "flips", "default_flip_measure", "query_texts",
            "format_flips", "flips_tsv", "change"]
@@ -123,7 +123,7 @@ def flips(a, b, n: int, measure: str | None = None, data_dir=None,
     """The ``n`` queries of result files ``a`` and ``b`` (one pool) whose ``measure`` changes most,
     largest |B − A| first (equal ones by query id); queries where either value is undefined are left
     out. ``texts`` (``{query id: text}``) saves reading the task's data."""
-    from ..checks import check_int
+    from ..util.checks import check_int
 
     n = check_int(n, "--flips", 1, 1_000_000)
     ids_a, values_a = read_per_query(a)

@@ -29,7 +29,7 @@ def _host() -> str:
 def _temp_target(name: str) -> str:
     """``name`` as its temp files spell it: shortened with a hash (``identity.fit_name``) when the
     temp name would be over the file system's 255-byte limit."""
-    from .identity import NAME_MAX, fit_name
+    from .filenames import NAME_MAX, fit_name
 
     return fit_name(name, NAME_MAX - 60)  # dots, host (32), pid, random part and .tmp
 

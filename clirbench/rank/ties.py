@@ -95,7 +95,7 @@ def as_trec_scores(a: np.ndarray) -> np.ndarray:
 def _doc_index(doc_ids: Sequence[str]) -> dict[str, int]:
     index = {d: i for i, d in enumerate(doc_ids)}
     if len(index) != len(doc_ids):
-        from .strict import first_duplicate
+        from ..util.strict import first_duplicate
 
         raise ValueError(f"duplicate doc id {first_duplicate(doc_ids)[0]!r}")
     return index
@@ -166,7 +166,7 @@ def judged_pairs(
     if doc_langs is not None and len(doc_langs) != n_docs:
         raise ValueError(f"doc_langs has {len(doc_langs)} entries for {n_docs} docs")
     if len(set(query_ids)) != n_q:
-        from .strict import first_duplicate
+        from ..util.strict import first_duplicate
 
         raise ValueError(f"duplicate query id {first_duplicate(query_ids)[0]!r}")
 

@@ -26,7 +26,7 @@ from typing import Collection, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import ClirbenchError, UnknownNameError
+from ..util.errors import ClirbenchError, UnknownNameError
 
 __all__ = ["IndexSpec", "AnnIndex", "parse_index_spec", "ann_run", "exact_topk", "rescore_topk", "measured_recall",
            "check_ann_measures", "split_ann_measures", "ann_depth", "ann_measures", "PREFIX",
@@ -45,7 +45,7 @@ _MAX_PARAM = 1_000_000
 
 
 def _faiss(purpose: str = "--index faiss"):
-    from ..optional import require
+    from ..util.optional import require
 
     return require("faiss", purpose=purpose)
 
@@ -78,8 +78,8 @@ def _apply_params(faiss, index, params: str, gpu: bool = False) -> None:
 def _check_params(params: str, text: str) -> None:
     """Every search parameter once, a finite number >= 0 (faiss casts ``efSearch=-1`` to a huge
     unsigned count without a word); the counts positive integers at most ``_MAX_PARAM``."""
-    from ..strict import ascii_int
-    from .spec import spec_params
+    from ..util.strict import ascii_int
+    from ..retrievers.spec import spec_params
 
     for name, value in spec_params(params, ",", f"index {text!r}", UnknownNameError).items():
         name = name.split(".")[-1]  # faiss allows e.g. "quantizer_efSearch"; prefixes stay faiss's
@@ -100,7 +100,7 @@ def parse_index_spec(text: str | IndexSpec, dim: int | None = None) -> IndexSpec
     """
     if isinstance(text, IndexSpec):
         text = str(text)
-    from .spec import check_spec_text
+    from ..retrievers.spec import check_spec_text
 
     text = check_spec_text(str(text).strip(), "index")
     if not text.startswith(PREFIX):
@@ -379,8 +379,8 @@ def ann_run(retriever, queries: Sequence, docs: Sequence, spec: str | IndexSpec,
     (``margin`` default k//10 + 10). ``info`` holds the index description, k, the measured recall and
     the number of queries whose k-th score ties beyond the margin.
     """
-    from ..checks import check_int
-    from ..ranking import tie_keys
+    from ..util.checks import check_int
+    from .ties import tie_keys
 
     k = check_int(k, "k", 1)
     margin = check_int(k // 10 + 10 if margin is None else margin, "margin", 0)
@@ -476,7 +476,7 @@ def ann_measures(run: Mapping[str, Mapping[str, float]], qrels: Mapping[str, Map
                  measures, k: int) -> dict[str, np.ndarray]:
     """Per-query values of cutoff measures from an ANN run (rank_run + measures.compute)."""
     from ..measures import compute
-    from ..ranking import rank_run
+    from .ties import rank_run
 
     return compute(check_ann_measures(measures, k), rank_run(run, qrels))
 
@@ -499,8 +499,8 @@ class AnnRanker:
         check_ann_measures(measures, self.k)
 
     def rank(self, retriever, seen, pool):
-        from ..ranking import Ranked, rank_blocks, run_blocks
-        from .dense import DenseRetriever
+        from .ties import Ranked, rank_blocks, run_blocks
+        from ..retrievers.dense import DenseRetriever
 
         if not isinstance(retriever, DenseRetriever):
             raise ClirbenchError(f"--index {self.spec} needs a dense retriever (embeddings to index), "

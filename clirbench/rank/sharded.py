@@ -36,7 +36,7 @@ from typing import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from .ranking import BlockParts, RankTable, as_trec_scores, band_limits, count_band, judged_pairs, round32, tie_keys
+from .ties import BlockParts, RankTable, as_trec_scores, band_limits, count_band, judged_pairs, round32, tie_keys
 
 __all__ = ["AUTO_SHARD_DOCS", "SHARD_BYTES", "shard_plan", "shard_slices", "rank_relevant_sharded",
            "rank_pool_sharded", "topk_sharded", "dense_shard_scorer", "ShardedRanks", "ShardCounts",
@@ -446,7 +446,7 @@ class DenseShards:
         counted as ``BoundedScores`` (``scorer(bounded=True)``); not for half precision or TF32."""
         if self.device is None:
             return True
-        from .retrievers.dense import full_float32
+        from ..retrievers.dense import full_float32
 
         return self.precision == "float32" and self.Q.dtype == np.float32 and full_float32(self.device)
 
@@ -461,7 +461,7 @@ class DenseShards:
         ``bounded=True`` (float32, for counting; on a device only where ``exact_ranks()``):
         ``BoundedScores`` blocks, a float32 product (numpy, or a tensor on the device) with its error
         bound and exact scores on demand (the counter's ranks are the same)."""
-        from .retrievers.dense import (BoundedBlock, BoundedScores, ExactScores, duplicate_columns, product_error,
+        from ..retrievers.dense import (BoundedBlock, BoundedScores, ExactScores, duplicate_columns, product_error,
                                        products_finite, row_norms)
 
         torch = None
@@ -539,7 +539,7 @@ def dense_shard_scorer(retriever, queries, docs, block_rows: int, device=None,
                        precision: str = "float32") -> DenseShards:
     """The document-shard scorer of a DenseRetriever: embeddings through its cache (each distinct
     text once), products in its ``score_dtype``; ``device`` a torch device name or None (numpy)."""
-    from .collection import texts_of
+    from ..collection import texts_of
 
     if precision not in ("float32", "float16", "bfloat16"):
         raise ValueError(f"precision must be float32, float16 or bfloat16, not {precision!r}")
@@ -585,7 +585,7 @@ def rank_pool_sharded(retriever, seen_pool, pool, shards: int | None = None, dev
     counted part by part, exact but with no memory saved (its own row blocks bound the memory).
     ``shards=None`` picks the count from ``budget_bytes`` (``shard_plan``).
     """
-    from .retrievers.dense import DenseRetriever
+    from ..retrievers.dense import DenseRetriever
 
     doc_ids = [d.id for d in pool.docs]
     query_ids = [q.id for q in pool.queries]
@@ -729,7 +729,7 @@ class ShardedRanker:
         """Every measure: the ranks are exact."""
 
     def rank(self, retriever, seen, pool):
-        from .ranking import Ranked
+        from .ties import Ranked
 
         done = rank_pool_sharded(retriever, seen, pool, shards=self.shards, device=self.device)
         return Ranked(done.table, {"path": "sharded counting", "shards": done.shards, "scoring": done.path,
