@@ -7,7 +7,8 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from clirbench import checks, stats
+from clirbench import stats
+from clirbench.util import checks
 import clirbench.stats.bootstrap  # noqa: F401  (stats.bootstrap below)
 from clirbench.cli import main
 from clirbench.stats.paired import compare
