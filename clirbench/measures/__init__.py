@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..scenarios import MAIN_MEASURES as _MAIN_NAMES, SCENARIOS
-from .base import Measure, compute, parse, per_query, valid_names
+from .base import Measure, compute, direction, parse, per_query, valid_names
 from .compute import maxr_norm_of_mean
 from .families import FAMILIES, Family
 from .peer import peer
@@ -27,7 +27,7 @@ DEFAULT_MEASURES: tuple[Measure, ...] = (
 MAIN_MEASURES: dict[str, tuple[Measure, ...]] = {s: tuple(map(parse, _MAIN_NAMES[s])) for s in SCENARIOS}
 
 __all__ = [
-    "Measure", "Family", "FAMILIES", "parse", "valid_names", "compute", "per_query", "maxr_norm_of_mean",
+    "Measure", "Family", "FAMILIES", "parse", "valid_names", "direction", "compute", "per_query", "maxr_norm_of_mean",
     "nDCG", "NDCG", "AP", "MAP", "RR", "MRR", "R", "Recall", "P", "Success", "Complete",
     "MaxR", "MaxR_norm", "MaxR_norm_of_mean", "SameLangFirst", "PEER", "peer", "DEFAULT_MEASURES", "MAIN_MEASURES",
 ]

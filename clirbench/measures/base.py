@@ -11,7 +11,7 @@ from ..rank.ties import RankTable
 from .compute import Prep, maxr_norm_of_mean
 from .families import ALIASES, FAMILIES, Family
 
-__all__ = ["Measure", "parse", "valid_names", "compute", "per_query"]
+__all__ = ["Measure", "parse", "valid_names", "direction", "compute", "per_query"]
 
 MAX_CUTOFF = 1_000_000  # deepest cutoff of a measure (nDCG@k, R@k, ...): far below any run's depth limit
 _GRAMMAR = re.compile(r"(?P<name>[A-Za-z][A-Za-z_]*)(?:@(?P<k>[1-9][0-9]*))?")
@@ -132,6 +132,15 @@ def parse(name: str | Measure) -> Measure:
     if k is not None and (len(k) > 7 or int(k) > MAX_CUTOFF):
         raise ValueError(f"measure {s[:40]!r}: the cutoff is over {MAX_CUTOFF:,}")
     return Measure(family, None if k is None else int(k))
+
+
+def direction(name: str | Measure) -> str | None:
+    """A measure name's direction: "up" (higher is better), "down" (lower is better) or "target"
+    (best at a target value, SameLangFirst); None for a name clirbench does not know."""
+    try:
+        return parse(name).direction
+    except ValueError:
+        return None
 
 
 def _value(m: Measure, p: Prep) -> np.ndarray:
