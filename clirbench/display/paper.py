@@ -217,6 +217,7 @@ def comparison_table(report, fmt: str = "latex", ci: str = "pm") -> str:
     better in bold), B - A with its paired-bootstrap interval (marked † when the adjusted p is below
     0.05) and the adjusted p; each row's numbers with its measure's decimals (``precision``)."""
     from ..measures import parse
+    from ..stats.significance_tests import paired_test
 
     check_ci_style(ci)
     header = ["Measure", report.a.system, report.b.system, "B - A", "p (adj.)"]
@@ -232,7 +233,7 @@ def comparison_table(report, fmt: str = "latex", ci: str = "pm") -> str:
                      Cell(r.diff, r.ci_low, r.ci_high, marked=_significant(p), places=places, signed=True),
                      "–" if p is None or math.isnan(p) else (f"{p:.4f}" if p >= 1e-3 else f"{p:.1e}")])
     legend = direction_legend(marks)
-    note = (f"† adjusted p < {SIGNIFICANCE_LEVEL:g}: paired randomisation test ({report.permutations} sign flips); "
+    note = (f"† adjusted p < {SIGNIFICANCE_LEVEL:g}: paired {paired_test(report.test).describe(report.permutations)}; "
             f"{report.family}; B - A with its {report.confidence:.0%} paired bootstrap interval "
             f"({report.resamples} resamples, {'± half its length' if ci == 'pm' else '[low, high]'}); "
             f"{report.num_queries} quer{'ies' if report.num_queries != 1 else 'y'}; better of A and B in bold"

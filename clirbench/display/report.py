@@ -5,7 +5,9 @@ from typing import NamedTuple
 
 from ..util.plural import plural
 from ..util.table import format_table
+from ..measures import direction, parse
 from ..scenarios import RETRIEVAL, SCENARIOS
+from ..stats.significance_tests import paired_test
 
 
 def _cell(entry: dict | None) -> str:
@@ -39,26 +41,23 @@ def _task_summaries(records: list[dict]) -> list[str]:
 def legend(records: list[dict], names: list[str], gaps: bool = False, gap_family: str = "",
            columns: str = "|D|: documents in the pool; n: queries") -> list[str]:
     """What a newcomer needs to read the tables: the interval, the columns, each measure's direction."""
-    from ..measures import parse
-
     boot = records[0].get("bootstrap") or {} if records else {}
     level = f"{100 * float(boot.get('confidence', 0.95)):g}%"
     resamples = ", ".join(sorted({str((r.get("bootstrap") or {}).get("resamples", "?")) for r in records}))
     lines = [f"[a,b]: {level} bootstrap interval ({resamples} resamples of the queries); {columns}"]
     groups: dict[tuple, list[str]] = {}
     for name in dict.fromkeys(names):
-        try:
-            family = parse(name).record
-        except ValueError:
+        way = direction(name)
+        if way is None:
             continue
-        label = _target_label(family, name, records) if family.direction == "target" \
-            else f"{family.arrow} {family.direction_label}"
-        groups.setdefault((("up", "down", "target").index(family.direction), label), []).append(name)
+        family = parse(name).record
+        label = _target_label(family, name, records) if way == "target" else f"{family.arrow} {family.direction_label}"
+        groups.setdefault((("up", "down", "target").index(way), label), []).append(name)
     if groups:
         lines.append("; ".join(f"{label}: {', '.join(members)}" for (_, label), members in sorted(groups.items())))
     lines += _no_value(records, names)
     if gaps:
-        lines.append("gap: paired difference by question, its bootstrap interval, p from a randomisation test"
+        lines.append(f"gap: paired difference by question, its bootstrap interval, p from a {paired_test().label} test"
                      + (f"; p_adj: {gap_family}" if gap_family else ""))
     return lines
 
@@ -66,8 +65,6 @@ def legend(records: list[dict], names: list[str], gaps: bool = False, gap_family
 def _no_value(records: list[dict], names: list[str]) -> list[str]:
     """The legend line for ``-`` cells: which measures have no value where, and why when it is the
     pool's single document language (SameLangFirst, PEER compare languages)."""
-    from ..measures import parse
-
     def missing(r: dict, n: str) -> bool:  # no value, and no note of its own saying why (evaluate's MaxR)
         entry = r.get("measures", {}).get(n, {"value": 0}) or {}
         return entry.get("value") is None and not entry.get("note")

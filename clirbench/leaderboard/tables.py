@@ -69,7 +69,7 @@ def baseline_tests(leaderboard: Mapping, items: Sequence[Board], baseline: str, 
     """``{(board index, system): (p, adjusted p)}`` for every ranked system but ``baseline`` on each
     board where the baseline is ranked; one family, adjusted by ``correction``."""
     from ..util.errors import UnknownNameError
-    from ..stats.bootstrap import randomization_test
+    from ..stats.significance_tests import paired_test
     from ..stats.correction import adjust
 
     if baseline not in leaderboard["systems"]:
@@ -85,8 +85,8 @@ def baseline_tests(leaderboard: Mapping, items: Sequence[Board], baseline: str, 
         for system in ranked:
             if system != baseline:
                 keys.append((i, system))
-                p.append(float(randomization_test(*_weighted(base, _vectors(leaderboard, system, board)),
-                                                  resamples=permutations, seed=seed, name="permutations")))
+                p.append(float(paired_test().p_values(*_weighted(base, _vectors(leaderboard, system, board)),
+                                                      resamples=permutations, seed=seed, name="permutations")))
     adjusted = adjust(p, correction)
     return {k: (pv, float(q)) for k, pv, q in zip(keys, p, adjusted)}
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..util.errors import ClirbenchError
 from ..util.plural import plural
+from ..measures import direction
 from ..results.files import RankedDoc, read_per_query, read_ranks, read_result
 
 __all__ = ["DEFAULT_FLIP_MEASURE", "Flip", "Flips", "flips", "default_flip_measure", "query_texts",
@@ -72,15 +73,10 @@ def _rank_json(r: float):
 def change(measure: str, a: float, b: float) -> str:
     """``B better``, ``B worse`` or ``tie`` by ``measure``'s direction (MaxR: lower is better); ""
     for a measure best at a target (SameLangFirst) or unknown."""
-    from ..measures import parse
-
-    try:
-        direction = parse(measure).direction
-    except ValueError:
-        return ""
-    if direction not in ("up", "down") or a == b:
-        return "tie" if direction in ("up", "down") else ""
-    return "B better" if (b > a) == (direction == "up") else "B worse"
+    way = direction(measure)
+    if way not in ("up", "down") or a == b:
+        return "tie" if way in ("up", "down") else ""
+    return "B better" if (b > a) == (way == "up") else "B worse"
 
 
 def default_flip_measure(names: Sequence[str]) -> str:

@@ -23,8 +23,10 @@ from ..util.atomic import write_text_atomic
 from ..util.checks import check_correction, check_float, check_resamples, check_seed
 from ..util.errors import ClirbenchError
 from ..util.plural import plural
+from ..measures import direction
 from ..results import Result, read_per_query, read_result
-from .bootstrap import paired_bootstrap, randomization_test
+from .bootstrap import paired_bootstrap
+from .significance_tests import DEFAULT_TEST, paired_test
 
 __all__ = ["compare", "format_comparison", "query_language_gap", "gap_path", "write_gap", "paired_rows",
            "BILINGUAL_SCENARIOS", "Comparison", "Compared", "Gap", "PairedDifference", "corrected", "correct_gaps"]
@@ -99,9 +101,9 @@ class PairedDifference:
         ``losses`` (B higher / lower), turned into better / worse by ``measure``'s direction."""
         better, worse = d.get("b_better"), d.get("b_worse")
         if "b_better" not in d and "wins" in d:
-            direction = _direction(measure) if measure is not None else None
+            way = direction(measure) if measure is not None else None
             better, worse = {"up": (d.get("wins"), d.get("losses")),
-                             "down": (d.get("losses"), d.get("wins"))}.get(direction, (None, None))
+                             "down": (d.get("losses"), d.get("wins"))}.get(way, (None, None))
         return cls(d["diff"], d["ci_low"], d["ci_high"], d["p_value"], int(d["n"]), d.get("mean_a"), d.get("mean_b"),
                    d.get("d_z"), better, d.get("ties") if better is not None else None, worse, d.get("p_adjusted"),
                    d.get("correction"))
@@ -131,6 +133,7 @@ class Comparison:
     measures: Mapping[str, PairedDifference]
     undefined: tuple[str, ...] = ()
     correction: str = "none"
+    test: str = DEFAULT_TEST
 
     @property
     def family(self) -> str:
@@ -146,9 +149,9 @@ class Comparison:
                 "num_queries": self.num_queries, "direction": "B - A",
                 "bootstrap": {"resamples": self.resamples, "seed": self.seed, "confidence": self.confidence,
                               "method": "percentile"},
-                "permutations": self.permutations,
+                "permutations": self.permutations, **({} if self.test == DEFAULT_TEST else {"test": self.test}),
                 "correction": {"method": self.correction, "family": self.family},
-                "measures": {name: {**row.to_dict(), "direction": _direction(name)}
+                "measures": {name: {**row.to_dict(), "direction": direction(name)}
                              for name, row in self.measures.items()},
                 "undefined": list(self.undefined)}
 
@@ -245,35 +248,26 @@ def _aligned(sa: Side, sb: Side, names: Sequence[str]) -> tuple[np.ndarray, np.n
     return a, b
 
 
-def _direction(name: str) -> str | None:
-    """A measure name's direction ("up", "down", "target"); None for a name clirbench does not know."""
-    from ..measures import parse
-
-    try:
-        return parse(name).direction
-    except ValueError:
-        return None
-
-
 def better_tie_worse(a: np.ndarray, b: np.ndarray, name: str) -> tuple[int | None, int | None, int | None]:
     """The queries where B is better than, equal to and worse than A by ``name``'s direction (lower
     is better for MaxR); (None, None, None) for a measure best at a target (SameLangFirst) or unknown."""
-    direction = _direction(name)
-    if direction not in ("up", "down"):
+    way = direction(name)
+    if way not in ("up", "down"):
         return None, None, None
-    d = (b - a) if direction == "up" else (a - b)
+    d = (b - a) if way == "up" else (a - b)
     return int((d > 0).sum()), int((d == 0).sum()), int((d < 0).sum())
 
 
 def paired_rows(a: np.ndarray, b: np.ndarray, names: Sequence[str], resamples: int = 1000, seed: int = 42,
-                permutations: int = 10000, confidence: float = 0.95) -> dict[str, PairedDifference]:
+                permutations: int = 10000, confidence: float = 0.95,
+                test: str = DEFAULT_TEST) -> dict[str, PairedDifference]:
     """Per measure (column): means of A and B where both are defined, B − A, its paired-bootstrap
-    interval, the paired randomisation p-value, n, ``d_z`` and the queries where B is better /
-    equal / worse (``better_tie_worse``). One set of bootstrap indices and one set of sign flips
-    serve every column."""
+    interval, the p-value of the paired ``test`` (``significance_tests``: the randomisation test by
+    default), n, ``d_z`` and the queries where B is better / equal / worse (``better_tie_worse``).
+    One set of bootstrap indices and one set of test draws (sign flips) serve every column."""
     both = ~(np.isnan(a) | np.isnan(b))
     boot = paired_bootstrap(a, b, resamples=resamples, seed=seed, confidence=confidence)
-    p = randomization_test(a, b, resamples=permutations, seed=seed, name="permutations")
+    p = paired_test(test).p_values(a, b, resamples=permutations, seed=seed, name="permutations")
     rows = {}
     for j, name in enumerate(names):
         n = int(both[:, j].sum())
@@ -310,20 +304,23 @@ def correct_gaps(gaps: Sequence["Gap"], method: str) -> list["Gap"]:
 
 
 def compare(a, b, measures: Sequence | None = None, resamples: int = 1000, seed: int = 42,
-            permutations: int = 10000, confidence: float = 0.95, correction: str = "holm") -> Comparison:
+            permutations: int = 10000, confidence: float = 0.95, correction: str = "holm",
+            test: str = DEFAULT_TEST) -> Comparison:
     """Compare result B with result A query by query (each a file path or an in-memory result).
 
     Refuses (ClirbenchError, a ValueError) results on different pools or query sets. For each
     measure (``measures``, default: every column both per-query tables share, in A's order):
     means of A and B over the queries where both are defined, their difference B − A, its
-    paired-bootstrap interval, the paired randomisation-test p-value, adjusted for the family of this
-    call's measures by ``correction`` (``holm``, ``bh`` or ``none``), and the effect sizes
-    (``d_z``, the queries where B is better / equal / worse by the measure's direction). Measures undefined for
+    paired-bootstrap interval, the p-value of the paired ``test`` (``stats.significance_tests``; default:
+    the randomisation test, ``permutations`` sign flips) adjusted for the family of this call's
+    measures by ``correction`` (``holm``, ``bh`` or ``none``), and the effect sizes (``d_z``, the
+    queries where B is better / equal / worse by the measure's direction). Measures undefined for
     every query of both results (SameLangFirst on a one-language pool) are left out and listed
     under ``undefined``.
     """
     resamples, permutations = check_resamples(resamples), check_resamples(permutations, "permutations")
     seed, correction = check_seed(seed), check_correction(correction)
+    paired_test(test)  # an unknown name fails before any file is read
     if not 0.0 < check_float(confidence, "confidence") < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     sa, sb = side(a), side(b)
@@ -357,13 +354,14 @@ def compare(a, b, measures: Sequence | None = None, resamples: int = 1000, seed:
         if not names:
             raise ClirbenchError(f"{', '.join(skipped)}: undefined on this pool for both results; nothing to compare")
         a_values, b_values = a_values[:, ~undefined], b_values[:, ~undefined]
-    rows = corrected(paired_rows(a_values, b_values, names, resamples, seed, permutations, confidence), correction)
+    rows = corrected(paired_rows(a_values, b_values, names, resamples, seed, permutations, confidence, test),
+                     correction)
     from ..identity import labels
 
     label_a, label_b = labels([sa.record.system_key, sb.record.system_key])
     return Comparison(Compared(sa.path, sa.record.retriever.spec, label_a),
                       Compared(sb.path, sb.record.retriever.spec, label_b), pa, len(sa.query_ids),
-                      resamples, seed, confidence, permutations, rows, tuple(skipped), correction)
+                      resamples, seed, confidence, permutations, rows, tuple(skipped), correction, test)
 
 
 def _num(x: float, digits: int = 4) -> str:
@@ -383,8 +381,7 @@ def format_comparison(report: Comparison) -> str:
             f"B: {report.b.system}{where['b']}",
             f"pool: {pool['task']}/{pool['scenario']}/{pool['pool_mode']} docs {'-'.join(pool['doc_langs'])}"
             f" queries {pool['query_lang']}, {plural(report.num_queries, 'query')}; "
-            f"diff = B - A, {conf:.0%} paired bootstrap CI ({report.resamples} resamples), "
-            f"randomisation p ({report.permutations} sign flips)"]
+            f"diff = B - A, {conf:.0%} paired bootstrap CI ({report.resamples} resamples), " + _test_p(report)]
     table = [("measure", "A", "B", "B-A", f"{conf:.0%} CI", "p", "p adj", "d_z", "B better/tie/worse", "n")]
     for name, row in report.measures.items():
         table.append((name, _num(row.mean_a), _num(row.mean_b), _num(row.diff),
@@ -402,6 +399,12 @@ def format_comparison(report: Comparison) -> str:
     return "\n".join(head + [""] + lines + note + legend)
 
 
+def _test_p(report: Comparison) -> str:
+    """``randomisation p (10000 sign flips)``: which p-value the table shows."""
+    test = paired_test(report.test)
+    return f"{test.label} p ({report.permutations} {test.draws})"
+
+
 def _better_tie_worse(row: PairedDifference) -> str:
     return "-" if row.b_better is None else f"{row.b_better}/{row.ties}/{row.b_worse}"
 
@@ -410,8 +413,8 @@ def _directions(names: Sequence[str]) -> str:
     """`` (lower is better: MaxR; -: ... SameLangFirst ...)`` for the legend, or ""."""
     down, target = [], []
     for name in names:
-        direction = _direction(name)
-        (down if direction == "down" else target if direction in ("target", None) else []).append(name)
+        way = direction(name)
+        (down if way == "down" else target if way in ("target", None) else []).append(name)
     parts = [f"lower is better: {', '.join(down)}"] if down else []
     if target:
         parts.append(f"-: {', '.join(target)} has no direction per query (best at a target value)")
