@@ -17,12 +17,13 @@ import hashlib
 import os
 import re
 from dataclasses import dataclass, replace
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from .util.filenames import NAME_LIMIT, NAME_MAX, fit_name
 
 __all__ = ["PoolKey", "SystemKey", "slug", "fit_name", "check_path_fits", "local_model_name", "labels",
-           "NAME_MAX", "NAME_LIMIT"]
+           "NAME_MAX", "NAME_LIMIT", "join_langs", "split_langs", "join_scenario", "split_scenario",
+           "query_id", "query_of", "pool_stem", "split_pool_stem"]
 
 #: room a result stem leaves for the names beside it (``.perquery.tsv``, ``.ranks.tsv``, ``.json``)
 _SUFFIX_ROOM = 16
@@ -60,7 +61,52 @@ def _get(obj: Any, key: str, default: Any = None) -> Any:
 
 
 # ---------------------------------------------------------------------------------------------
-# pools
+# pools: the parts of a pool id ``task[/subset]/scenario[+mode]/L1-L2/q-Lq``
+
+_DEFAULT_MODE = "unique"  # the pool mode a pool id leaves out
+_QUERY_PREFIX = "q-"
+
+
+def join_langs(langs: Sequence[str]) -> str:
+    """``L1-L2[-L3…]``: the document languages of a pool id."""
+    return "-".join(langs)
+
+
+def split_langs(text: str) -> list[str]:
+    """The pieces of ``L1-L2``, cut at every ``-`` (a code holding ``-`` needs the task's languages to join them back)."""
+    return text.split("-")
+
+
+def join_scenario(scenario: str, pool_mode: str | None = "") -> str:
+    """``scenario[+mode]``: the mode left out when it is the default (``unique``) or not given."""
+    return scenario if pool_mode in (None, "", _DEFAULT_MODE) else f"{scenario}+{pool_mode}"
+
+
+def split_scenario(text: str) -> tuple[str, str]:
+    """(scenario, pool mode) of ``scenario[+mode]``; the mode "" when the text names none."""
+    scenario, _, mode = text.partition("+")
+    return scenario, mode
+
+
+def query_id(lang: str) -> str:
+    """``q-Lq``: the query-language part of a pool id (and of an MTEB subset)."""
+    return f"{_QUERY_PREFIX}{lang}"
+
+
+def query_of(text: str) -> str | None:
+    """The query language of a ``q-Lq`` part; None when the text is not one."""
+    return text[len(_QUERY_PREFIX):] if text.startswith(_QUERY_PREFIX) else None
+
+
+def pool_stem(langs: str, query_lang: str) -> str:
+    """``L1-L2.q-Lq`` from the joined document languages: a result file's stem and an MTEB subset."""
+    return f"{langs}.{query_id(query_lang)}"
+
+
+def split_pool_stem(stem: str) -> tuple[str, str] | None:
+    """(``L1-L2``, query language) of :func:`pool_stem`'s output; None when ``stem`` is not one."""
+    langs, sep, query = stem.partition("." + _QUERY_PREFIX)
+    return (langs, query) if sep else None
 
 
 @dataclass(frozen=True)
@@ -98,21 +144,40 @@ class PoolKey:
                    tuple(_get(x, "doc_langs")), _get(x, "query_lang"), qrels or "")
 
     @classmethod
-    def on_board(cls, task: str, entry: Mapping) -> "PoolKey":
-        """The key of a leaderboard's pool entry (which does not repeat its task)."""
-        return cls.of({**entry, "task": task})
+    def parse(cls, text: str, task: str | None = None,
+              langs: Callable[[str], Sequence[str]] = split_langs) -> "PoolKey":
+        """Inverse of :attr:`name` (``task[/subset]/scenario[+mode]/L1-L2/q-Lq``), or of :attr:`board_id`
+        when ``task`` is given; no qrels hash. ``langs`` splits ``L1-L2`` (default: at every ``-``).
+        ValueError naming the text when it is not a pool id."""
+        parts = str(text).split("/")
+        if task is None and len(parts) > 3:
+            task, *parts = parts
+        *subset, scenario, doc_langs, query = parts if len(parts) >= 3 else ["", "", ""]
+        query_lang = query_of(query)
+        if task is None or query_lang is None or not scenario or "" in subset:
+            shape = "[subset/]scenario[+mode]/L1-L2/q-Lq"
+            raise ValueError(f"{text!r} is not a pool id " + (f"({shape} of task {task!r})" if task is not None
+                                                              else f"(task/{shape})"))
+        scenario, mode = split_scenario(scenario)
+        return cls(task, "/".join(subset), scenario, mode or _DEFAULT_MODE,
+                   tuple(langs(doc_langs)) if doc_langs else (), query_lang)
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        """The parts of :attr:`name`: task[, subset], ``scenario[+mode]``, ``L1-L2``, ``q-Lq``."""
+        head = (self.task, self.subset) if self.subset else (self.task,)
+        return (*head, join_scenario(self.scenario, self.pool_mode), join_langs(self.doc_langs),
+                query_id(self.query_lang))
 
     @property
     def board_id(self) -> str:
         """``[subset/]scenario[+mode]/L1-L2/q-Lq``: the pool's id on its task's leaderboard."""
-        mode = "" if self.pool_mode == "unique" else f"+{self.pool_mode}"
-        head = f"{self.subset}/" if self.subset else ""
-        return f"{head}{self.scenario}{mode}/{'-'.join(self.doc_langs)}/q-{self.query_lang}"
+        return "/".join(self.parts[1:])
 
     @property
     def name(self) -> str:
         """``task[/subset]/scenario[+mode]/L1-L2/q-Lq`` (``Pool.name``)."""
-        return f"{self.task}/{self.board_id}"
+        return "/".join(self.parts)
 
     @property
     def documents(self) -> "PoolKey":
@@ -127,10 +192,11 @@ class PoolKey:
     def path_parts(self) -> tuple[str, ...]:
         """Result-path parts below the system folder: task[, subset], scenario, pool mode, file name
         (``L1-L2.q-Lq.json``; many languages: ``L1-…~<hash>.q-Lq.json``, see :func:`fit_name`)."""
-        query = f".q-{slug(self.query_lang)}"
-        langs = fit_name("-".join(slug(l) for l in self.doc_langs), NAME_LIMIT - _SUFFIX_ROOM - len(query))
+        query = slug(self.query_lang)
+        langs = fit_name(join_langs([slug(l) for l in self.doc_langs]),
+                         NAME_LIMIT - _SUFFIX_ROOM - len(pool_stem("", query)))
         head = (slug(self.task), slug(self.subset)) if self.subset else (slug(self.task),)
-        return (*head, slug(self.scenario), slug(self.pool_mode), f"{langs}{query}.json")
+        return (*head, slug(self.scenario), slug(self.pool_mode), f"{pool_stem(langs, query)}.json")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -4,7 +4,9 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 
-__all__ = ["score_key", "task_name", "parse_task_name", "subset_name", "mteb_language"]
+from ..identity import join_langs, pool_stem, split_langs, split_pool_stem
+
+__all__ = ["score_key", "task_name", "parse_task_name", "subset_name", "parse_subset_name", "mteb_language"]
 
 _PREFIX = "clirbench"
 
@@ -45,7 +47,15 @@ def parse_task_name(name: str) -> tuple[str, str, str, str] | None:
 
 def subset_name(doc_langs, query_lang: str) -> str:
     """MTEB subset of one pool: ``en-zh.q-zh`` (as clirbench names result files)."""
-    return f"{'-'.join(doc_langs)}.q-{query_lang}"
+    return pool_stem(join_langs(doc_langs), query_lang)
+
+
+def parse_subset_name(name: str) -> tuple[tuple[str, ...], str]:
+    """(document languages, query language) of ``subset_name``'s output (``en-zh.q-zh``); ValueError otherwise."""
+    parts = split_pool_stem(name)
+    if parts is None or not parts[0]:
+        raise ValueError(f"{name!r} is not a clirbench MTEB subset (L1-L2.q-Lq)")
+    return tuple(split_langs(parts[0])), parts[1]
 
 
 @lru_cache(maxsize=None)

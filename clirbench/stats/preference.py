@@ -81,8 +81,7 @@ def preference_matrix(records: Iterable[Any]) -> list[dict]:
     for key, rows in groups.items():
         langs = list(key.doc_langs)
         query_langs = [l for l in langs if l in rows] + sorted(l for l in rows if l not in langs)
-        name = key.name.rsplit("/q-", 1)[0]
-        matrix = {"pool": name, "doc_langs": langs, "query_langs": query_langs}
+        matrix = {"pool": "/".join(key.parts[:-1]), "doc_langs": langs, "query_langs": query_langs}
         for part in PARTS:
             matrix[part] = [[_cell(rows[q][part].get(d)) for d in langs] for q in query_langs]
         out.append(matrix)

@@ -15,6 +15,7 @@ from functools import lru_cache
 from typing import Any, Callable, Mapping, Sequence
 
 from ..collection import ParallelCollection, Pool
+from ..identity import join_langs, join_scenario, query_id, query_of, split_langs, split_scenario
 from ..util.errors import ClirbenchError, UnknownNameError
 from ..scenarios import POOL_MODES, SCENARIOS
 from .card import TaskCard, load_cards, parse_card
@@ -300,13 +301,13 @@ def _address(task: Task, parts: list[str], task_id: str) -> Task:
                                f"{card.id} is a {card.kind} task")
     if len(parts) > 3:
         raise UnknownNameError(f"{task_id!r}: expected {card.id}/<scenario>[+<pool mode>]/<L1>-<L2>/q-<Lq>")
-    scenario, _, mode = parts[0].partition("+")
+    scenario, mode = split_scenario(parts[0])
     if scenario not in card.scenarios:
         raise UnknownNameError(f"{task_id!r}: unknown scenario {scenario!r}; available: {', '.join(card.scenarios)}")
     if mode and mode not in card.pool_modes:
         raise UnknownNameError(f"{task_id!r}: unknown pool mode {mode!r}; available: {', '.join(card.pool_modes)}")
     pair = query = None
-    canonical = [parts[0] if mode != "unique" else scenario]
+    canonical = [join_scenario(scenario, mode)]
     if len(parts) > 1:
         if scenario.startswith("mono-") and _is_language(task, parts[1]):  # a mono pool's name holds its document language only: .../mono-cross/en/q-de
             if len(parts) < 3:
@@ -315,12 +316,13 @@ def _address(task: Task, parts: list[str], task_id: str) -> Task:
             doc = _language(task, parts[1], task_id)
         else:
             pair = _pair(task, parts[1], task_id)
-            canonical.append("-".join(pair))
+            canonical.append(join_langs(pair))
     if len(parts) > 2:
-        if not parts[2].startswith("q-"):
-            choices = f", one of {', '.join('q-' + l for l in pair)}" if pair else ""
+        code = query_of(parts[2])
+        if code is None:
+            choices = f", one of {', '.join(query_id(l) for l in pair)}" if pair else ""
             raise UnknownNameError(f"{task_id!r}: the last part must be q-<query language>{choices}")
-        query = _language(task, parts[2][2:], task_id)
+        query = _language(task, code, task_id)
         if pair is None:
             if (scenario == "mono-same") != (doc == query):
                 raise UnknownNameError(f"{task_id!r}: in {scenario} the query language must "
@@ -329,8 +331,8 @@ def _address(task: Task, parts: list[str], task_id: str) -> Task:
             pair = (doc, query) if scenario == "mono-cross" else (doc, partner)
             canonical.append(doc)
         elif query not in pair:
-            raise UnknownNameError(f"{task_id!r}: unknown query language {parts[2][2:]!r}; available: {', '.join(pair)}")
-        canonical.append(f"q-{query}")
+            raise UnknownNameError(f"{task_id!r}: unknown query language {code!r}; available: {', '.join(pair)}")
+        canonical.append(query_id(query))
     return dataclasses.replace(task, scenario=scenario, pool_mode=mode or None, pair=pair, query_lang=query,
                                address_="/".join([card.id, *canonical]))
 
@@ -376,7 +378,7 @@ def _pair(task: Task, text: str, task_id: str) -> tuple[str, ...]:
     """``L1-L2`` (or ``L1-L2-L3…``) split where every part is a language of the task (codes may
     hold ``-`` or ``_``)."""
     card = task.card
-    group = _split_languages(task, text.split("-"))
+    group = _split_languages(task, split_langs(text))
     if group is not None and len(group) >= 2:
         return group
     raise UnknownNameError(f"{task_id!r}: {text!r} is not a pair <L1>-<L2> of two languages of {card.id}; "

@@ -13,6 +13,7 @@ from typing import Sequence
 import numpy as np
 
 from ..collection import Pool
+from ..identity import join_langs, query_id
 
 try:  # the base class when sentence-transformers is installed (it is, wherever this is used)
     from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator as _Base
@@ -63,7 +64,7 @@ class PoolEvaluator(_Base):
 
     @staticmethod
     def _key(pool: Pool, measure) -> str:
-        return f"{pool.scenario}_{'-'.join(pool.doc_langs)}_q-{pool.query_lang}_{measure}"
+        return "_".join([pool.scenario, join_langs(pool.doc_langs), query_id(pool.query_lang), str(measure)])
 
     def __call__(self, model, output_path: str | None = None, epoch: int = -1, steps: int = -1) -> dict[str, float]:
         from ..rank.ties import ExactRanker
