@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from clirbench.measures import AP, RR, MRR, P, R, Success, compute, nDCG, parse
 from clirbench.rank.ties import rank_relevant, rank_run, rank_run_arrays
+from trec_keys import pytrec_key
 
 MEASURES = [nDCG, nDCG @ 1, nDCG @ 3, nDCG @ 5, nDCG @ 10, RR, AP, AP @ 1, AP @ 3, AP @ 10, AP @ 1000,
             R @ 1, R @ 3, R @ 10, P @ 1, P @ 3, P @ 10, Success @ 1, Success @ 3, Success @ 10]
@@ -27,7 +28,7 @@ def assert_agree(table, qrels, run, measures=MEASURES) -> None:
     assert set(table.query_ids) == set(ref)
     ours = compute(measures, table)
     for m in measures:
-        want = np.array([ref[q][m.trec_name] for q in table.query_ids])
+        want = np.array([ref[q][pytrec_key(m)] for q in table.query_ids])
         np.testing.assert_allclose(ours[str(m)], want, rtol=0, atol=1e-9, err_msg=str(m))
 
 

@@ -86,12 +86,6 @@ class Measure:
         """False for a template such as ``R`` that still needs its cutoff (``R@100``)."""
         return not (self.cutoff is None and self.record.cutoff == "required")
 
-    @property
-    def trec_name(self) -> str | None:
-        """The key trec_eval / pytrec_eval reports for the same value, if there is one."""
-        plain, cut = self.record.trec
-        return plain if self.cutoff is None else (cut.format(k=self.cutoff) if cut else None)
-
     def per_query(self, table: RankTable) -> np.ndarray:
         """(n,) float64 value per evaluated query of ``table``."""
         return per_query(self, table)

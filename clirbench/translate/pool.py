@@ -155,11 +155,6 @@ class TranslationPlan:
             gold = translator if translator.spec == "gold" else GoldTranslator(task, data_dir, task_options)
         return cls(direction, translator, TranslationCache(Path(cache_dir)), quality, gold)
 
-    @property
-    def slug(self) -> str:
-        """Suffix of the retriever folder: ``+dt-gold``, ``+qt-hf:Helsinki-NLP/opus-mt-fr-en``."""
-        return f"+{'dt' if self.direction == 'docs' else 'qt'}-{self.translator.spec}"
-
     def key(self) -> dict:
         """What must match for a finished result to be reused."""
         return {"direction": self.direction, "translator": self.translator.spec}
