@@ -73,7 +73,8 @@ def join_langs(langs: Sequence[str]) -> str:
 
 
 def split_langs(text: str) -> list[str]:
-    """The pieces of ``L1-L2``, cut at every ``-`` (a code holding ``-`` needs the task's languages to join them back)."""
+    """The pieces of ``L1-L2``, cut at every ``-`` (codes that hold ``-`` need the task's languages
+    to join them back)."""
     return text.split("-")
 
 

@@ -106,3 +106,14 @@ def test_cards_take_main_measures_from_the_scenarios_unless_they_override():
     del data["main_measures"]
     with pytest.raises(MalformedDataError, match="main_measures must name the main measures of retrieval"):
         parse_card(data, "clirudit.yaml")
+
+
+def test_trec_eval_names_read_the_family_records():
+    """One measure-name table: ``clirbench evaluate``'s ir_measures names come from ``FAMILIES``."""
+    from clirbench.measures.families import TREC_EVAL
+    from clirbench.trec_eval.names import IR_MEASURES, lookup
+
+    for name, f in FAMILIES.items():
+        if f.trec is not None:
+            assert TREC_EVAL[name] is f.trec and IR_MEASURES[name] == (f.trec.cut, f.trec.plain, f.trec.params)
+    assert lookup("NDCG@10").arg == "ndcg_cut.10" and lookup("Precision@5").arg == "P.5"

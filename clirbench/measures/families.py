@@ -1,7 +1,8 @@
 """One record per measure family (docs/measures.md): every property a consumer needs, registered once.
 
-``Measure`` (base.py), the leaderboard's range checks, its ranking direction and MTEB's score keys
-all read ``FAMILIES``. The per-query functions live in compute.py / peer.py, which import nothing
+``Measure`` (base.py), the leaderboard's range checks, its ranking direction, MTEB's score keys and
+``clirbench evaluate``'s ir_measures names (``TREC_EVAL``, read by trec_eval/names.py) all read
+``FAMILIES``. The per-query functions live in compute.py / peer.py, which import nothing
 from here.
 """
 from __future__ import annotations
@@ -14,7 +15,18 @@ import numpy as np
 from .compute import (Prep, ap, complete, max_rank, maxr_norm, ndcg, peer_at, precision, recall, rr,
                       same_lang_first, success)
 
-__all__ = ["Family", "FAMILIES", "ALIASES", "family"]
+__all__ = ["Family", "FAMILIES", "ALIASES", "family", "TrecEval", "TREC_EVAL", "TREC_EVAL_ALIASES"]
+
+
+@dataclass(frozen=True)
+class TrecEval:
+    """How trec_eval computes an ir_measures family: its measure with a cutoff (``-m <cut>.k``;
+    RR@k: recip_rank on the run cut at k), its measure without one, and the ir_measures parameters
+    it takes besides the cutoff."""
+
+    cut: str | None
+    plain: str | None
+    params: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -42,7 +54,7 @@ class Family:
     unit: str
     func: Callable[[Prep, int | None], np.ndarray]
     mteb_key: str
-    trec: tuple[str | None, str | None] = (None, None)   # trec_eval name without / with a cutoff ({k})
+    trec: TrecEval | None = None  # how trec_eval computes the family (None: it does not)
     aliases: tuple[str, ...] = ()
     of_mean: bool = False
     rank_set: bool = False
@@ -100,20 +112,24 @@ def _one_in_k(num_langs: int) -> float:
     return 100.0 / num_langs
 
 
+_SET = ("rel", "judged_only")  # ir_measures parameters with a trec_eval switch (-l, -J)
 _FRACTION = dict(low=0.0, high=1.0, unit="fraction")
 _PERCENT = dict(low=0.0, high=100.0, unit="percent")
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (
-    Family("nDCG", "optional", "up", func=ndcg, mteb_key="clirbench_ndcg", trec=("ndcg", "ndcg_cut_{k}"),
+    Family("nDCG", "optional", "up", func=ndcg, mteb_key="clirbench_ndcg",
+           trec=TrecEval("ndcg_cut", "ndcg", ("judged_only", "dcg")),
            aliases=("NDCG",), **_FRACTION),
-    Family("AP", "optional", "up", func=ap, mteb_key="clirbench_map", trec=("map", "map_cut_{k}"),
+    Family("AP", "optional", "up", func=ap, mteb_key="clirbench_map", trec=TrecEval("map_cut", "map", _SET),
            aliases=("MAP",), **_FRACTION),
-    Family("RR", "optional", "up", func=rr, mteb_key="clirbench_mrr", trec=("recip_rank", None),
+    Family("RR", "optional", "up", func=rr, mteb_key="clirbench_mrr", trec=TrecEval("recip_rank", "recip_rank", _SET),
            aliases=("MRR",), **_FRACTION),
-    Family("R", "required", "up", func=recall, mteb_key="clirbench_recall", trec=(None, "recall_{k}"),
+    Family("R", "required", "up", func=recall, mteb_key="clirbench_recall", trec=TrecEval("recall", None, _SET),
            aliases=("Recall",), **_FRACTION),
-    Family("P", "required", "up", func=precision, mteb_key="clirbench_precision", trec=(None, "P_{k}"), **_FRACTION),
-    Family("Success", "required", "up", func=success, mteb_key="clirbench_success", trec=(None, "success_{k}"),
+    Family("P", "required", "up", func=precision, mteb_key="clirbench_precision", trec=TrecEval("P", None, _SET),
+           **_FRACTION),
+    Family("Success", "required", "up", func=success, mteb_key="clirbench_success",
+           trec=TrecEval("success", None, _SET),
            **_FRACTION),
     Family("Complete", "required", "up", func=complete, mteb_key="complete", **_PERCENT),
     Family("MaxR", "none", "down", low=1.0, high="pool", unit="rank", func=max_rank, mteb_key="max_at_r",
@@ -128,6 +144,21 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
 )}
 # alias -> family name ("Max@R…" spellings contain '@' and are matched before the grammar)
 ALIASES: dict[str, str] = {a: f.name for f in FAMILIES.values() for a in f.aliases}
+
+# ir_measures family -> how trec_eval computes it (``clirbench evaluate --measures``): the families above
+# that trec_eval has, then ir_measures families clirbench computes only through trec_eval
+TREC_EVAL: dict[str, TrecEval] = {**{f.name: f.trec for f in FAMILIES.values() if f.trec is not None},
+    "Rprec": TrecEval(None, "Rprec", _SET), "Bpref": TrecEval(None, "bpref", ("rel",)),
+    "infAP": TrecEval(None, "infAP", ("rel",)), "Judged": TrecEval("Judged", "Judged"),
+    "SetP": TrecEval(None, "set_P", ("rel", "judged_only", "relative")),
+    "SetR": TrecEval(None, "set_recall", ("rel",)),
+    "SetF": TrecEval(None, "set_F", ("rel", "judged_only", "beta")), "SetAP": TrecEval(None, "set_map", _SET),
+    "NumRet": TrecEval(None, "num_ret", ("rel",)), "NumRelRet": TrecEval(None, "num_rel_ret", ("rel",)),
+    "NumRel": TrecEval(None, "num_rel", ("rel",)), "NumQ": TrecEval(None, "num_q"),
+}
+# ir_measures' other spellings of those families: the families' aliases, then ir_measures' own
+TREC_EVAL_ALIASES: dict[str, str] = {**{a: f for a, f in ALIASES.items() if f in TREC_EVAL},
+                                     "Precision": "P", "RPrec": "Rprec", "BPref": "Bpref", "SetRelP": "SetP"}
 
 
 def family(name: str) -> Family:

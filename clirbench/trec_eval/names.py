@@ -15,25 +15,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..measures.families import TREC_EVAL, TREC_EVAL_ALIASES
 from ..util.errors import UnknownNameError
 
 __all__ = ["Spec", "lookup", "per_query", "IR_MEASURES"]
 
 # ir_measures family -> (trec_eval measure with a cutoff, without one, parameters it takes besides the cutoff)
-_SET = ("rel", "judged_only")
 IR_MEASURES: dict[str, tuple[str | None, str | None, tuple[str, ...]]] = {
-    "nDCG": ("ndcg_cut", "ndcg", ("judged_only", "dcg")), "AP": ("map_cut", "map", _SET),
-    "P": ("P", None, _SET), "R": ("recall", None, _SET), "RR": ("recip_rank", "recip_rank", _SET),
-    "Rprec": (None, "Rprec", _SET), "Bpref": (None, "bpref", ("rel",)), "infAP": (None, "infAP", ("rel",)),
-    "Success": ("success", None, _SET), "Judged": ("Judged", "Judged", ()),
-    "SetP": (None, "set_P", ("rel", "judged_only", "relative")), "SetR": (None, "set_recall", ("rel",)),
-    "SetF": (None, "set_F", ("rel", "judged_only", "beta")), "SetAP": (None, "set_map", _SET),
-    "NumRet": (None, "num_ret", ("rel",)), "NumRelRet": (None, "num_rel_ret", ("rel",)),
-    "NumRel": (None, "num_rel", ("rel",)), "NumQ": (None, "num_q", ()),
-}
-# ir_measures' other spellings of the same families
-_ALIASES = {"MAP": "AP", "NDCG": "nDCG", "MRR": "RR", "Recall": "R", "Precision": "P", "RPrec": "Rprec",
-            "BPref": "Bpref", "SetRelP": "SetP"}
+    name: (t.cut, t.plain, t.params) for name, t in TREC_EVAL.items()}
 _IR = re.compile(r"(?P<family>[A-Za-z]+)(?:\((?P<params>[^()]*)\))?(?:@(?P<k>[1-9][0-9]{0,6}))?")
 _PARAM = re.compile(r"\s*(?P<key>[a-z_]+)\s*=\s*(?P<value>[^,]+?)\s*(?:,|$)")
 _TREC_CUT = re.compile(r"(?P<name>[A-Za-z_]+?)[._](?P<k>[1-9][0-9]{0,6})")
@@ -109,7 +98,7 @@ def lookup(name: str) -> Spec | None:
     from .registry import MEASURES
 
     m = _IR.fullmatch(name)
-    family = m and _ALIASES.get(m.group("family"), m.group("family"))
+    family = m and TREC_EVAL_ALIASES.get(m.group("family"), m.group("family"))
     if m and family in IR_MEASURES:
         cut_name, plain, allowed = IR_MEASURES[family]
         params = _params(name, m.group("params"), allowed)
