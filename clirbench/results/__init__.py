@@ -1,6 +1,7 @@
 """Result records and files (docs/results.md): one JSON per evaluated pool, per-query values beside it.
 
-``records`` (the typed, validated record), ``files`` (read/write, paths, per-query tables),
+``records`` (the typed, validated record), ``files`` (read/write, paths, per-query tables), ``store``
+(``ResultStore``: a results folder's paths, reuse and writes),
 ``breakdown`` (per-group means), ``cost`` (a system's cold cost), ``hardware`` (the probe), ``run``
 (``RunResult`` / ``PoolResult``: what a run returns), ``run_report`` (``Evaluation``: a ready run scored).
 """
@@ -14,6 +15,7 @@ from .cost import Cost
 from .records import (SCHEMA_VERSION, BootstrapSettings, Hardware, MeasureValue, Result, RetrieverRef,
                       TaskRef, Timings)
 from .run import PoolResult, RunResult
+from .store import ResultStore, RunIdentity
 from .run_report import Evaluation, Metric
 
 __all__ = [
@@ -21,5 +23,5 @@ __all__ = [
     "Hardware", "Cost", "Result", "PerQuery", "RankedDoc", "write_result", "read_result", "read_per_query", "read_ranks",
     "ranks_name",
     "hardware_info", "result_path", "per_query_name", "breakdown", "PoolResult", "RunResult",
-    "Evaluation", "Metric",
+    "Evaluation", "Metric", "ResultStore", "RunIdentity",
 ]

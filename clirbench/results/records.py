@@ -142,6 +142,15 @@ class RetrieverRef:
         object.__setattr__(self, "prompts", _freeze(self.prompts))
         object.__setattr__(self, "settings", _freeze(self.settings))
 
+    @classmethod
+    def described(cls, spec: str, description: Mapping, ranking: Mapping | None = None) -> "RetrieverRef":
+        """The ref of a retriever from its ``describe()``: model id, revision and prompts taken out,
+        the rest its settings, with ``ranking`` (how the ranks were obtained; None: full rows)."""
+        desc = dict(description)
+        return cls(spec=spec, model_id=desc.pop("model_id", None), revision=desc.pop("revision", None),
+                   prompts=desc.pop("prompts", {}) or {},
+                   settings={**{k: v for k, v in desc.items() if k != "spec"}, **({"ranking": ranking} if ranking else {})})
+
     def to_dict(self) -> dict:
         return {"spec": self.spec, "model_id": self.model_id, "revision": self.revision,
                 "prompts": _thaw(self.prompts), **_thaw(self.settings)}
@@ -331,10 +340,7 @@ class Result:
             if not isinstance(getattr(self, name), cls):
                 raise ValueError(f"{name} must be a {cls.__name__} or a dict")
         for name in ("pool_size", "num_queries", "schema_version"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-                raise ValueError(f"{name} must be a non-negative int, got {value!r}")
-            object.__setattr__(self, name, int(value))
+            object.__setattr__(self, name, _count(name, getattr(self, name)))
         if not self.doc_langs or not all(isinstance(l, str) and l for l in self.doc_langs):
             raise ValueError(f"doc_langs must be non-empty language tags, got {self.doc_langs!r}")
         if not all(isinstance(mv, MeasureValue) for mv in self.measures.values()):
@@ -342,6 +348,21 @@ class Result:
         if self.preference is not None:
             object.__setattr__(self, "preference", check_preference(self.preference, self.doc_langs,
                                                                     self.pool_size))
+
+    @classmethod
+    def of(cls, pool, retriever: RetrieverRef, measures: Mapping, num_queries: int, *, resamples: int, seed: int,
+           hardware: Hardware | None, **parts) -> "Result":
+        """The record of ``pool`` (a ``collection.Pool``): its task, data source, qrels hash, languages
+        and size from the pool; the system, the measures, the bootstrap and the optional ``parts``
+        (``timings_s``, ``translation``, ``breakdown``, ``preference``, ``cost``) as given. The one
+        builder of a pool's record: the runner and the MTEB conversion call it."""
+        source = pool.source
+        return cls(task=TaskRef(id=pool.task, source=str(source.get("origin")), revision=source.get("revision"),
+                                files_sha256=source.get("files_sha256") or None),
+                   subset=pool.subset, qrels_sha256=pool.qrels_hash(), scenario=pool.scenario,
+                   pool_mode=pool.pool_mode, pool_size=len(pool.docs), doc_langs=pool.doc_langs,
+                   query_lang=pool.query_lang, num_queries=num_queries, retriever=retriever, measures=measures,
+                   bootstrap=BootstrapSettings(resamples=resamples, seed=seed), hardware=hardware, **parts)
 
     def to_dict(self) -> dict:
         """JSON-able dict in the on-disk key order (NaN written as null)."""
@@ -436,6 +457,13 @@ class Result:
         from ..identity import SystemKey
 
         return SystemKey.of_record(self)
+
+
+def _count(name: str, value: Any) -> int:
+    """``value`` as a plain int, refused unless a non-negative integer (a bool is not one)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+    return int(value)
 
 
 def _cost(data: Mapping) -> Cost | None:

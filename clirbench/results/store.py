@@ -1,0 +1,131 @@
+"""A results folder (docs/results.md): where each pool's record lies, whether a finished one is
+reused, the atomic write of a record with its tables, and reading records back.
+
+``ResultStore(None)`` is a run in memory: no path, nothing reused, nothing written.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..identity import PoolKey, SystemKey
+from ..util.errors import ClirbenchError
+from .files import PerQuery, read_per_query, read_result, result_path, write_result
+from .records import Result
+from .run import PoolResult
+
+__all__ = ["ResultStore", "RunIdentity"]
+
+
+@dataclass(frozen=True)
+class RunIdentity:
+    """What must match for a finished record to be reused: the retriever (``spec``, ``prompts``; its
+    revision, translation and ranking in ``system``), the bootstrap (``resamples``, ``seed``) and
+    the ``measures`` asked for. The pool brings the rest: its data (files' SHA-256, else revision)
+    and its qrels."""
+
+    spec: str
+    system: SystemKey
+    prompts: Mapping[str, Any]
+    resamples: int
+    seed: int
+    measures: tuple[str, ...]
+
+    def mismatch(self, result: Result, pool) -> str | None:
+        """What differs between ``result`` and this run on ``pool`` (None: nothing, reuse it)."""
+        have = result.system_key
+        checks = {
+            "retriever": (result.retriever.spec, self.spec),
+            "model revision": (have.revision, self.system.revision),
+            "translation": (have.translation, self.system.translation),
+            "ranking": (have.ranking, self.system.ranking),
+            "prompts": (dict(result.retriever.prompts), dict(self.prompts)),
+            "bootstrap resamples": (result.bootstrap.resamples, self.resamples),
+            "bootstrap seed": (result.bootstrap.seed, self.seed),
+            "qrels": (result.qrels_sha256, PoolKey.of(pool).qrels_sha256),
+        }
+        data = data_mismatch(result.task, pool.source)
+        if data is not None:
+            return data
+        for what, (was, now) in checks.items():
+            if was != now:
+                return what
+        missing = [m for m in self.measures if m not in result.measures]
+        return f"measures ({', '.join(missing)})" if missing else None
+
+
+def data_mismatch(task_ref, source: Mapping) -> str | None:
+    """Why the data a result was computed from is not the pool's data, or None when it is.
+
+    Files hashed on both sides must agree (a pool may hash more files than an earlier run that
+    loaded fewer languages); with no hashes on either side, the revisions must agree.
+    """
+    have = dict(task_ref.files_sha256 or {})
+    need = dict(source.get("files_sha256") or {})
+    if have or need:
+        common = sorted(set(have) & set(need))
+        if not common:
+            return f"data (no common hashed file: {', '.join(sorted(have)) or 'none'} vs {', '.join(sorted(need)) or 'none'})"
+        changed = [name for name in common if have[name] != need[name]]
+        return f"data (SHA-256 of {', '.join(changed)})" if changed else None
+    if task_ref.revision != source.get("revision"):
+        return f"data revision ({task_ref.revision} vs {source.get('revision')})"
+    return None
+
+
+class ResultStore:
+    """The results folder ``folder`` (None: in memory only). ``overwrite``: finished records are
+    recomputed and replaced, never reused nor refused."""
+
+    def __init__(self, folder: str | os.PathLike | None = None, overwrite: bool = False):
+        self.folder = folder
+        self.overwrite = overwrite
+
+    def path(self, system: SystemKey, pool) -> Path | None:
+        """Where the record of ``system`` on ``pool`` lies (``results.files.result_path``); None in memory."""
+        return None if self.folder is None else result_path(self.folder, system, PoolKey.of(pool))
+
+    def reuse(self, pool, path: Path | None, identity: RunIdentity) -> PoolResult | None:
+        """The finished record at ``path`` when ``identity`` on ``pool`` made it; None to compute
+        (none there, half-written or damaged, or ``overwrite``). A finished record made with other
+        settings is refused, never overwritten silently."""
+        if self.overwrite or path is None or not path.exists():
+            return None
+        try:
+            result = read_result(path)
+            per_query = read_per_query(path)
+        except ValueError:
+            return None  # half-written or damaged: recompute
+        why = identity.mismatch(result, pool)
+        if why is not None:
+            raise ClirbenchError(f"{path} exists with different {why}; pass --overwrite to replace it "
+                                 f"or --output to write elsewhere")
+        return PoolResult(pool.name, result, per_query, Path(path), True)
+
+    def check_new(self, path: Path) -> None:
+        """Refuse to replace a record at ``path`` unless ``overwrite`` (for records converted from
+        elsewhere, which are never reused)."""
+        if path.exists() and not self.overwrite:
+            raise ClirbenchError(f"{path} exists; pass overwrite=True to replace it")
+
+    def save(self, name: str, result: Result, per_query: PerQuery, path: Path | None, ranks=None) -> PoolResult:
+        """Write the record, its per-query table and its ranks table (a ``rank.ties.RankTable`` with
+        document ids; a stale one is removed when there is none) at ``path``, atomically, tables
+        first; in memory (``path`` None) nothing is written. Returns the pool's result as written."""
+        if path is not None:
+            result = write_result(result, per_query, path, ranks=ranks)
+        return PoolResult(name, result, per_query, path, False)
+
+    def files(self) -> list[Path]:
+        """The record files under the folder (``*.gap.json`` left out), sorted."""
+        if self.folder is None:
+            return []
+        return [f for f in sorted(Path(self.folder).rglob("*.json")) if not f.name.endswith(".gap.json")]
+
+    @staticmethod
+    def read(path: str | os.PathLike) -> PoolResult:
+        """The pool result stored at ``path``: its record and per-query table, named by its pool."""
+        record = read_result(path)
+        return PoolResult.read(record.pool_key.name, path, record)
