@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
+from ..stats.significance_tests import paired_test
 from .precision import fmt, measure_decimals
 
 __all__ = ["CI_STYLES", "TABLE_FORMATS", "MARKER", "SIGNIFICANCE_LEVEL", "TEXTWIDTH_PT", "Cell", "latex_escape",
@@ -217,7 +218,6 @@ def comparison_table(report, fmt: str = "latex", ci: str = "pm") -> str:
     better in bold), B - A with its paired-bootstrap interval (marked † when the adjusted p is below
     0.05) and the adjusted p; each row's numbers with its measure's decimals (``precision``)."""
     from ..measures import parse
-    from ..stats.significance_tests import paired_test
 
     check_ci_style(ci)
     header = ["Measure", report.a.system, report.b.system, "B - A", "p (adj.)"]

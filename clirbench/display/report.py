@@ -3,11 +3,15 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from ..util.errors import ClirbenchError
 from ..util.plural import plural
 from ..util.table import format_table
 from ..measures import direction, parse
 from ..scenarios import RETRIEVAL, SCENARIOS
+from ..stats.correction import describe, family_size
+from ..stats.preference import preference_matrix
 from ..stats.significance_tests import paired_test
+from ..tasks import get_task
 
 
 def _cell(entry: dict | None) -> str:
@@ -21,9 +25,6 @@ def _cell(entry: dict | None) -> str:
 
 def _task_summaries(records: list[dict]) -> list[str]:
     """Tables a task's loader adds (``summary_table(records)``: ko-en's CROSS-/MONO-AVG, LazRetrieval's average)."""
-    from ..util.errors import ClirbenchError
-    from ..tasks import get_task
-
     lines = []
     for task_id in dict.fromkeys(r["task"]["id"] for r in records):
         if ":" in task_id:
@@ -159,8 +160,6 @@ class _Row(NamedTuple):
 
 def _gap_family(gaps) -> str:
     """How the gaps' p-values were adjusted, and over how many tests ("" when not adjusted)."""
-    from ..stats.correction import describe, family_size
-
     rows = [row for gap in gaps for row in gap.measures.values()]
     methods = {row.correction for row in rows}
     if not rows or methods & {None, "none"}:
@@ -194,8 +193,6 @@ def format_outcomes(report) -> str:
                         + [_cell(r["measures"].get(n)) for n in names])
         lines += [f"== {scenario}"] + format_table(header, body) + [""]
         if scenario == "multi":
-            from ..stats.preference import preference_matrix
-
             for matrix in preference_matrix(o.record for o in rows):
                 lines += format_preference(matrix)
             seen = [(r["query_lang"], seen_languages(r)[0]) for r in (o.record for o in rows) if r.get("translation")]

@@ -16,9 +16,11 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from ..util.checks import check_int
 from ..util.errors import ClirbenchError
 from ..util.plural import plural
 from ..measures import direction
+from ..tasks import get_task
 from ..results.files import RankedDoc, read_per_query, read_ranks, read_result
 
 __all__ = ["DEFAULT_FLIP_MEASURE", "Flip", "Flips", "flips", "default_flip_measure", "query_texts",
@@ -89,8 +91,6 @@ def default_flip_measure(names: Sequence[str]) -> str:
 def query_texts(record, data_dir=None) -> dict[str, str]:
     """``{query id: text}`` of a result's queries, from its task's data (``data_dir`` or the task's
     own place: the embedded XQuAD). A one-line error when the data cannot be read."""
-    from ..tasks import get_task
-
     task = get_task(record.task.id)
     if task.card.kind == "parallel":
         collection = task.load([record.query_lang], data_dir=data_dir)
@@ -119,8 +119,6 @@ def flips(a, b, n: int, measure: str | None = None, data_dir=None,
     """The ``n`` queries of result files ``a`` and ``b`` (one pool) whose ``measure`` changes most,
     largest |B − A| first (equal ones by query id); queries where either value is undefined are left
     out. ``texts`` (``{query id: text}``) saves reading the task's data."""
-    from ..util.checks import check_int
-
     n = check_int(n, "--flips", 1, 1_000_000)
     ids_a, values_a = read_per_query(a)
     ids_b, values_b = read_per_query(b)

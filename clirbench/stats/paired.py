@@ -23,9 +23,12 @@ from ..util.atomic import write_text_atomic
 from ..util.checks import check_correction, check_float, check_resamples, check_seed
 from ..util.errors import ClirbenchError
 from ..util.plural import plural
+from ..util.table import format_table
+from ..identity import labels
 from ..measures import direction
 from ..results import Result, read_per_query, read_result
 from .bootstrap import paired_bootstrap
+from .correction import adjust, describe, family_size
 from .significance_tests import DEFAULT_TEST, paired_test
 
 __all__ = ["compare", "format_comparison", "query_language_gap", "gap_path", "write_gap", "paired_rows",
@@ -138,8 +141,6 @@ class Comparison:
     @property
     def family(self) -> str:
         """What the correction ran over: this comparison's measures."""
-        from .correction import describe, family_size
-
         return describe(self.correction, family_size([r.p_value for r in self.measures.values()]),
                         "the measures of this comparison")
 
@@ -283,8 +284,6 @@ def paired_rows(a: np.ndarray, b: np.ndarray, names: Sequence[str], resamples: i
 
 def corrected(rows: Mapping[str, PairedDifference], method: str) -> dict[str, PairedDifference]:
     """``rows`` (one family of tests) with ``p_adjusted`` by ``method`` (``stats.correction``)."""
-    from .correction import adjust
-
     names = list(rows)
     adjusted = adjust([rows[n].p_value for n in names], method)
     return {n: dataclasses.replace(rows[n], p_adjusted=float(q), correction=method) for n, q in zip(names, adjusted)}
@@ -293,8 +292,6 @@ def corrected(rows: Mapping[str, PairedDifference], method: str) -> dict[str, Pa
 def correct_gaps(gaps: Sequence["Gap"], method: str) -> list["Gap"]:
     """The gaps of one run (or sweep) with their p-values adjusted as one family: every measure of
     every gap."""
-    from .correction import adjust
-
     keys = [(i, name) for i, g in enumerate(gaps) for name in g.measures]
     adjusted = adjust([gaps[i].measures[name].p_value for i, name in keys], method)
     new = [dict(g.measures) for g in gaps]
@@ -356,8 +353,6 @@ def compare(a, b, measures: Sequence | None = None, resamples: int = 1000, seed:
         a_values, b_values = a_values[:, ~undefined], b_values[:, ~undefined]
     rows = corrected(paired_rows(a_values, b_values, names, resamples, seed, permutations, confidence, test),
                      correction)
-    from ..identity import labels
-
     label_a, label_b = labels([sa.record.system_key, sb.record.system_key])
     return Comparison(Compared(sa.path, sa.record.retriever.spec, label_a),
                       Compared(sb.path, sb.record.retriever.spec, label_b), pa, len(sa.query_ids),
@@ -388,8 +383,6 @@ def format_comparison(report: Comparison) -> str:
                       f"[{_num(row.ci_low)}, {_num(row.ci_high)}]", _p(row.p_value),
                       _p(row.p_adjusted if row.p_adjusted is not None else math.nan), _num(row.d_z if row.d_z is not None else math.nan, 2),
                       _better_tie_worse(row), str(row.n)))
-    from ..util.table import format_table
-
     lines = format_table(list(table[0]), table[1:], right=tuple(range(1, len(table[0]))), rule=False)
     skipped = report.undefined
     note = [f"not compared (undefined on this pool for both results): {', '.join(skipped)}"] if skipped else []

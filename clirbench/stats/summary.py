@@ -7,6 +7,8 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..results.records import MeasureValue
+from ..util.strict import first_duplicate
+from .bootstrap import bootstrap_ci
 
 __all__ = ["summarise"]
 
@@ -23,13 +25,9 @@ def summarise(measures: Sequence[Any], per_query: Mapping[str, np.ndarray], resa
     (so a decreasing f swaps them). ``f`` is called on one float at a time. ``resamples=0``
     gives the values only (CIs NaN).
     """
-    from .bootstrap import bootstrap_ci
-
     transforms = dict(transforms or {})
     names = [str(m) for m in measures]
     if len(set(names)) != len(names):
-        from ..util.strict import first_duplicate
-
         raise ValueError(f"measure {first_duplicate(names)[0]!r} is listed twice")
     for m, name in zip(measures, names):
         if getattr(m, "of_mean", False) and name not in transforms:
