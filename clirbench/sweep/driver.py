@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .config import SweepConfig, cells
@@ -48,15 +49,16 @@ def _read_gap(path: Path):
 
 
 def run_sweep(config: SweepConfig, executor=None, overwrite: bool = False, progress: bool = True,
-              leaderboard: bool | None = None, command: str | None = None, correction: str = "holm") -> SweepReport:
+              leaderboard: bool | None = None, command: str | None = None,
+              correction: str | None = None) -> SweepReport:
     """Run every unfinished cell of ``config`` (paths made absolute first); failed cells are reported,
     never raised. The query-language gaps of every finished cell are then adjusted as one family by
-    ``correction`` and written to ``<output>/_sweep/sweep.gap.json`` (``sweep_gaps``). ``leaderboard``
-    (default: the config's) then builds the leaderboards from the output into
-    ``config.leaderboard_dir``, recording ``command``."""
+    ``correction`` (default: the config's, holm) and written to ``<output>/_sweep/sweep.gap.json``
+    (``sweep_gaps``). ``leaderboard`` (default: the config's) then builds the leaderboards from the
+    output into ``config.leaderboard_dir``, recording ``command``."""
     from ..util.checks import check_correction
 
-    check_correction(correction)
+    correction = check_correction(config.run.statistics.correction if correction is None else correction)
     t0 = time.perf_counter()
     config = config.resolved()
     todo, outcomes = [], {}

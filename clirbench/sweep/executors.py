@@ -12,7 +12,7 @@ import json
 import os
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -70,18 +70,12 @@ def translation_kwargs(translation: Translation, cache_dir: str | None = None) -
 
 
 def cell_config(cell, config, overwrite: bool = False, progress: bool = True):
-    """The ``RunConfig`` of one sweep cell: its task entry's data, the sweep's retrieval, statistics
-    and output settings, the cell's translation."""
-    from ..run_config import DataOptions, OutputOptions, RetrievalOptions, RunConfig, StatisticsOptions
-
-    entry = cell.entry
-    return RunConfig(
-        data=DataOptions(langs=entry.langs, scenarios=entry.scenarios, query_langs=entry.query_langs or None,
-                         pool_mode=entry.pool, data_dir=entry.data_dir, task_options=dict(entry.options)),
-        retrieval=RetrievalOptions(cache_dir=config.cache_dir, batch_size=config.batch_size, device=config.device,
-                                   **translation_kwargs(cell.translation, config.translation_cache_dir)),
-        statistics=StatisticsOptions(measures=config.measures or None, resamples=config.resamples, seed=config.seed),
-        output=OutputOptions(output_dir=config.output, overwrite=overwrite, progress=progress))
+    """The ``RunConfig`` of one sweep cell: the sweep's ``RunConfig`` with the cell's task entry as
+    its data, the cell's translation, and this sweep's ``overwrite`` and ``progress``."""
+    run = config.run
+    translation = translation_kwargs(cell.translation, config.translation_cache_dir)
+    return replace(run, data=cell.entry.data_options(), retrieval=replace(run.retrieval, **translation),
+                   output=replace(run.output, overwrite=overwrite, progress=progress))
 
 
 def run_cell(cell: Cell, config: SweepConfig, overwrite: bool = False, progress: bool = False) -> CellOutcome:
@@ -191,7 +185,7 @@ class RayExecutor:
 
     def map(self, cells: Sequence[Cell], config: SweepConfig, overwrite: bool = False,
             progress: bool = True) -> Iterator[CellOutcome]:
-        from ..rank.distributed import ray_session
+        from ..rank.ray_cluster import ray_session
 
         # one line when ray is missing or the cluster unreachable; a Ray this executor starts is shut down
         with ray_session(self.address, purpose="--executor ray", init_kwargs=self.init_kwargs) as ray:
