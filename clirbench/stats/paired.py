@@ -24,7 +24,7 @@ from ..util.checks import check_correction, check_float, check_resamples, check_
 from ..util.errors import ClirbenchError
 from ..util.plural import plural
 from ..util.table import format_table
-from ..identity import labels
+from ..identity import labels, split_pool_stem
 from ..measures import direction
 from ..results import Result, read_per_query, read_result
 from .bootstrap import paired_bootstrap
@@ -439,9 +439,10 @@ def query_language_gap(l1, l2, measures: Sequence[str] | None = None, resamples:
 
 
 def gap_path(result_l1: str | Path) -> Path:
-    """``…/en-zh.q-en.json`` → ``…/en-zh.gap.json``."""
+    """``…/en-zh.q-en.json`` → ``…/en-zh.gap.json`` (the pool stem's languages: ``identity.split_pool_stem``)."""
     path = Path(result_l1)
-    return path.with_name(path.name.split(".q-")[0] + ".gap.json")
+    stem = split_pool_stem(path.name)
+    return path.with_name((stem[0] if stem else path.name) + ".gap.json")
 
 
 def write_gap(path_l1, gap: Gap) -> Path:
