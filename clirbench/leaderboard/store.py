@@ -315,6 +315,25 @@ def _need(data: Mapping, key: str, types: tuple, where: str) -> Any:
 
 def validate(data: Any, where: str = "leaderboard") -> dict:
     """Check a parsed leaderboard's structure and strings; returns it."""
+    data = _current(data, where)
+    extra = set(data) - {"format", "schema_version", "task", "dataset", "significance", "pools", "systems", "notes"}
+    if extra:
+        raise MalformedDataError(f"{where}: unknown key(s) {', '.join(sorted(map(_show, extra)))}")
+    check_strings(data, where)
+    check_task_id(_need(data, "task", (str,), where), f"{where}.task")
+    _need(data, "dataset", (dict,), where)
+    _check_significance(_need(data, "significance", (dict,), where), f"{where}.significance")
+    pools = _need(data, "pools", (dict,), where)
+    for pid, pool in pools.items():
+        _check_pool(pid, pool, f"{where}.pools.{pid}")
+    systems = _need(data, "systems", (dict,), where)
+    for name, system in systems.items():
+        _check_system(name, system, pools, f"{where}.systems.{name}")
+    return data
+
+
+def _current(data: Any, where: str) -> dict:
+    """``data`` as a leaderboard of this clirbench's schema (a version 1 board upgraded)."""
     if not isinstance(data, dict):
         from ..util.strict import expect_json
 
@@ -328,81 +347,90 @@ def validate(data: Any, where: str = "leaderboard") -> dict:
         version = data["schema_version"]
     if version != SCHEMA_VERSION:
         raise ClirbenchError(f"{where}: leaderboard schema_version {version}, this clirbench reads {SCHEMA_VERSION}")
-    extra = set(data) - {"format", "schema_version", "task", "dataset", "significance", "pools", "systems", "notes"}
-    if extra:
-        raise MalformedDataError(f"{where}: unknown key(s) {', '.join(sorted(map(_show, extra)))}")
-    check_strings(data, where)
-    check_task_id(_need(data, "task", (str,), where), f"{where}.task")
-    _need(data, "dataset", (dict,), where)
-    sig = _need(data, "significance", (dict,), where)
+    return data
+
+
+def _check_significance(sig: Mapping, where: str) -> None:
     for key, lo, hi in (("resamples", 10, 100000), ("seed", 0, 2**63 - 1)):
-        v = _need(sig, key, (int,), f"{where}.significance")
+        v = _need(sig, key, (int,), where)
         if not lo <= v <= hi:
-            raise MalformedDataError(f"{where}.significance.{key} out of range")
-    conf = _need(sig, "confidence", (float,), f"{where}.significance")
+            raise MalformedDataError(f"{where}.{key} out of range")
+    conf = _need(sig, "confidence", (float,), where)
     if not 0.5 <= conf < 1.0:
-        raise MalformedDataError(f"{where}.significance.confidence out of range")
-    pools = _need(data, "pools", (dict,), where)
-    for pid, pool in pools.items():
-        w = f"{where}.pools.{pid}"
-        if not isinstance(pool, dict):
-            raise MalformedDataError(f"{w}: expected an object")
-        for key, types in (("subset", (str,)), ("scenario", (str,)), ("pool_mode", (str,)), ("doc_langs", (list,)),
-                           ("query_lang", (str,)), ("pool_size", (int,)), ("num_queries", (int,)),
-                           ("qrels_sha256", (str,)), ("query_ids_sha256", (str,))):
-            _need(pool, key, types, w)
-        if pid != pool_id(pool["subset"], pool["scenario"], pool["pool_mode"], pool["doc_langs"], pool["query_lang"]):
-            raise MalformedDataError(f"{w}: pool id does not match its fields")
-    systems = _need(data, "systems", (dict,), where)
+        raise MalformedDataError(f"{where}.confidence out of range")
+
+
+def _check_pool(pid: str, pool: Any, w: str) -> None:
+    if not isinstance(pool, dict):
+        raise MalformedDataError(f"{w}: expected an object")
+    for key, types in (("subset", (str,)), ("scenario", (str,)), ("pool_mode", (str,)), ("doc_langs", (list,)),
+                       ("query_lang", (str,)), ("pool_size", (int,)), ("num_queries", (int,)),
+                       ("qrels_sha256", (str,)), ("query_ids_sha256", (str,))):
+        _need(pool, key, types, w)
+    if pid != pool_id(pool["subset"], pool["scenario"], pool["pool_mode"], pool["doc_langs"], pool["query_lang"]):
+        raise MalformedDataError(f"{w}: pool id does not match its fields")
+
+
+def _check_system(name: str, system: Any, pools: Mapping, w: str) -> None:
+    """One row: its retriever, its key (when written) naming it, and each result on a known pool."""
+    if not isinstance(system, dict):
+        raise MalformedDataError(f"{w}: expected an object")
+    _need(system, "retriever", (dict,), w)
+    if "key" in system:  # written by submit; a hand-made board may leave it out
+        _check_system_key(name, _need(system, "key", (dict,), w), w)
+    results = _need(system, "results", (dict,), w)
+    for pid, res in results.items():
+        if pid not in pools:
+            raise MalformedDataError(f"{w}.results.{pid}: pool not in the leaderboard's pools")
+        _check_result(res, pools[pid], f"{w}.results.{pid}")
+
+
+def _check_system_key(name: str, key: Mapping, w: str) -> None:
     from ..identity import SystemKey
 
-    for name, system in systems.items():
-        w = f"{where}.systems.{name}"
-        if not isinstance(system, dict):
-            raise MalformedDataError(f"{w}: expected an object")
-        _need(system, "retriever", (dict,), w)
-        if "key" in system:  # written by submit; a hand-made board may leave it out
-            key = _need(system, "key", (dict,), w)
-            try:
-                key_id = SystemKey.of_dict(key).id
-            except (KeyError, TypeError, ValueError):
-                raise MalformedDataError(f"{w}.key: expected retriever, revision, translation, ranking") from None
-            if key_id != name:
-                raise MalformedDataError(f"{w}: system id does not match its key ({_show(key_id)})")
-        results = _need(system, "results", (dict,), w)
-        for pid, res in results.items():
-            if pid not in pools:
-                raise MalformedDataError(f"{w}.results.{pid}: pool not in the leaderboard's pools")
-            if not isinstance(res, dict):
-                raise MalformedDataError(f"{w}.results.{pid}: expected an object")
-            measures = _need(res, "measures", (dict,), f"{w}.results.{pid}")
-            for m, mv in measures.items():
-                if not isinstance(mv, dict) or not all(
-                        isinstance(mv.get(k), (int, float, type(None))) and not isinstance(mv.get(k), bool)
-                        for k in ("value", "ci_low", "ci_high")):
-                    raise MalformedDataError(f"{w}.results.{pid}.measures.{m}: expected value, ci_low, ci_high")
-                _check_range(m, mv, pools[pid]["pool_size"], f"{w}.results.{pid}.measures.{m}")
-            if "preference" in res:
-                from ..results.records import check_preference
+    try:
+        key_id = SystemKey.of_dict(key).id
+    except (KeyError, TypeError, ValueError):
+        raise MalformedDataError(f"{w}.key: expected retriever, revision, translation, ranking") from None
+    if key_id != name:
+        raise MalformedDataError(f"{w}: system id does not match its key ({_show(key_id)})")
 
-                try:
-                    check_preference(res["preference"], pools[pid]["doc_langs"], pools[pid]["pool_size"])
-                except ValueError as exc:
-                    raise MalformedDataError(f"{w}.results.{pid}: {exc}") from None
-            if "hardware" in res and not isinstance(res["hardware"], dict):
-                raise MalformedDataError(f"{w}.results.{pid}.hardware: expected an object")
-            _check_reproductions(res.get("reproductions", []), pools[pid]["pool_size"], f"{w}.results.{pid}")
-            if "cost" in res:
-                from ..results.cost import Cost
 
-                try:
-                    Cost.from_dict(res["cost"])
-                except ValueError as exc:
-                    raise MalformedDataError(f"{w}.results.{pid}: {exc}") from None
-            pq = _need(res, "per_query", (dict,), f"{w}.results.{pid}")
-            if pq and pq.get("encoding") != VECTOR_ENCODING:
-                raise MalformedDataError(f"{w}.results.{pid}.per_query: encoding must be {VECTOR_ENCODING}")
-    return data
+def _check_result(res: Any, pool: Mapping, w: str) -> None:
+    """One result of a row: measures in range, preference, hardware, reproductions, cost, per-query encoding."""
+    if not isinstance(res, dict):
+        raise MalformedDataError(f"{w}: expected an object")
+    measures = _need(res, "measures", (dict,), w)
+    for m, mv in measures.items():
+        if not isinstance(mv, dict) or not all(
+                isinstance(mv.get(k), (int, float, type(None))) and not isinstance(mv.get(k), bool)
+                for k in ("value", "ci_low", "ci_high")):
+            raise MalformedDataError(f"{w}.measures.{m}: expected value, ci_low, ci_high")
+        _check_range(m, mv, pool["pool_size"], f"{w}.measures.{m}")
+    if "preference" in res:
+        from ..results.records import check_preference
+
+        try:
+            check_preference(res["preference"], pool["doc_langs"], pool["pool_size"])
+        except ValueError as exc:
+            raise MalformedDataError(f"{w}: {exc}") from None
+    if "hardware" in res and not isinstance(res["hardware"], dict):
+        raise MalformedDataError(f"{w}.hardware: expected an object")
+    _check_reproductions(res.get("reproductions", []), pool["pool_size"], w)
+    _check_cost(res, w)
+    pq = _need(res, "per_query", (dict,), w)
+    if pq and pq.get("encoding") != VECTOR_ENCODING:
+        raise MalformedDataError(f"{w}.per_query: encoding must be {VECTOR_ENCODING}")
+
+
+def _check_cost(res: Mapping, w: str) -> None:
+    if "cost" in res:
+        from ..results.cost import Cost
+
+        try:
+            Cost.from_dict(res["cost"])
+        except ValueError as exc:
+            raise MalformedDataError(f"{w}: {exc}") from None
 
 
 _TOL = 1e-6

@@ -176,10 +176,26 @@ def validate_result(path: str | os.PathLike, leaderboard: Mapping, data_dir=None
     not write, another task, a dataset or qrels hash that does not match, an unknown measure, a
     value out of range, per-query values that do not give the reported means, a hostile string.
     """
-    from ..results import SCHEMA_VERSION, Result, read_per_query
-    from ..tasks import get_task
-
     path = Path(path)
+    result = _read_result(path)
+    _check_fields(result, path)
+    task_obj = _check_task(result, leaderboard, path)
+    pid, registered = _check_qrels(result, leaderboard, task_obj, data_dir, path)
+    measures = _checked_measures(result, path)
+    ids_hash, vectors = _checked_per_query(result, path, registered, pid, task_obj.card)
+    breakdown = _checked_breakdown(result, path)
+    pool = {"subset": result.subset, "scenario": result.scenario, "pool_mode": result.pool_mode,
+            "doc_langs": list(result.doc_langs), "query_lang": result.query_lang, "pool_size": result.pool_size,
+            "num_queries": result.num_queries, "qrels_sha256": result.qrels_sha256, "query_ids_sha256": ids_hash}
+    record = _board_record(result, measures, vectors, breakdown)
+    key = result.system_key
+    return Submission(path, leaderboard["task"], key.id, pid, pool, result.retriever.to_dict(), record, {}, key)
+
+
+def _read_result(path: Path):
+    """The result record of ``path``: bounded, of this schema version, its strings checked."""
+    from ..results import SCHEMA_VERSION, Result
+
     raw = store.strict_json(path, MAX_RESULT_BYTES, "result file")
     if not isinstance(raw, dict):
         raise _fail(path, f"malformed result file: not a result record: {json_kind(raw)}, expected a JSON object")
@@ -188,11 +204,15 @@ def validate_result(path: str | os.PathLike, leaderboard: Mapping, data_dir=None
         raise _fail(path, f"result schema_version {store._show(str(version))}; the leaderboard takes {SCHEMA_VERSION}")
     store.check_strings(raw, "result")
     try:
-        result = Result.from_dict(raw)
+        return Result.from_dict(raw)
     except (ValueError, TypeError) as exc:
         raise MalformedDataError(f"{path}: malformed result file: {' '.join(str(exc).split())[:200]}") from None
 
-    _check_fields(result, path)
+
+def _check_task(result, leaderboard: Mapping, path):
+    """The leaderboard's registered task (its dataset, scenarios, pool modes, languages match the result)."""
+    from ..tasks import get_task
+
     task = leaderboard["task"]
     if result.task.id != task:
         raise _fail(path, f"result is for task {store._show(result.task.id)}, the leaderboard for {task}")
@@ -210,14 +230,23 @@ def validate_result(path: str | os.PathLike, leaderboard: Mapping, data_dir=None
         raise _fail(path, f"language(s) {', '.join(map(store._show, unknown))} not in {task}")
     if not 0 < result.num_queries <= MAX_QUERIES or result.pool_size < 1:
         raise _fail(path, f"num_queries {result.num_queries} / pool_size {result.pool_size} out of range")
+    return task_obj
 
+
+def _check_qrels(result, leaderboard: Mapping, task_obj, data_dir, path) -> tuple[str, Any]:
+    """(pool id, its registered entry or None): the result's qrels are the pool's (registered, or
+    built from the task's local data)."""
     pid = result.pool_key.board_id
     registered = leaderboard["pools"].get(pid)
     expected = registered["qrels_sha256"] if registered else _expected_qrels(task_obj, result, data_dir)
     if result.qrels_sha256 != expected:
         raise _fail(path, f"qrels hash {store._show(result.qrels_sha256[:16])}… does not match pool {pid} "
                           f"({expected[:16]}…): not the registered relevance judgements")
+    return pid, registered
 
+
+def _checked_measures(result, path) -> dict:
+    """The reported measures (as dicts), each canonical, in its range, over at most the pool's queries."""
     measures = {}
     for name, mv in result.measures.items():
         measure = _parse_measure(name, path)
@@ -231,8 +260,14 @@ def validate_result(path: str | os.PathLike, leaderboard: Mapping, data_dir=None
         if mv.n > result.num_queries:
             raise _fail(path, f"{name}: n={mv.n} is more than the {result.num_queries} queries")
         measures[name] = mv.to_dict()
+    return measures
 
-    # the per-query table: a plain file name beside the result, bounded, consistent with the means
+
+def _per_query_table(result, path):
+    """(query ids, {measure: values}) of the result's per-query table: a plain file name beside the
+    result, bounded, one row per query."""
+    from ..results import read_per_query
+
     name = result.per_query_file
     if not name or Path(name).name != name or name.startswith("."):
         raise _fail(path, f"per_query_file {store._show(name)} must be a file name beside the result")
@@ -243,49 +278,70 @@ def validate_result(path: str | os.PathLike, leaderboard: Mapping, data_dir=None
     if len(ids) != result.num_queries:
         raise _fail(path, f"per-query table has {len(ids)} rows, the result says {result.num_queries} queries")
     store.check_texts(ids, "query id")
+    return ids, values
+
+
+def _check_per_query_column(result, col: str, vec, path) -> None:
+    """One per-query column: in range, as many values as the reported n, giving the reported mean."""
+    measure = _parse_measure(col, path)
+    lo, hi = value_range(measure, result.pool_size)
+    finite = vec[~np.isnan(vec)]
+    if np.isinf(vec).any() or (finite.size and (finite.min() < lo - _TOL or finite.max() > hi + _TOL)):
+        raise _fail(path, f"per-query {col} values out of range [{lo:g}, {hi:g}]")
+    reported = result.measures.get(col)
+    if reported is not None and reported.value is not None and finite.size != reported.n:  # nan: no value
+        raise _fail(path, f"per-query {col} has {finite.size} values (nan: no value), the result says n={reported.n}")
+    if reported is not None and not measure.of_mean and finite.size:
+        mean = float(finite.mean())
+        if not math.isclose(mean, reported.value, rel_tol=1e-6, abs_tol=1e-9):
+            raise _fail(path, f"{col}: per-query mean {mean!r} is not the reported value {reported.value!r}")
+
+
+def _checked_per_query(result, path, registered, pid: str, card) -> tuple[str, dict]:
+    """(hash of the sorted query ids, the main measures' per-query vectors encoded in id order),
+    the table consistent with the means (and with the registered pool's query ids)."""
+    from ..measures import MAIN_MEASURES
+
+    ids, values = _per_query_table(result, path)
     order = np.argsort(np.array(ids, dtype=object), kind="stable")
     sorted_ids = [ids[i] for i in order]
     ids_hash = _ids_hash(sorted_ids)
     if registered and registered["query_ids_sha256"] != ids_hash:
         raise _fail(path, f"query ids do not match pool {pid}")
-    from ..measures import MAIN_MEASURES
-
     main = [str(m) for m in card.main_measures.get(result.scenario, MAIN_MEASURES.get(result.scenario, ()))]
     vectors = {}
     for col, vec in values.items():
-        measure = _parse_measure(col, path)
-        lo, hi = value_range(measure, result.pool_size)
-        finite = vec[~np.isnan(vec)]
-        if np.isinf(vec).any() or (finite.size and (finite.min() < lo - _TOL or finite.max() > hi + _TOL)):
-            raise _fail(path, f"per-query {col} values out of range [{lo:g}, {hi:g}]")
-        reported = result.measures.get(col)
-        if reported is not None and reported.value is not None and finite.size != reported.n:  # nan: no value
-            raise _fail(path, f"per-query {col} has {finite.size} values (nan: no value), the result says n={reported.n}")
-        if reported is not None and not measure.of_mean and finite.size:
-            mean = float(finite.mean())
-            if not math.isclose(mean, reported.value, rel_tol=1e-6, abs_tol=1e-9):
-                raise _fail(path, f"{col}: per-query mean {mean!r} is not the reported value {reported.value!r}")
+        _check_per_query_column(result, col, vec, path)
         if col in main:
             vectors[col] = store.encode_vector(vec[order])
+    return ids_hash, vectors
 
-    breakdown = None
-    if result.breakdown is not None:
-        breakdown = _plain(result.breakdown)
-        if sum(len(g) for g in breakdown.values()) > MAX_GROUPS:
-            raise _fail(path, f"breakdown has more than {MAX_GROUPS} groups")
-        for fld, groups in breakdown.items():
-            for group, cell in groups.items():
-                if not 0 <= cell["n"] <= result.num_queries:
-                    raise _fail(path, f"breakdown.{fld}.{group}.n {cell['n']} out of [0, {result.num_queries}]")
-                for m, v in cell.items():
-                    if m != "n":
-                        lo, hi = value_range(_parse_measure(m, path), result.pool_size)
-                        if v is not None and not lo - _TOL <= v <= hi + _TOL:
-                            raise _fail(path, f"breakdown.{fld}.{group}.{m} value {v!r} out of range [{lo:g}, {hi:g}]")
 
-    pool = {"subset": result.subset, "scenario": result.scenario, "pool_mode": result.pool_mode,
-            "doc_langs": list(result.doc_langs), "query_lang": result.query_lang, "pool_size": result.pool_size,
-            "num_queries": result.num_queries, "qrels_sha256": result.qrels_sha256, "query_ids_sha256": ids_hash}
+def _checked_breakdown(result, path) -> dict | None:
+    """The result's breakdown as plain data (None without one): bounded groups, counts and values in range."""
+    if result.breakdown is None:
+        return None
+    breakdown = _plain(result.breakdown)
+    if sum(len(g) for g in breakdown.values()) > MAX_GROUPS:
+        raise _fail(path, f"breakdown has more than {MAX_GROUPS} groups")
+    for fld, groups in breakdown.items():
+        for group, cell in groups.items():
+            if not 0 <= cell["n"] <= result.num_queries:
+                raise _fail(path, f"breakdown.{fld}.{group}.n {cell['n']} out of [0, {result.num_queries}]")
+            _check_breakdown_cell(result, f"breakdown.{fld}.{group}", cell, path)
+    return breakdown
+
+
+def _check_breakdown_cell(result, where: str, cell: Mapping, path) -> None:
+    for m, v in cell.items():
+        if m != "n":
+            lo, hi = value_range(_parse_measure(m, path), result.pool_size)
+            if v is not None and not lo - _TOL <= v <= hi + _TOL:
+                raise _fail(path, f"{where}.{m} value {v!r} out of range [{lo:g}, {hi:g}]")
+
+
+def _board_record(result, measures: dict, vectors: dict, breakdown: dict | None) -> dict:
+    """What the leaderboard keeps of a validated result besides its pool and retriever."""
     record = {"created_at": result.created_at, "measures": measures,
               "per_query": {"encoding": store.VECTOR_ENCODING, "measures": vectors},
               "bootstrap": result.bootstrap.to_dict(), "seconds": result.timings_s.total}
@@ -300,8 +356,7 @@ def validate_result(path: str | os.PathLike, leaderboard: Mapping, data_dir=None
     if result.cost is not None:
         record["cost"] = result.cost.to_dict()
     record["clirbench_version"] = result.clirbench_version
-    key = result.system_key
-    return Submission(path, task, key.id, pid, pool, result.retriever.to_dict(), record, {}, key)
+    return record
 
 
 def _plain(value: Any) -> Any:
@@ -465,65 +520,90 @@ def merge(leaderboard: Mapping, sub: Submission, commands: Iterable[str] = (), r
     # commands and results): the input is untouched, and a build of many files stays linear
     out = dict(leaderboard)
     out["pools"], out["systems"] = dict(out["pools"]), dict(out["systems"])
-    registered = out["pools"].get(sub.pool_id)
-    if registered is None:
-        out["pools"][sub.pool_id] = dict(sub.pool)
-    elif registered != sub.pool:
-        raise _fail(sub.path, f"pool {sub.pool_id} differs from the registered one")
+    _merge_pool(out["pools"], sub)
     key = sub.key if sub.key is not None else _key_of(sub)
     commands = _clean_commands(commands)
-    system = out["systems"].get(sub.system)
-    if system is None:
-        system = {"key": key.to_dict(), "retriever": sub.retriever, "commands": [], "results": {}}
-    else:
-        system = {**system, "commands": list(system.get("commands") or []), "results": dict(system["results"])}
-        diff = identity_diff(system["retriever"], sub.retriever)
-        if diff and not replace:
-            raise _fail(sub.path, f"system {store._show(sub.system)} is on the leaderboard with another "
-                                  f"{', '.join(diff)}; pass --replace to replace its entry on pool {sub.pool_id} "
-                                  f"(its other pools are kept)")
-        if diff:  # the other pools keep their results, each marked with the revision that made it
-            previous = system["retriever"].get("revision")
-            for pid, res in system["results"].items():
-                if pid != sub.pool_id and "revision" not in res:
-                    system["results"][pid] = {**res, "revision": previous}
-            system["key"], system["retriever"] = key.to_dict(), sub.retriever
+    system = _merged_system(out["systems"].get(sub.system), sub, key, replace)
     out["systems"][sub.system] = system
     before = system["results"].get(sub.pool_id)
     record = dict(sub.record)
     if system["retriever"].get("revision") != sub.retriever.get("revision"):
         record["revision"] = sub.retriever.get("revision")  # the same system, recorded under another revision
-    if before is not None:
-        diff = _changes(before, record) if any(before.get(k) != record.get(k) for k in _VALUES) else []
-        if not diff:
-            return out  # the same values: the entry stays as it was
-        if within_intervals(before, record) and not replace:
-            entry = _reproduction(sub, commands)
-            kept = [{**r, "commands": list(r.get("commands") or [])} for r in before.get("reproductions") or []]
-            same = [r for r in kept if {k: v for k, v in r.items() if k != "commands"}
-                    == {k: v for k, v in entry.items() if k != "commands"}]
-            if same:  # this reproduction is already there: nothing changes
-                return out
-            kept.append(entry)
-            if reproduced is not None:
-                reproduced.extend(d for d in diff if d[0] in record["measures"] or d[0].endswith(" CI"))
-            system["results"][sub.pool_id] = {**before, "reproductions": kept}
-            return out
-        if not replace:
-            confidence = (before.get("bootstrap") or {}).get("confidence", 0.95)
-            raise _fail(sub.path, f"{store._show(sub.system)} on pool {sub.pool_id} is on the leaderboard with "
-                                  f"other values, not within their {100 * confidence:g}% intervals "
-                                  f"({describe_changes(diff)}); pass --replace to replace it")
-        if changes is not None:
-            changes.extend(diff)
-        if before.get("reproductions"):
-            record["reproductions"] = before["reproductions"]
+    if before is not None and not _replaces_entry(before, record, sub, system, commands, replace, changes, reproduced):
+        return out
     _check_undefined(out, sub)
     system["results"][sub.pool_id] = record
     for command in commands:  # how the board's entries were made: recorded with a new or replaced entry
         if command not in system["commands"]:
             system["commands"].append(command)
     return out
+
+
+def _merge_pool(pools: dict, sub: Submission) -> None:
+    """Register the submission's pool in ``pools`` (a copy), or check it is the registered one."""
+    registered = pools.get(sub.pool_id)
+    if registered is None:
+        pools[sub.pool_id] = dict(sub.pool)
+    elif registered != sub.pool:
+        raise _fail(sub.path, f"pool {sub.pool_id} differs from the registered one")
+
+
+def _merged_system(system: Mapping | None, sub: Submission, key, replace: bool) -> dict:
+    """A copy of the board's row for the submission's system (a new row when none); another model
+    id, revision or prompts is refused unless ``replace``, then the other pools keep their revision."""
+    if system is None:
+        return {"key": key.to_dict(), "retriever": sub.retriever, "commands": [], "results": {}}
+    system = {**system, "commands": list(system.get("commands") or []), "results": dict(system["results"])}
+    diff = identity_diff(system["retriever"], sub.retriever)
+    if diff and not replace:
+        raise _fail(sub.path, f"system {store._show(sub.system)} is on the leaderboard with another "
+                              f"{', '.join(diff)}; pass --replace to replace its entry on pool {sub.pool_id} "
+                              f"(its other pools are kept)")
+    if diff:  # the other pools keep their results, each marked with the revision that made it
+        previous = system["retriever"].get("revision")
+        for pid, res in system["results"].items():
+            if pid != sub.pool_id and "revision" not in res:
+                system["results"][pid] = {**res, "revision": previous}
+        system["key"], system["retriever"] = key.to_dict(), sub.retriever
+    return system
+
+
+def _replaces_entry(before: Mapping, record: dict, sub: Submission, system: dict, commands: list[str],
+                    replace: bool, changes: list | None, reproduced: list | None) -> bool:
+    """Whether ``record`` replaces the entry ``before`` on its pool: not for the same values, nor for
+    a reproduction (kept in the entry); with ``replace`` (``changes`` then gets the differences);
+    other values are refused."""
+    diff = _changes(before, record) if any(before.get(k) != record.get(k) for k in _VALUES) else []
+    if not diff:
+        return False  # the same values: the entry stays as it was
+    if within_intervals(before, record) and not replace:
+        _keep_reproduction(before, record, sub, system, commands, diff, reproduced)
+        return False
+    if not replace:
+        confidence = (before.get("bootstrap") or {}).get("confidence", 0.95)
+        raise _fail(sub.path, f"{store._show(sub.system)} on pool {sub.pool_id} is on the leaderboard with "
+                              f"other values, not within their {100 * confidence:g}% intervals "
+                              f"({describe_changes(diff)}); pass --replace to replace it")
+    if changes is not None:
+        changes.extend(diff)
+    if before.get("reproductions"):
+        record["reproductions"] = before["reproductions"]
+    return True
+
+
+def _keep_reproduction(before: Mapping, record: dict, sub: Submission, system: dict, commands: list[str],
+                       diff: list, reproduced: list | None) -> None:
+    """Add the submission to the entry's ``reproductions`` (unless already there)."""
+    entry = _reproduction(sub, commands)
+    kept = [{**r, "commands": list(r.get("commands") or [])} for r in before.get("reproductions") or []]
+    same = [r for r in kept if {k: v for k, v in r.items() if k != "commands"}
+            == {k: v for k, v in entry.items() if k != "commands"}]
+    if same:  # this reproduction is already there: nothing changes
+        return
+    kept.append(entry)
+    if reproduced is not None:
+        reproduced.extend(d for d in diff if d[0] in record["measures"] or d[0].endswith(" CI"))
+    system["results"][sub.pool_id] = {**before, "reproductions": kept}
 
 
 def _check_undefined(leaderboard: Mapping, sub: Submission) -> None:

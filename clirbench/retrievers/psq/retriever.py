@@ -95,26 +95,13 @@ class PSQRetriever:
     # -- index ----------------------------------------------------------------------------------------
     def _doc_weights(self, docs: Sequence[Text], query_lang: str, vocab: dict[str, int]):
         """W (distinct docs x vocab, CSR) and, for every doc, its row in W. ``vocab`` grows."""
-        from scipy import sparse
-
-        rows_of: dict[tuple[str, str], int] = {}
-        drows = np.empty(len(docs), dtype=np.int64)
-        distinct: list[tuple[str, str]] = []
-        for i, d in enumerate(docs):
-            key = (d.lang, d.text)
-            j = rows_of.get(key)
-            if j is None:
-                j = rows_of[key] = len(distinct)
-                distinct.append(key)
-            drows[i] = j
+        distinct, drows = _distinct_texts(docs)
         by_lang: dict[str, list[int]] = {}
         for j, (lang, _) in enumerate(distinct):
             by_lang.setdefault(lang, []).append(j)
 
         tables = {lang: self._table_for(lang, query_lang) for lang in by_lang}
-        count_table = next((t for t in tables.values() if t is not None and t.query_counts is not None),
-                           next((t for t in self.tables if t.query_lang == query_lang and t.query_counts is not None),
-                                None))
+        count_table = self._count_table(tables, query_lang)
         for t in tables.values():  # table query terms first, in a fixed order
             if t is not None:
                 for e in t.query_terms:
@@ -122,63 +109,62 @@ class PSQRetriever:
         lengths = np.zeros(len(distinct), dtype=np.float64)
         parts = []  # (distinct rows, CSR p(e|d) over vocab so far)
         for lang, js in by_lang.items():
-            table = tables[lang]
-            r, c, v = [], [], []
-            oov_r, oov_c, oov_v = [], [], []
-            for k, j in enumerate(js):
-                counts = self._counts(distinct[j][1], lang)
-                n = sum(counts.values())
-                lengths[j] = n
-                if not n:
-                    continue
-                if table is None:
-                    for e, cnt in counts.items():
-                        r.append(k); c.append(vocab.setdefault(e, len(vocab))); v.append(cnt / n)
-                else:
-                    for f, cnt in counts.items():
-                        i = table.doc_vocab.get(f)
-                        if i is not None:
-                            r.append(k); c.append(i); v.append(cnt / n)
-                        elif self.oov == "keep":
-                            oov_r.append(k); oov_c.append(vocab.setdefault(f, len(vocab))); oov_v.append(cnt / n)
-            if table is None:
-                parts.append((js, r, c, v, None))
-            else:
-                C = sparse.csr_matrix((v, (r, c)), shape=(len(js), len(table.doc_vocab)), dtype=np.float64)
-                P = (C @ table.matrix).tocoo()
-                remap = np.fromiter((vocab[e] for e in table.query_terms), dtype=np.int64, count=len(table.query_terms))
-                parts.append((js, P.row, remap[P.col] if P.nnz else P.col, P.data, table))
-                if oov_r:
-                    parts.append((js, oov_r, oov_c, oov_v, None))
-        width = len(vocab)
-        r_all, c_all, v_all = [], [], []
-        for js, r, c, v, _ in parts:
-            js = np.asarray(js, dtype=np.int64)
-            r_all.append(js[np.asarray(r, dtype=np.int64)] if len(r) else np.zeros(0, np.int64))
-            c_all.append(np.asarray(c, dtype=np.int64))
-            v_all.append(np.asarray(v, dtype=np.float64))
-        P = sparse.csr_matrix((np.concatenate(v_all), (np.concatenate(r_all), np.concatenate(c_all))),
-                              shape=(len(distinct), width))
-        P.sum_duplicates()
-        P.sort_indices()
-
-        if count_table is not None:
-            cc = np.zeros(width, dtype=np.float64)
-            for e, n in count_table.query_counts.items():
-                j = vocab.get(e)
-                if j is not None:
-                    cc[j] = n
-            total = float(count_table.query_tokens)
-            source = f"table {count_table.path}"
-        else:  # expected counts of the (translated) pool, each distinct text once
-            cc = np.asarray(P.multiply(lengths[:, None]).sum(axis=0)).ravel()
-            total = float(lengths.sum())
-            source = "pool"
-        pc = (1.0 + cc) / (1.0 + total)
+            parts += self._language_parts(lang, js, tables[lang], distinct, vocab, lengths)
+        P = _stack_parts(parts, len(distinct), len(vocab))
+        pc, source = _collection_probability(count_table, P, lengths, vocab)
         W = P.copy()
         W.data = np.log1p((1.0 - self.alpha) * W.data / (self.alpha * pc[W.indices]))
         self.last_collection_source = source
         return W, drows
+
+    def _count_table(self, tables: Mapping[str, PSQTable | None], query_lang: str) -> PSQTable | None:
+        """The table whose query-language counts give P_C: the first of ``tables`` with counts, else
+        any table into ``query_lang`` with counts; None: the pool's expected counts."""
+        return next((t for t in tables.values() if t is not None and t.query_counts is not None),
+                    next((t for t in self.tables if t.query_lang == query_lang and t.query_counts is not None),
+                         None))
+
+    def _language_parts(self, lang: str, js: list[int], table: PSQTable | None, distinct, vocab: dict[str, int],
+                        lengths: np.ndarray) -> list:
+        """The parts ``(distinct rows, rows, columns, values, table)`` of p(e|d) for the distinct
+        documents ``js`` in ``lang``: through ``table`` (identity without one), plus the
+        out-of-vocabulary terms that ``oov="keep"`` passes through. ``lengths`` gets their token counts."""
+        from scipy import sparse
+
+        (r, c, v), (oov_r, oov_c, oov_v) = self._term_frequencies(lang, js, table, distinct, vocab, lengths)
+        if table is None:
+            return [(js, r, c, v, None)]
+        C = sparse.csr_matrix((v, (r, c)), shape=(len(js), len(table.doc_vocab)), dtype=np.float64)
+        P = (C @ table.matrix).tocoo()
+        remap = np.fromiter((vocab[e] for e in table.query_terms), dtype=np.int64, count=len(table.query_terms))
+        parts = [(js, P.row, remap[P.col] if P.nnz else P.col, P.data, table)]
+        if oov_r:
+            parts.append((js, oov_r, oov_c, oov_v, None))
+        return parts
+
+    def _term_frequencies(self, lang: str, js: list[int], table: PSQTable | None, distinct,
+                          vocab: dict[str, int], lengths: np.ndarray) -> tuple[tuple, tuple]:
+        """``(rows, columns, c(f,d)/|d|)`` over the table's document vocabulary (over ``vocab``
+        without a table), and the same for the terms missing from the table that ``oov="keep"`` keeps."""
+        r, c, v = [], [], []
+        oov_r, oov_c, oov_v = [], [], []
+        for k, j in enumerate(js):
+            counts = self._counts(distinct[j][1], lang)
+            n = sum(counts.values())
+            lengths[j] = n
+            if not n:
+                continue
+            if table is None:
+                for e, cnt in counts.items():
+                    r.append(k); c.append(vocab.setdefault(e, len(vocab))); v.append(cnt / n)
+            else:
+                for f, cnt in counts.items():
+                    i = table.doc_vocab.get(f)
+                    if i is not None:
+                        r.append(k); c.append(i); v.append(cnt / n)
+                    elif self.oov == "keep":
+                        oov_r.append(k); oov_c.append(vocab.setdefault(f, len(vocab))); oov_v.append(cnt / n)
+        return (r, c, v), (oov_r, oov_c, oov_v)
 
     def prepare(self, queries: Sequence[Text], docs: Sequence[Text]) -> None:
         """Analyse every document and query now (the per-text memo serves later pools)."""
@@ -263,6 +249,58 @@ def parse_spec(arg: str) -> tuple[list[str], dict[str, float]]:
         raise ClirbenchError(f"psq: empty table path in {paths_part!r} (a doubled or trailing '+'?)")
     return paths, (_parse_options(opts_part) if question else {})
 
+
+
+def _distinct_texts(docs: Sequence[Text]) -> tuple[list[tuple[str, str]], np.ndarray]:
+    """The distinct (language, text) pairs of ``docs`` in first-seen order, and each doc's index among them."""
+    rows_of: dict[tuple[str, str], int] = {}
+    drows = np.empty(len(docs), dtype=np.int64)
+    distinct: list[tuple[str, str]] = []
+    for i, d in enumerate(docs):
+        key = (d.lang, d.text)
+        j = rows_of.get(key)
+        if j is None:
+            j = rows_of[key] = len(distinct)
+            distinct.append(key)
+        drows[i] = j
+    return distinct, drows
+
+
+def _stack_parts(parts: list, n_rows: int, width: int):
+    """One CSR matrix p(e|d) (``n_rows`` distinct docs x ``width`` terms) from the parts, duplicates summed."""
+    from scipy import sparse
+
+    r_all, c_all, v_all = [], [], []
+    for js, r, c, v, _ in parts:
+        js = np.asarray(js, dtype=np.int64)
+        r_all.append(js[np.asarray(r, dtype=np.int64)] if len(r) else np.zeros(0, np.int64))
+        c_all.append(np.asarray(c, dtype=np.int64))
+        v_all.append(np.asarray(v, dtype=np.float64))
+    P = sparse.csr_matrix((np.concatenate(v_all), (np.concatenate(r_all), np.concatenate(c_all))),
+                          shape=(n_rows, width))
+    P.sum_duplicates()
+    P.sort_indices()
+    return P
+
+
+def _collection_probability(count_table: PSQTable | None, P, lengths: np.ndarray,
+                            vocab: Mapping[str, int]) -> tuple[np.ndarray, str]:
+    """(P_C(e) = (1 + c_C(e)) / (1 + N) over the columns of ``P``, where the counts come from): the
+    table's query-language counts, else the expected counts of the pool (each distinct text once)."""
+    width = P.shape[1]
+    if count_table is not None:
+        cc = np.zeros(width, dtype=np.float64)
+        for e, n in count_table.query_counts.items():
+            j = vocab.get(e)
+            if j is not None:
+                cc[j] = n
+        total = float(count_table.query_tokens)
+        source = f"table {count_table.path}"
+    else:  # expected counts of the (translated) pool, each distinct text once
+        cc = np.asarray(P.multiply(lengths[:, None]).sum(axis=0)).ravel()
+        total = float(lengths.sum())
+        source = "pool"
+    return (1.0 + cc) / (1.0 + total), source
 
 def from_spec(arg: str, options: dict) -> PSQRetriever:
     """``psq:<table>[+<table>...][?alpha=..&min_prob=..&max_cdf=..&max_alternatives=..&oov=keep|drop]``."""
