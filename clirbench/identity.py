@@ -305,8 +305,9 @@ class SystemKey:
 
     @staticmethod
     def _ranking_of(info: Any) -> str | None:
-        """``ann:<index>`` when the record's ranking info says approximate top-k; exact/sharded: None."""
-        if not isinstance(info, Mapping) or "approximate" not in str(info.get("path", "")):
+        """``ann:<index>`` when the record's ranking info is an approximate index's: it holds the ``index``
+        that ``rank.ann`` records (exact and sharded ranking hold none); else None."""
+        if not isinstance(info, Mapping) or info.get("index") is None:
             return None
         index = info.get("index")
         text = index.get("index") if isinstance(index, Mapping) else index
