@@ -6,7 +6,7 @@ subprocess so that its peak RSS is its own:
 
   bare        Q[i:j] @ D.T per block, nothing else (same block rows as DenseRetriever)
   dense       DenseRetriever.score blocks, consumed and dropped
-  dense+rank  DenseRetriever.score_bounded -> clirbench.rank.ties.rank_relevant (exact ranks, tie rule):
+  dense+rank  DenseRetriever.score_bounded -> clirbench.rank.rows.rank_relevant (exact ranks, tie rule):
               ExactRanker's path, a float32 product per block + exact scores of the near-ties
 
 Usage: python benchmarks/dense_scoring.py [--queries N] [--docs N] [--dim D] [--reps R] [--out result.json]
@@ -62,7 +62,7 @@ def _data(n_q: int, n_d: int, dim: int, seed: int):
 
 
 def _minimal_ranks(blocks, rel: np.ndarray) -> np.ndarray:
-    """Fallback when clirbench.rank.ties is missing: 1 + #docs scoring above the relevant one."""
+    """Fallback when clirbench.rank.rows is missing: 1 + #docs scoring above the relevant one."""
     ranks = np.empty(len(rel), dtype=np.int64)
     for start, S in blocks:
         r = rel[start:start + len(S)]
@@ -118,7 +118,7 @@ def run_variant(variant: str, n_q: int, n_d: int, dim: int, seed: int, device: s
             qrels = {q: {dids[r]: 1} for q, r in zip(qids, rel.tolist())}
             out["setup_s"] = time.perf_counter() - t0
             try:
-                from clirbench.rank.ties import rank_relevant
+                from clirbench.rank.rows import rank_relevant
             except ImportError:
                 rank_relevant = None
             t = time.perf_counter()
@@ -127,10 +127,10 @@ def run_variant(variant: str, n_q: int, n_d: int, dim: int, seed: int, device: s
                 blocks = getattr(retriever, "score_bounded", retriever.score)(queries, docs)
                 table = rank_relevant(blocks, dids, qids, qrels)
                 ranks = table.rank
-                out["ranker"] = "clirbench.rank.ties.rank_relevant"
+                out["ranker"] = "clirbench.rank.rows.rank_relevant"
             else:
                 ranks = _minimal_ranks(retriever.score(queries, docs), rel)
-                out["ranker"] = "minimal vectorised count (clirbench.rank.ties not importable)"
+                out["ranker"] = "minimal vectorised count (clirbench.rank.rows not importable)"
             out["time_s"] = time.perf_counter() - t
             out["cpu_s"] = time.process_time() - c
             out["mean_rank"] = float(np.mean(ranks))

@@ -61,8 +61,9 @@ def main(argv=None) -> int:
 
     import faiss
 
-    from clirbench.rank.ties import tie_keys
-    from clirbench.rank.ann import AnnIndex, exact_topk, parse_index_spec, rescore_topk
+    from clirbench.rank.ann import exact_topk, rescore_topk
+    from clirbench.rank.ann_index import AnnIndex, parse_index_spec
+    from clirbench.rank.table import tie_keys
 
     if args.threads:
         faiss.omp_set_num_threads(args.threads)

@@ -79,7 +79,7 @@ def _load(folder: Path):
 
 def child(approach: str, folder: Path) -> None:
     from clirbench.measures import compute, parse
-    from clirbench.rank.ties import rank_run_arrays
+    from clirbench.rank.runs import rank_run_arrays
 
     import pytrec_eval  # imported by both so that the baseline is comparable
 

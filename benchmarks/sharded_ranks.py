@@ -7,11 +7,11 @@ document (``--relevant`` per query). Three paths over the same (query block x do
 products:
 
 - floor: the blocked float32 matmul alone (same blocks, nothing counted);
-- sharded: ``clirbench.rank.sharded.rank_relevant_sharded`` (float32 matmul + counting, one pass with
+- sharded: ``clirbench.rank.counting.rank_relevant_sharded`` (float32 matmul + counting, one pass with
   error bounds; documents within the product's error bound of a relevant score scored exactly:
   ``BoundedBlock`` parts computed and counted on the BLAS's thread count of threads, the ranks of
   the exact ``fl32(fl64(q . d))`` scores);
-- full (``--full``): ``clirbench.rank.ties.rank_relevant`` on full rows (``BoundedBlock`` blocks, as
+- full (``--full``): ``clirbench.rank.rows.rank_relevant`` on full rows (``BoundedBlock`` blocks, as
   ``DenseRetriever.score_bounded`` yields them on the CPU), whose ranks must equal the sharded ones (asserted).
 
 Prints each timed run, then a table: median seconds, time relative to the floor, and the peak of
@@ -33,9 +33,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from clirbench.rank.ties import rank_relevant  # noqa: E402
+from clirbench.rank.rows import rank_relevant  # noqa: E402
 from clirbench.retrievers.dense import BoundedBlock  # noqa: E402
-from clirbench.rank.sharded import SHARD_BYTES, DenseShards, rank_relevant_sharded, shard_plan, shard_slices  # noqa: E402
+from clirbench.rank.counting import rank_relevant_sharded  # noqa: E402
+from clirbench.rank.dense_shards import DenseShards  # noqa: E402
+from clirbench.rank.shards import SHARD_BYTES, shard_plan, shard_slices  # noqa: E402
 
 
 def synthetic(n_docs: int, n_queries: int, dim: int, relevant: int, noise: float, seed: int = 0):

@@ -22,7 +22,7 @@ def evaluate_files(qrels_path, run_path, measures=None, resamples: int = 1000, s
     (as ir_measures' ``-q``).
     """
     from .util.checks import check_resamples, check_seed
-    from .rank.ties import rank_run
+    from .rank.runs import rank_run
     from .formats.trec import check_inputs, is_stream, read_qrels, read_run, rereadable
     from .formats.trec_fast import rank_run_file
 

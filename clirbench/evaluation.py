@@ -5,46 +5,35 @@ TREC run already ranked), the MTEB plugin (MTEB's ``{qid: {docid: score}}`` run)
 of ``rank_relevant``'s arguments and the ``of_mean`` transforms (``MaxR_norm_of_mean``) live here
 once.
 
-Ranking is a strategy, the ``Ranker`` protocol: ``supports(measures)`` (raises, before any work,
-for measures the ranker cannot give) and ``rank(retriever, seen, pool) -> Ranked(table, info)``.
-``seen`` is what the retriever reads (translated texts), ``pool`` holds ids, qrels, languages;
-``info`` says how the ranks were obtained (recorded as the result's ``retriever.settings.ranking``).
-Each ranker lives beside its implementation: ``ranking.ExactRanker`` (full score rows, the default),
-``sharded.ShardedRanker`` (exact ranks by counting per document shard), ``distributed.RayRanker``
-(the same on Ray), ``retrievers.ann.AnnRanker`` (faiss top-k: cutoff measures only).
-``choose_ranker`` picks one from a run's ``RankingOptions``.
+Ranking is a strategy, the ``rank.ranked.Ranker`` protocol: ``supports(measures)`` (raises,
+before any work, for measures the ranker cannot give) and ``rank(retriever, seen, pool) ->
+Ranked(table, info)``. ``seen`` is what the retriever reads (translated texts), ``pool`` holds ids,
+qrels, languages; ``info`` (a ``RankingInfo``) says how the ranks were obtained (recorded as the
+result's ``retriever.settings.ranking``). The rankers and ``choose_ranker`` live in ``rank/``.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Iterator, Mapping, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 
+from .rank.exact import ExactRanker
+from .rank.ranked import Ranker, RankingInfo
+from .rank.rows import rank_blocks, run_blocks
+from .rank.runs import rank_run
+
 if TYPE_CHECKING:
     from .collection import Pool
-    from .rank.ties import RankTable
+    from .rank.table import RankTable
     from .results import MeasureValue
 
-__all__ = ["PoolEvaluation", "Ranker", "Ranked", "choose_ranker", "rank_blocks", "run_blocks", "evaluate_table",
-           "evaluate_pool", "evaluate_scores", "evaluate_run", "evaluate_ranked_run", "STANDARD_MEASURES"]
+__all__ = ["PoolEvaluation", "evaluate_table", "evaluate_pool", "evaluate_scores", "evaluate_run",
+           "evaluate_ranked_run", "STANDARD_MEASURES"]
 
 # A ready run's default measures. MaxR_norm needs |D|, which a run does not give; MaxR needs every
 # relevant document retrieved.
 STANDARD_MEASURES = ("nDCG@10", "nDCG@1", "RR", "AP@1000", "R@100", "P@10", "Success@10", "MaxR", "Complete@10")
-
-from .rank.ties import Ranked, rank_blocks, run_blocks  # noqa: E402  (the kernel's names, defined with the ranks)
-
-
-@runtime_checkable
-class Ranker(Protocol):
-    """How a pool's relevant documents get their ranks."""
-
-    def supports(self, measures: Sequence) -> None:
-        """Raise a one-line ClirbenchError for measures this ranker cannot give exactly."""
-
-    def rank(self, retriever, seen: "Pool", pool: "Pool") -> Ranked:
-        """Ranks over ``pool`` from ``retriever`` reading ``seen``."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +50,7 @@ class PoolEvaluation:
     measures: tuple
     per_query: Mapping[str, np.ndarray]
     summary: Mapping[str, "MeasureValue"]
-    ranking: Mapping | None = None  # how the ranks were obtained (Ranked.info)
+    ranking: Mapping | None = None  # how the ranks were obtained (Ranked.info in the record's form)
     seconds: Mapping[str, float] | None = None  # {"search": ranking, "measure": values and bootstrap}
 
     @property
@@ -101,37 +90,6 @@ def evaluate_table(table: "RankTable", measures: Sequence, resamples: int = 1000
     return PoolEvaluation(table, measures, per_query, summary)
 
 
-def choose_ranker(ranking=None, pool_sizes: Sequence[int] = (), measures: Sequence = (),
-                  device: str | None = None) -> Ranker:
-    """The ranker of a run's ``RankingOptions`` (checked there): ``index`` (faiss, approximate
-    top-k), else ``executor="ray"`` (exact, sharded counting on Ray), else ``shards`` (exact,
-    sharded counting here), else sharded counting chosen by itself when a pool holds more than
-    ``sharded.AUTO_SHARD_DOCS`` documents, else ``ExactRanker`` (full rows). The ranker has
-    checked ``measures`` and the cluster's address before it is returned: before any work."""
-    from .run_config import RankingOptions
-
-    ranking = ranking or RankingOptions()
-    if ranking.executor == "ray":
-        from .rank.distributed import RayRanker
-
-        ranker = RayRanker(ranking.shards, ranking.address, ranking.workers, device)
-    elif ranking.index is not None:
-        from .rank.ann import AnnRanker
-
-        ranker = AnnRanker.for_measures(ranking.index, measures, device)
-    else:
-        from .rank.sharded import AUTO_SHARD_DOCS, ShardedRanker
-
-        if ranking.shards is not None or any(n > AUTO_SHARD_DOCS for n in pool_sizes):
-            ranker = ShardedRanker(ranking.shards, device)
-        else:
-            from .rank.ties import ExactRanker
-
-            ranker = ExactRanker()
-    ranker.supports(measures)
-    return ranker
-
-
 def evaluate_pool(retriever, pool: "Pool", measures: Sequence, resamples: int = 1000, seed: int = 42,
                   *, seen: "Pool | None" = None, ranker: Ranker | None = None) -> PoolEvaluation:
     """Rank ``pool`` with ``retriever`` (reading ``seen``, default ``pool``) by ``ranker`` (default
@@ -139,13 +97,12 @@ def evaluate_pool(retriever, pool: "Pool", measures: Sequence, resamples: int = 
     import dataclasses
     import time
 
-    from .rank.ties import ExactRanker
-
     t0 = time.perf_counter()
     ranked = (ranker or ExactRanker()).rank(retriever, pool if seen is None else seen, pool)
     t1 = time.perf_counter()
     evaluation = evaluate_table(ranked.table, measures, resamples, seed)
-    return dataclasses.replace(evaluation, ranking=ranked.info,
+    info = ranked.info.to_dict() if isinstance(ranked.info, RankingInfo) else ranked.info  # the record's form
+    return dataclasses.replace(evaluation, ranking=info,
                                seconds={"search": t1 - t0, "measure": time.perf_counter() - t1})
 
 
@@ -179,7 +136,6 @@ def evaluate_run(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mappi
     """Score a run ``{query_id: {doc_id: score}}`` against qrels (queries evaluated: those in the run
     with at least one judgement, as pytrec_eval): a typed ``results.Evaluation``."""
     from .util.checks import check_resamples, check_seed
-    from .rank.ties import rank_run
 
     resamples, seed = check_resamples(resamples), check_seed(seed)  # before any work
     return evaluate_ranked_run(rank_run(run, qrels), qrels, list(run), measures, resamples, seed)

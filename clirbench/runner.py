@@ -59,7 +59,8 @@ def run(model, task="xquad", config: RunConfig | None = None, **options) -> RunR
     measure_objs = _measures(c.statistics.measures)
     index = c.ranking.index
     if index is not None:
-        from .rank.ann import parse_index_spec, split_ann_measures
+        from .rank.ann import split_ann_measures
+        from .rank.ann_index import parse_index_spec
 
         index = str(parse_index_spec(index))  # one line for a malformed factory, before any work
         if not c.statistics.measures:  # the default set without the rank-set measures an index cannot give
@@ -73,9 +74,10 @@ def run(model, task="xquad", config: RunConfig | None = None, **options) -> RunR
         if hasattr(plan.translator, "progress"):  # the translators' own bars follow --no-progress
             plan.translator.progress = out.progress
     settings = _Settings(retriever, measure_objs, c.statistics.resamples, c.statistics.seed, plan, index=index)
-    from .evaluation import choose_ranker
+    from .rank.choose import choose_ranker
 
-    settings.ranker = choose_ranker(c.ranking, [len(p.docs) for p in pools], measure_objs, c.retrieval.device)
+    settings.ranker = choose_ranker(c.ranking, [len(p.docs) for p in pools], measure_objs, c.retrieval.device,
+                                    retriever)
 
     todo, outcomes = [], []
     for pool in pools:

@@ -9,9 +9,12 @@ import pytest
 
 from clirbench.util.errors import ClirbenchError, UnknownNameError
 from clirbench.util.optional import MissingDependencyError
-from clirbench.rank.ties import rank_relevant, tie_keys
-from clirbench.rank.ann import (AnnIndex, ann_depth, ann_measures, ann_run, check_ann_measures,
-                                      exact_topk, measured_recall, parse_index_spec, split_ann_measures)
+from clirbench.rank.rows import rank_relevant
+from clirbench.rank.table import tie_keys
+from clirbench.rank.ann import (ann_depth, ann_run, check_ann_measures, exact_topk, measured_recall,
+                                split_ann_measures)
+from clirbench.rank.ann_index import AnnIndex, parse_index_spec
+from clirbench.rank.runs import rank_run
 from xquad_files import XQUAD
 
 import faiss  # noqa: E402  (the test extra installs faiss-cpu: a missing one fails, never skips)
@@ -262,6 +265,20 @@ def test_gpu_asked_for_without_one_is_one_line():
 CUTOFF = ["nDCG@10", "nDCG@1", "AP@100", "R@100", "R@10", "RR@10", "P@10", "Success@5"]
 
 
+def _measures(names) -> list:
+    """Measure objects (the ANN checks read their attributes)."""
+    from clirbench.measures import parse
+
+    return [parse(n) for n in names]
+
+
+def ann_measures(run, qrels, measures, k: int) -> dict:
+    """The oracle: per-query values of cutoff measures from an ANN run (rank_run + measures.compute)."""
+    from clirbench.measures import compute
+
+    return compute(check_ann_measures(_measures(measures), k), rank_run(run, qrels))
+
+
 @pytest.mark.parametrize("scenario", ["multi", "multi-1", "mono-cross"])
 def test_cutoff_measures_from_flat_equal_the_exact_path_on_xquad(scenario):
     from clirbench.measures import compute
@@ -290,7 +307,7 @@ def test_cutoff_measures_from_flat_equal_the_exact_path_on_xquad(scenario):
 @pytest.mark.parametrize("measure", ["MaxR", "MaxR_norm", "MaxR_norm_of_mean", "SameLangFirst", "Max@R"])
 def test_rank_set_measures_are_refused(measure):
     with pytest.raises(ClirbenchError) as info:
-        check_ann_measures(["nDCG@10", measure], 1000)
+        check_ann_measures(_measures(["nDCG@10", measure]), 1000)
     msg = str(info.value)
     assert "--shards N" in msg and "exact rank" in msg and "\n" not in msg
     with pytest.raises(ClirbenchError):
@@ -300,19 +317,19 @@ def test_rank_set_measures_are_refused(measure):
 def test_the_allowed_families_are_those_a_depth_k_list_gives():
     from clirbench.measures import FAMILIES
 
-    allowed, refused = split_ann_measures([f"{f}@5" if FAMILIES[f].cutoff != "none" else f for f in FAMILIES])
+    allowed, refused = split_ann_measures(_measures([f"{f}@5" if FAMILIES[f].cutoff != "none" else f for f in FAMILIES]))
     assert {m.family for m in allowed} == {"nDCG", "AP", "RR", "R", "P", "Success", "Complete", "PEER"}
     assert {m.family for m in refused} == {"MaxR", "MaxR_norm", "MaxR_norm_of_mean", "SameLangFirst"}
 
 
 def test_cutoff_measures_allowed_up_to_the_depth():
-    allowed, refused = split_ann_measures(["nDCG@10", "RR", "AP", "AP@1000", "R@100", "P@10", "MaxR"], 1000)
+    allowed, refused = split_ann_measures(_measures(["nDCG@10", "RR", "AP", "AP@1000", "R@100", "P@10", "MaxR"]), 1000)
     assert [str(m) for m in allowed] == ["nDCG@10", "RR", "AP", "AP@1000", "R@100", "P@10"]
     assert [str(m) for m in refused] == ["MaxR"]
     with pytest.raises(ClirbenchError, match="deeper lists than the ANN depth k=100"):
-        check_ann_measures(["AP@1000"], 100)
-    assert ann_depth(["nDCG@10", "R@100"]) == 100 and ann_depth(["nDCG@10", "RR"]) == 1000
-    assert ann_depth(["AP@2000", "RR"]) == 2000
+        check_ann_measures(_measures(["AP@1000"]), 100)
+    assert ann_depth(_measures(["nDCG@10", "R@100"])) == 100 and ann_depth(_measures(["nDCG@10", "RR"])) == 1000
+    assert ann_depth(_measures(["AP@2000", "RR"])) == 2000
 
 
 def test_measured_recall_counts_missing_entries():

@@ -25,7 +25,7 @@ def test_dense_scoring_runs_every_variant(tmp_path):
          "--reps", "2", "--out", str(out))
     report = json.loads(out.read_text())
     ranked = report["results"]["dense+rank"]
-    assert ranked["ranker"] == "clirbench.rank.ties.rank_relevant"
+    assert ranked["ranker"] == "clirbench.rank.rows.rank_relevant"
     assert 1 <= ranked["mean_rank"] <= 300 and len(ranked["runs"]) == 2
     assert set(report["results"]) == {"bare", "dense", "dense+rank"} and report["ratio_dense+rank_vs_bare"] > 0
 

@@ -14,7 +14,7 @@ from clirbench.retrievers.analyzers import analyze
 from clirbench.collection import Text
 from clirbench.util.errors import UnknownNameError
 from clirbench.measures import AP, RR, MaxR, Success, compute, nDCG
-from clirbench.rank.ties import rank_relevant
+from clirbench.rank.rows import rank_relevant
 from clirbench.retrievers import make_retriever
 from clirbench.retrievers.bm25 import BM25Retriever
 from clirbench.runner import run

@@ -11,9 +11,13 @@ import numpy as np
 import pytest
 
 from clirbench.collection import Pool, Text
-from clirbench.rank.ties import ExactRanker, count_band, rank_blocks, rank_relevant
+from clirbench.rank.bands import count_band
+from clirbench.rank.exact import ExactRanker
+from clirbench.rank.rows import rank_blocks, rank_relevant
 from clirbench.retrievers.dense import BoundedBlock, BoundedScores, DenseRetriever, pair_scores, product_error, products_finite
-from clirbench.rank.sharded import DenseShards, rank_pool_sharded, rank_relevant_sharded
+from clirbench.rank.counting import rank_relevant_sharded
+from clirbench.rank.dense_shards import DenseShards
+from clirbench.rank.sharded import rank_pool_sharded
 from threadpoolctl import threadpool_info, threadpool_limits
 
 
@@ -252,7 +256,8 @@ def test_a_product_outside_its_bound_is_refused(blas_threads):
 
 
 def _product_outside_its_bound_is_refused():
-    from clirbench.rank.sharded import DenseShards, rank_relevant_sharded
+    from clirbench.rank.counting import rank_relevant_sharded
+    from clirbench.rank.dense_shards import DenseShards
 
     Q, D = _adversarial(0)
     pool = _pool(Q, D, np.arange(len(D)), 0)

@@ -74,7 +74,7 @@ import hashlib, json, sys
 import numpy as np
 from clirbench.collection import Pool, Text
 from clirbench.retrievers.dense import DenseRetriever
-from clirbench.rank.ties import rank_relevant
+from clirbench.rank.rows import rank_relevant
 from clirbench.rank.sharded import rank_pool_sharded
 from threadpoolctl import threadpool_info
 

@@ -16,8 +16,9 @@ import pytest
 
 from clirbench.collection import Pool, Text
 from clirbench.util.errors import ClirbenchError
-from clirbench.rank.ties import rank_relevant
-from clirbench.rank.sharded import rank_pool_sharded, topk_sharded
+from clirbench.rank.rows import rank_relevant
+from clirbench.rank.sharded import rank_pool_sharded
+from clirbench.rank.topk import topk_sharded
 
 from conftest import BagOfCharsEncoder, assert_same_table
 
@@ -121,7 +122,8 @@ def closed_port() -> int:
 
 
 def test_unreachable_cluster_and_missing_ray_are_one_line(tmp_path, monkeypatch):
-    from clirbench.rank.distributed import encode_on_ray, rank_pool_ray
+    from clirbench.rank.distributed import rank_pool_ray
+    from clirbench.rank.ray_encode import encode_on_ray
     from clirbench.util.optional import MissingDependencyError
 
     address = f"127.0.0.1:{closed_port()}"
@@ -151,7 +153,7 @@ def test_without_an_address_a_local_ray_is_started_and_shut_down(tmp_path):
     import tempfile
 
     short = tempfile.mkdtemp(prefix="cr")  # AF_UNIX socket paths are limited to 107 bytes
-    script = ("import ray\nfrom clirbench.rank.distributed import encode_on_ray\nfrom test_distributed import bag_recipe\n"
+    script = ("import ray\nfrom clirbench.rank.ray_encode import encode_on_ray\nfrom test_distributed import bag_recipe\n"
               f"r = encode_on_ray(bag_recipe, {{'query': ['a b', 'c d', 'a b']}}, {str(tmp_path / 'c')!r}, workers=1)\n"
               "print(r.encoded, r.chunks, len(r.workers), ray.is_initialized())\n")
     env = dict(os.environ, HOME=str(tmp_path), RAY_TMPDIR=short, RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="disabled",
@@ -167,7 +169,7 @@ def test_without_an_address_a_local_ray_is_started_and_shut_down(tmp_path):
 
 
 def test_encoded_on_ray_the_driver_finds_everything_cached(tmp_path, local_ray):
-    from clirbench.rank.distributed import encode_on_ray
+    from clirbench.rank.ray_encode import encode_on_ray
 
     pool = tie_pool()
     report = encode_on_ray(bag_recipe, {"document": pool.docs, "query": pool.queries}, tmp_path / "cache",
@@ -285,7 +287,7 @@ def lock_checking_recipe(cache_dir):
 
 
 def test_encoder_actors_encode_outside_the_writer_lock_and_write_each_text_once(tmp_path):
-    from clirbench.rank.distributed import _EncoderActor
+    from clirbench.rank.ray_encode import _EncoderActor
 
     pytest.importorskip("fcntl")
     actor = _EncoderActor(lock_checking_recipe, str(tmp_path), None, None)  # the class Ray runs, in-process

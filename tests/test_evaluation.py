@@ -7,11 +7,12 @@ import numpy as np
 import pytest
 
 from clirbench.collection import Pool, Text
-from clirbench.evaluation import (PoolEvaluation, Ranked, Ranker, evaluate_pool, evaluate_scores, evaluate_table,
-                                  rank_blocks)
-from clirbench.rank.ties import ExactRanker
+from clirbench.evaluation import PoolEvaluation, evaluate_pool, evaluate_scores, evaluate_table
+from clirbench.rank.ranked import Ranked, Ranker
+from clirbench.rank.rows import rank_blocks
+from clirbench.rank.exact import ExactRanker
 from clirbench.measures import parse
-from clirbench.rank.ties import rank_run
+from clirbench.rank.runs import rank_run
 
 MEASURES = tuple(parse(m) for m in ("nDCG@10", "RR", "R@100", "MaxR", "MaxR_norm", "MaxR_norm_of_mean",
                                     "SameLangFirst"))

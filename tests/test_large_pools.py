@@ -81,7 +81,7 @@ def test_index_refuses_rank_set_measures_and_shards_together(bag_retriever):
 
 
 def test_auto_sharding_above_the_threshold(bag_retriever, monkeypatch):
-    import clirbench.rank.sharded as sharded
+    import clirbench.rank.shards as sharded
 
     monkeypatch.setattr(sharded, "AUTO_SHARD_DOCS", 100)  # XQuAD's en+zh pools hold 480 passages
     retriever, _ = bag_retriever()

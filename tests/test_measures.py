@@ -9,7 +9,7 @@ import pytest
 from clirbench.measures import (AP, DEFAULT_MEASURES, MAIN_MEASURES, MRR, RR, Complete, MaxR, MaxR_norm,
                                 MaxR_norm_of_mean, P, R, SameLangFirst, Success, compute, maxr_norm_of_mean,
                                 nDCG, parse)
-from clirbench.rank.ties import RankTable
+from clirbench.rank.table import RankTable
 from trec_keys import pytrec_key
 
 

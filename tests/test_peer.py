@@ -10,7 +10,8 @@ from scipy import stats
 
 from clirbench.measures import PEER, compute, parse, peer
 from clirbench.measures.peer import chi2_sf
-from clirbench.rank.ties import RankTable, rank_relevant
+from clirbench.rank.rows import rank_relevant
+from clirbench.rank.table import RankTable
 from clirbench.results import read_per_query
 from clirbench.runner import run
 

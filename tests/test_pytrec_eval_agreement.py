@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from clirbench.measures import AP, RR, MRR, P, R, Success, compute, nDCG, parse
-from clirbench.rank.ties import rank_relevant, rank_run, rank_run_arrays
+from clirbench.rank.rows import rank_relevant
+from clirbench.rank.runs import rank_run, rank_run_arrays
 from trec_keys import pytrec_key
 
 MEASURES = [nDCG, nDCG @ 1, nDCG @ 3, nDCG @ 5, nDCG @ 10, RR, AP, AP @ 1, AP @ 3, AP @ 10, AP @ 1000,

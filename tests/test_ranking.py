@@ -6,9 +6,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import clirbench.rank.ties as ranking
+import clirbench.rank.rows as rows
+import clirbench.rank.runs as runs
 from clirbench.measures import DEFAULT_MEASURES, compute
-from clirbench.rank.ties import RankTable, rank_relevant, rank_run, rank_run_arrays, tie_keys
+from clirbench.rank.rows import rank_relevant
+from clirbench.rank.runs import rank_run, rank_run_arrays
+from clirbench.rank.table import RankTable, tie_keys
 
 IDS = ["d1", "d10", "D2", "d2", "é", "e", "日本", "z", "zz", "ß", "a b", "😀"]
 
@@ -88,7 +91,7 @@ def test_permuting_docs_and_queries_changes_nothing(seed):
 def test_block_split_and_chunking_change_nothing(seed, monkeypatch):
     docs, qids, scores, qrels, _ = random_pool(seed)
     whole = rank_relevant([(0, scores)], docs, qids, qrels)
-    monkeypatch.setattr(ranking, "_CHUNK", 7)  # force several chunks per block
+    monkeypatch.setattr(rows, "_CHUNK", 7)  # force several chunks per block
     blocks = [(i, scores[i:i + 2]) for i in range(0, len(qids), 2)][::-1]  # any block order
     split = rank_relevant(blocks, docs, qids, qrels)
     for f in ("qidx", "rank", "grade", "num_docs"):
@@ -172,7 +175,7 @@ def test_run_path_unretrieved_is_inf_and_pool_unknown():
 @pytest.mark.parametrize("shuffle", [True, False])
 def test_run_arrays_skewed_relevant_counts(seed, n_q, shuffle, monkeypatch):
     """One query with many relevant docs exercises the shrinking scan; chunks exercise the loop."""
-    monkeypatch.setattr(ranking, "_CHUNK", 13)
+    monkeypatch.setattr(runs, "_CHUNK", 13)
     rng = np.random.default_rng(seed)
     n_docs = 60
     docs = [f"d{i}" for i in range(n_docs)]
@@ -193,8 +196,8 @@ def test_run_arrays_skewed_relevant_counts(seed, n_q, shuffle, monkeypatch):
 @pytest.mark.parametrize("pairs", [1, 1 << 20])
 def test_run_arrays_all_tied_both_tie_strategies(pairs, monkeypatch):
     """A constant scorer: every entry ties; ids decide (pairwise, or vocabulary-wide keys)."""
-    monkeypatch.setattr(ranking, "_TIE_PAIRS", pairs)
-    monkeypatch.setattr(ranking, "_CHUNK", 7)
+    monkeypatch.setattr(runs, "_TIE_PAIRS", pairs)
+    monkeypatch.setattr(runs, "_CHUNK", 7)
     docs = IDS + [f"x{i}" for i in range(20)]
     qidx = np.repeat(np.arange(3), len(docs))
     doc = np.tile(np.arange(len(docs)), 3)

@@ -9,9 +9,12 @@ from hypothesis import given, settings, strategies as st
 
 from clirbench.collection import Pool, Text
 from clirbench.measures import PEER, DEFAULT_MEASURES, compute, parse
-from clirbench.rank.ties import judged_pairs, rank_relevant
-from clirbench.rank.sharded import (AUTO_SHARD_DOCS, rank_pool_sharded, rank_relevant_sharded, shard_plan,
-                               shard_slices, topk_sharded, grouped_shards)
+from clirbench.rank.counting import rank_relevant_sharded
+from clirbench.rank.pairs import judged_pairs
+from clirbench.rank.rows import rank_relevant
+from clirbench.rank.sharded import rank_pool_sharded
+from clirbench.rank.shards import AUTO_SHARD_DOCS, grouped_shards, shard_plan, shard_slices
+from clirbench.rank.topk import topk_sharded
 
 from conftest import BagOfCharsEncoder, assert_same_table
 from xquad_files import XQUAD  # noqa: E402
@@ -161,7 +164,7 @@ def test_half_precision_is_exact_for_its_own_scores_and_says_approximate(tmp_pat
     import torch
 
     from clirbench.retrievers import DenseRetriever, EmbeddingCache
-    from clirbench.rank.sharded import dense_shard_scorer
+    from clirbench.rank.dense_shards import dense_shard_scorer
 
     pool = _dense_pool()
     retriever = DenseRetriever(BagOfCharsEncoder(), EmbeddingCache(tmp_path / "c"), spec="test:bag")
@@ -182,7 +185,7 @@ def test_half_precision_is_exact_for_its_own_scores_and_says_approximate(tmp_pat
 
 def test_topk_of_dense_document_shards_equals_full_rows(tmp_path):
     from clirbench.retrievers import DenseRetriever, EmbeddingCache
-    from clirbench.rank.sharded import dense_shard_scorer
+    from clirbench.rank.dense_shards import dense_shard_scorer
 
     pool = _dense_pool()
     retriever = DenseRetriever(BagOfCharsEncoder(), EmbeddingCache(tmp_path / "c"), spec="test:bag")

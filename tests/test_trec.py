@@ -8,7 +8,7 @@ import pytest
 import pytrec_eval
 
 from clirbench.measures import compute, nDCG
-from clirbench.rank.ties import rank_run
+from clirbench.rank.runs import rank_run
 from clirbench.formats.trec import read_qrels, read_run, write_qrels, write_run
 
 

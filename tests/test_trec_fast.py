@@ -11,9 +11,9 @@ import zlib
 import numpy as np
 import pytest
 
-from clirbench.rank import ties as ranking
+from clirbench.rank import runs as ranking
 from clirbench.cli import main
-from clirbench.rank.ties import rank_run
+from clirbench.rank.runs import rank_run
 from clirbench.formats.trec import read_qrels, read_run, write_qrels, write_run
 from clirbench.formats.trec_fast import _BAD_NON_ASCII, rank_run_file
 from test_pytrec_eval_agreement import assert_agree, random_case

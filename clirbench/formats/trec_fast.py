@@ -20,7 +20,8 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from ..rank.ties import RankTable, finish_table, rank_in_segments
+from ..rank.runs import rank_in_segments
+from ..rank.table import RankTable, finish_table
 from .jsonl import MAX_LINE_BYTES
 from .trec import is_stream, open_input
 

@@ -7,7 +7,7 @@ from typing import Iterable
 
 import numpy as np
 
-from ..rank.ties import RankTable
+from ..rank.table import RankTable
 from .compute import Prep, maxr_norm_of_mean
 from .families import ALIASES, FAMILIES, Family
 

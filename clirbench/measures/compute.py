@@ -13,7 +13,7 @@ from __future__ import annotations
 from functools import cached_property
 import numpy as np
 
-from ..rank.ties import RankTable
+from ..rank.table import RankTable
 from .peer import peer
 
 __all__ = ["Prep", "maxr_norm_of_mean", "ndcg", "ap", "rr", "recall", "precision", "success", "complete",

@@ -17,7 +17,7 @@ from typing import Mapping
 
 import numpy as np
 
-from ..rank.ties import RankTable
+from ..rank.table import RankTable
 
 __all__ = ["peer", "chi2_sf"]
 

@@ -1,13 +1,9 @@
-"""Approximate top-k of a dense retriever with faiss (``--index faiss:<factory>``), measured against exact.
-
-Spec: ``faiss:<factory>[?<params>]``. ``<factory>`` is a faiss ``index_factory`` string (``Flat``,
-``HNSW32``, ``IVF4096,Flat``, ``IVF4096,PQ64``); ``<params>`` are faiss ``ParameterSpace``
-search parameters, comma-separated (``faiss:IVF1024,Flat?nprobe=32``, ``faiss:HNSW32?efSearch=128``).
-Both are checked by faiss itself. Quote the spec in a shell (``?`` is a glob character).
+"""Approximate top-k of a retriever that embeds, through a faiss index (``--index faiss:<factory>``;
+the index: ``ann_index.py``), measured against exact.
 
 The index proposes ``k + margin`` candidates per query; their scores are recomputed exactly (inner
-products of the cached embeddings) and the top k kept under the tie rule (score descending, then doc
-id descending). faiss breaks ties at the edge of its top-k arbitrarily (heap order, BLAS blocking), so
+products of the embeddings) and the top k kept under the tie rule (score descending, then doc id
+descending). faiss breaks ties at the edge of its top-k arbitrarily (heap order, BLAS blocking), so
 the margin makes a ``Flat`` index return the exact top-k unless more than ``margin`` documents tie at
 the k-th score; such queries are counted (``boundary_ties_unresolved``). The recall of the ANN top-k
 against the exact top-k (brute force, same tie rule) is measured on a seeded sample of queries.
@@ -15,246 +11,33 @@ against the exact top-k (brute force, same tie rule) is measured on a seeded sam
 Only measures a depth-k list gives are computed from ANN lists (nDCG, AP, RR, R, P, Success,
 Complete, PEER, with a cutoff <= k); the rank-set measures (``Family.rank_set``: MaxR, MaxR_norm,
 MaxR_norm_of_mean, SameLangFirst) need every relevant document's exact rank and are refused
-(:func:`check_ann_measures`).
+(:func:`check_ann_measures`). Measures are read by their attributes (``cutoff``, ``record.rank_set``).
 """
 from __future__ import annotations
 
-import re
 import time
-from dataclasses import dataclass
-from typing import Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Collection, Mapping, Sequence
 
 import numpy as np
 
-from ..util.errors import ClirbenchError, UnknownNameError
+from ..collection import texts_of
+from ..util.checks import check_int
+from ..util.errors import ClirbenchError
+from .ann_index import AnnIndex, IndexSpec
+from .capabilities import Embeds, name_of
+from .ranked import Ranked, RankingInfo
+from .rows import rank_blocks, run_blocks
+from .table import tie_keys
 
-__all__ = ["IndexSpec", "AnnIndex", "parse_index_spec", "ann_run", "exact_topk", "rescore_topk", "measured_recall",
-           "check_ann_measures", "split_ann_measures", "ann_depth", "ann_measures", "PREFIX",
-           "DEFAULT_RECALL_SAMPLE", "DEFAULT_DEPTH", "AnnRanker"]
+if TYPE_CHECKING:
+    from ..collection import Pool
 
-PREFIX = "faiss:"
+__all__ = ["ann_run", "exact_topk", "rescore_topk", "measured_recall", "check_ann_measures", "split_ann_measures",
+           "ann_depth", "DEFAULT_RECALL_SAMPLE", "DEFAULT_DEPTH", "AnnRanker"]
+
 DEFAULT_RECALL_SAMPLE = 200  # queries whose exact top-k is computed to measure recall
 DEFAULT_DEPTH = 1000  # k when no measure has a cutoff (trec_eval's usual run depth)
-_PROBE_DIMS = (64, 384, 768, 1024, 1536)  # dims at which a factory string is checked before the data is known
-_TRAIN_MAX = 1_000_000  # training vectors at most (a seeded sample of the pool)
 _BLOCK_BYTES = 256 << 20  # one exact score block at most
-_FAISS_PREFIX = re.compile(r"^Error in .*? at \S+:\d+: (?:Error: '.*?' failed: )?")
-# search parameters that count something (lists probed, candidates kept): positive integers at most this
-_COUNT_PARAMS = ("nprobe", "efSearch", "quantizer_efSearch", "efConstruction", "max_codes", "k_factor", "k_factor_rf")
-_MAX_PARAM = 1_000_000
-
-
-def _faiss(purpose: str = "--index faiss"):
-    from ..util.optional import require
-
-    return require("faiss", purpose=purpose)
-
-
-def _reason(exc: BaseException) -> str:
-    """faiss's message on one line, without its C++ location."""
-    text = str(exc).strip()
-    line = text.splitlines()[0] if text else type(exc).__name__
-    line = _FAISS_PREFIX.sub("", line)
-    return line.replace("ParameterSpace::set_index_parameter:", "").strip()
-
-
-@dataclass(frozen=True)
-class IndexSpec:
-    """A faiss index: factory string plus ParameterSpace search parameters; ``str`` round-trips."""
-
-    factory: str
-    params: str = ""
-
-    def __str__(self) -> str:
-        return PREFIX + self.factory + (f"?{self.params}" if self.params else "")
-
-
-def _apply_params(faiss, index, params: str, gpu: bool = False) -> None:
-    if params:
-        space = faiss.GpuParameterSpace() if gpu else faiss.ParameterSpace()
-        space.set_index_parameters(index, params)
-
-
-def _check_params(params: str, text: str) -> None:
-    """Every search parameter once, a finite number >= 0 (faiss casts ``efSearch=-1`` to a huge
-    unsigned count without a word); the counts positive integers at most ``_MAX_PARAM``."""
-    from ..util.strict import ascii_int
-    from ..retrievers.spec import spec_params
-
-    for name, value in spec_params(params, ",", f"index {text!r}", UnknownNameError).items():
-        name = name.split(".")[-1]  # faiss allows e.g. "quantizer_efSearch"; prefixes stay faiss's
-        try:
-            number = ascii_int(value, 1, _MAX_PARAM) if name in _COUNT_PARAMS else float(value)
-        except ValueError:
-            number = None
-        if number is None or not (0 <= number < float("inf")):
-            kind = f"an integer between 1 and {_MAX_PARAM:,}" if name in _COUNT_PARAMS else "a number >= 0"
-            raise UnknownNameError(f"index {text!r}: search parameter {name} must be {kind}, got {value[:40]!r}")
-
-
-def parse_index_spec(text: str | IndexSpec, dim: int | None = None) -> IndexSpec:
-    """``"faiss:IVF1024,Flat?nprobe=32"`` -> IndexSpec, checked by faiss (at ``dim``, else at common dims).
-
-    An unknown prefix, a factory faiss cannot build, or a search parameter it cannot set raises
-    :class:`UnknownNameError` with one line.
-    """
-    if isinstance(text, IndexSpec):
-        text = str(text)
-    from ..retrievers.spec import check_spec_text
-
-    text = check_spec_text(str(text).strip(), "index")
-    if not text.startswith(PREFIX):
-        raise UnknownNameError(f"unknown index {text!r}; valid: faiss:<factory>[?<param>=<value>,...], "
-                               f"e.g. faiss:Flat, faiss:HNSW32?efSearch=128, faiss:IVF1024,Flat?nprobe=32")
-    factory, _, params = text[len(PREFIX):].partition("?")
-    factory, params = factory.strip(), params.strip()
-    if not factory:
-        raise UnknownNameError(f"index {text!r} names no faiss factory string, e.g. faiss:Flat or faiss:HNSW32")
-    if "?" in text:
-        _check_params(params, text)
-    faiss = _faiss()
-    first = None
-    for d in ((dim,) if dim else _PROBE_DIMS):
-        try:
-            index = faiss.index_factory(int(d), factory, faiss.METRIC_INNER_PRODUCT)
-        except RuntimeError as exc:
-            first = first or f"faiss cannot build index {factory!r}: {_reason(exc)}"
-            continue
-        ivf = _ivf(faiss, index)
-        if ivf is not None and ivf.nlist < 1:
-            raise UnknownNameError(f"index {text!r}: an IVF index needs at least one list")
-        try:
-            _apply_params(faiss, index, params)
-        except RuntimeError as exc:
-            raise UnknownNameError(f"index {text!r}: bad search parameters {params!r}: {_reason(exc)}") from None
-        return IndexSpec(factory, params)
-    where = f" for {dim}-dimensional embeddings" if dim else ""
-    raise UnknownNameError(first + where)
-
-
-def _ivf(faiss, index):
-    try:
-        return faiss.extract_index_ivf(index)
-    except RuntimeError:
-        return None
-
-
-def _gpu_number(device: str | None, faiss) -> int | None:
-    """GPU to use: None for CPU. ``device`` None: the first GPU when faiss sees one; "cpu"; "cuda[:N]"."""
-    gpus = faiss.get_num_gpus() if hasattr(faiss, "get_num_gpus") else 0
-    if device is None:
-        return 0 if gpus > 0 else None
-    if device == "cpu":
-        return None
-    m = re.fullmatch(r"(?:cuda|gpu)(?::([0-9]{1,4}))?", device)
-    if not m:
-        raise ValueError(f"index device must be cpu, cuda or cuda:N, got {device!r}")
-    n = int(m.group(1) or 0)
-    if n >= gpus:
-        raise ClirbenchError(f"index device {device!r} asked for, but faiss sees {gpus} GPU(s)"
-                             + ("" if gpus else " (faiss-cpu has no GPU support: install faiss-gpu)"))
-    return n
-
-
-class AnnIndex:
-    """A faiss index over L2-normalised document embeddings, searched by inner product."""
-
-    def __init__(self, spec: str | IndexSpec, dim: int, *, device: str | None = None,
-                 train_size: int | None = None, seed: int = 0) -> None:
-        self.faiss = _faiss()
-        self.spec = parse_index_spec(spec, dim)
-        self.dim = int(dim)
-        self.seed = int(seed)
-        self.train_size = train_size
-        self.gpu = _gpu_number(device, self.faiss)
-        self.gpu_note = ""
-        self.index = None
-        self.trained_on = 0
-        self.build_s = 0.0
-        self.search_s = 0.0
-
-    def build(self, vectors: np.ndarray) -> "AnnIndex":
-        """Train (when the index needs it, on a seeded sample) and add ``vectors``; row i gets id i."""
-        faiss = self.faiss
-        x = np.ascontiguousarray(vectors, dtype=np.float32)
-        if x.ndim != 2 or x.shape[1] != self.dim:
-            raise ValueError(f"expected ({len(x)}, {self.dim}) vectors, got shape {x.shape}")
-        t0 = time.perf_counter()
-        index = faiss.index_factory(self.dim, self.spec.factory, faiss.METRIC_INNER_PRODUCT)
-        ivf = _ivf(faiss, index)
-        if ivf is not None and ivf.nlist > len(x):
-            raise ClirbenchError(f"index {self.spec} has {ivf.nlist} lists for {len(x)} documents: "
-                                 f"use IVF<n> with n <= {len(x)} (about sqrt of the pool, here "
-                                 f"{max(1, int(len(x) ** 0.5))}) or faiss:Flat")
-        if self.gpu is not None:
-            index = self._to_gpu(index)
-        if not index.is_trained:
-            cap = min(len(x), self.train_size or _TRAIN_MAX)
-            rows = np.sort(np.random.default_rng(self.seed).choice(len(x), cap, replace=False)) \
-                if cap < len(x) else slice(None)
-            try:
-                index.train(x[rows])
-            except RuntimeError as exc:
-                raise ClirbenchError(f"index {self.spec} cannot be trained on {cap} documents: {_reason(exc)}") from None
-            self.trained_on = cap
-        try:
-            index.add(x)
-            _apply_params(faiss, index, self.spec.params, gpu=self.gpu is not None)
-        except RuntimeError as exc:
-            raise ClirbenchError(f"index {self.spec}: {_reason(exc)}") from None
-        self.index = index
-        self.build_s = time.perf_counter() - t0
-        return self
-
-    def set_params(self, params: str) -> "AnnIndex":
-        """Apply other search parameters (``"nprobe=32"``) to the built index, e.g. to sweep them."""
-        spec = parse_index_spec(f"{PREFIX}{self.spec.factory}" + (f"?{params}" if params else ""), self.dim)
-        if self.index is not None:
-            try:
-                _apply_params(self.faiss, self.index, spec.params, gpu=self.gpu is not None)
-            except RuntimeError as exc:
-                raise ClirbenchError(f"index {spec}: {_reason(exc)}") from None
-        self.spec = spec
-        self.search_s = 0.0
-        return self
-
-    def _to_gpu(self, index):
-        faiss = self.faiss
-        try:
-            self._res = faiss.StandardGpuResources()
-            return faiss.index_cpu_to_gpu(self._res, self.gpu, index)
-        except (RuntimeError, AttributeError) as exc:  # e.g. HNSW has no GPU version
-            self.gpu_note = f"on CPU: {_reason(exc)}"
-            self.gpu = None
-            return index
-
-    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """(scores, ids), each (n, k); id -1 where the index holds fewer than k reachable documents."""
-        if self.index is None:
-            raise RuntimeError("AnnIndex.search before build")
-        q = np.ascontiguousarray(queries, dtype=np.float32)
-        t0 = time.perf_counter()
-        k_eff = max(1, min(int(k), self.index.ntotal or 1))
-        scores, ids = self.index.search(q, k_eff)
-        self.search_s += time.perf_counter() - t0
-        return scores, ids
-
-    def describe(self) -> dict:
-        out = {
-            "index": str(self.spec),
-            "factory": self.spec.factory,
-            "params": self.spec.params,
-            "metric": "inner product",
-            "ntotal": int(self.index.ntotal) if self.index is not None else 0,
-            "train_size": int(self.trained_on),
-            "build_s": round(self.build_s, 6),
-            "search_s": round(self.search_s, 6),
-            "faiss_version": getattr(self.faiss, "__version__", "unknown"),
-            "device": "cpu" if self.gpu is None else f"cuda:{self.gpu}",
-        }
-        if self.gpu_note:
-            out["device_note"] = self.gpu_note
-        return out
 
 
 def _order_rows(scores: np.ndarray, cols: np.ndarray, keys: np.ndarray) -> np.ndarray:
@@ -268,7 +51,7 @@ def exact_topk(Q: np.ndarray, D: np.ndarray, k: int, keys: np.ndarray,
                exclude: Sequence[np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Brute-force top-k by inner product under the tie rule: (cols, scores), each (n, k), sorted.
 
-    ``keys`` are ``ranking.tie_keys(doc_ids)``; ``exclude[i]`` are columns left out for row i.
+    ``keys`` are ``table.tie_keys(doc_ids)``; ``exclude[i]`` are columns left out for row i.
     Rows with fewer than k documents are padded with col -1 and score -inf. Blocked matmul (float32).
     """
     n_q, n_d = len(Q), len(D)
@@ -372,23 +155,20 @@ def ann_run(retriever, queries: Sequence, docs: Sequence, spec: str | IndexSpec,
             exclusions: Mapping[str, Collection[str]] | None = None, margin: int | None = None,
             recall_sample: int = DEFAULT_RECALL_SAMPLE, seed: int = 0, device: str | None = None,
             train_size: int | None = None) -> tuple[dict[str, dict[str, float]], dict]:
-    """Top-k run ``{qid: {docid: score}}`` of ``retriever`` (a DenseRetriever) through a faiss index.
+    """Top-k run ``{qid: {docid: score}}`` of ``retriever`` (``capabilities.Embeds``) through a faiss index.
 
     ``queries``/``docs`` are ``Text`` items; ``exclusions[qid]`` docs leave that query's list.
     Scores are exact inner products of the cached embeddings of the ``k + margin`` candidates
     (``margin`` default k//10 + 10). ``info`` holds the index description, k, the measured recall and
     the number of queries whose k-th score ties beyond the margin.
     """
-    from ..util.checks import check_int
-    from .ties import tie_keys
-
     k = check_int(k, "k", 1)
     margin = check_int(k // 10 + 10 if margin is None else margin, "margin", 0)
     doc_ids = [d.id for d in docs]
     keys = tie_keys(doc_ids)  # also refuses duplicate ids
     dindex = {d: i for i, d in enumerate(doc_ids)}
-    D = np.ascontiguousarray(retriever.embed(docs, "document"), dtype=np.float32)
-    Q = np.ascontiguousarray(retriever.embed(queries, "query"), dtype=np.float32)
+    D = np.ascontiguousarray(retriever.embed(texts_of(docs), "document"), dtype=np.float32)
+    Q = np.ascontiguousarray(retriever.embed(texts_of(queries), "query"), dtype=np.float32)
     dim = max(D.shape[1] if D.ndim == 2 else 0, Q.shape[1] if Q.ndim == 2 else 0, 1)
     D, Q = D.reshape(len(D), dim), Q.reshape(len(Q), dim)  # an empty side may come back as (0, 0)
     exclude = None
@@ -413,21 +193,15 @@ def ann_run(retriever, queries: Sequence, docs: Sequence, spec: str | IndexSpec,
             keep = ann_cols[i] >= 0
             run[q.id] = {doc_ids[j]: float(v) for j, v in zip(ann_cols[i][keep].tolist(), scores[i][keep].tolist())}
     recall = measured_recall(Q, D, ann_cols, k, keys, sample=recall_sample, seed=seed, exclude=exclude) \
-        if len(queries) and len(doc_ids) else {"k": k, "recall": float("nan"), "sample": 0, "queries": len(queries), "seed": seed}
+        if len(queries) and len(doc_ids) else {"k": k, "recall": float("nan"), "sample": 0, "queries": len(queries),
+                                               "seed": seed}
     info = {"index": index.describe(), "k": k, "candidates": int(fetch), "rescored": "exact inner products",
             "boundary_ties_unresolved": unresolved, "recall": recall}
     return run, info
 
 
 # ---------------------------------------------------------------------------------------------
-# which measures an ANN run may give
-
-
-def _from_a_run(family: str) -> bool:
-    """True when a run cut at some depth gives the measure (its family is not a rank-set one)."""
-    from ..measures import FAMILIES
-
-    return not FAMILIES[family].rank_set
+# which measures an ANN run may give (``Measure`` objects, read by their attributes)
 
 
 def split_ann_measures(measures, k: int | None = None) -> tuple[list, list]:
@@ -438,19 +212,17 @@ def split_ann_measures(measures, k: int | None = None) -> tuple[list, list]:
     depth-k run. MaxR, MaxR_norm, MaxR_norm_of_mean and SameLangFirst need every relevant
     document's rank in the whole pool.
     """
-    from ..measures import parse
-
     allowed, refused = [], []
-    for m in map(parse, measures):
-        ok = _from_a_run(m.family) and (k is None or m.cutoff is None or m.cutoff <= k)
+    for m in measures:
+        ok = not m.record.rank_set and (k is None or m.cutoff is None or m.cutoff <= k)
         (allowed if ok else refused).append(m)
     return allowed, refused
 
 
 def check_ann_measures(measures, k: int | None = None) -> list:
-    """The parsed measures, or one-line :class:`ClirbenchError` for any an ANN top-k list cannot give."""
+    """The measures, or one-line :class:`ClirbenchError` for any an ANN top-k list cannot give."""
     allowed, refused = split_ann_measures(measures, k)
-    rank_set = [str(m) for m in refused if not _from_a_run(m.family)]
+    rank_set = [str(m) for m in refused if m.record.rank_set]
     if rank_set:
         verb = "needs" if len(rank_set) == 1 else "need"
         raise ClirbenchError(f"{', '.join(rank_set)} {verb} every relevant document's exact rank, which an "
@@ -464,26 +236,15 @@ def check_ann_measures(measures, k: int | None = None) -> list:
 
 def ann_depth(measures) -> int:
     """k for an ANN run: the largest cutoff among ``measures`` (DEFAULT_DEPTH when none has one)."""
-    from ..measures import parse
-
-    cuts = [parse(m).cutoff for m in measures]
+    cuts = [m.cutoff for m in measures]
     if not cuts or None in cuts:  # an uncut nDCG/AP/RR: trec_eval's usual depth
         return max([c for c in cuts if c is not None] + [DEFAULT_DEPTH])
     return max(cuts)
 
 
-def ann_measures(run: Mapping[str, Mapping[str, float]], qrels: Mapping[str, Mapping[str, int]],
-                 measures, k: int) -> dict[str, np.ndarray]:
-    """Per-query values of cutoff measures from an ANN run (rank_run + measures.compute)."""
-    from ..measures import compute
-    from .ties import rank_run
-
-    return compute(check_ann_measures(measures, k), rank_run(run, qrels))
-
-
 class AnnRanker:
-    """Cutoff measures from a faiss index's top-k lists (``--index faiss:<factory>``), for a
-    DenseRetriever. The record gets the index and its recall against the exact top-k on a sample of
+    """Cutoff measures from a faiss index's top-k lists (``--index faiss:<factory>``), for a retriever
+    that embeds. The record gets the index and its recall against the exact top-k on a sample of
     queries. Rank-set measures (MaxR, Complete@K over a missing document, ...) are refused before
     any work (``supports``), never approximated."""
 
@@ -498,13 +259,15 @@ class AnnRanker:
     def supports(self, measures) -> None:
         check_ann_measures(measures, self.k)
 
-    def rank(self, retriever, seen, pool):
-        from .ties import Ranked, rank_blocks, run_blocks
-        from ..retrievers.dense import DenseRetriever
-
-        if not isinstance(retriever, DenseRetriever):
+    def accepts(self, retriever) -> None:
+        """A one-line ClirbenchError unless ``retriever`` embeds texts (the index holds embeddings)."""
+        if not isinstance(retriever, Embeds):
             raise ClirbenchError(f"--index {self.spec} needs a dense retriever (embeddings to index), "
-                                 f"not {retriever.spec}")
+                                 f"not {name_of(retriever)}")
+
+    def rank(self, retriever, seen: "Pool", pool: "Pool") -> Ranked:
+        self.accepts(retriever)
         run, info = ann_run(retriever, seen.queries, seen.docs, self.spec, self.k, exclusions=pool.exclusions,
                             device=self.device)
-        return Ranked(rank_blocks(run_blocks(pool, run), pool), {"path": "approximate top-k", **info})
+        return Ranked(rank_blocks(run_blocks(pool, run), pool), RankingInfo("approximate top-k", approximate=True,
+                                                                            **info))

@@ -1,286 +1,51 @@
-"""Encoding and exact ranking on a Ray cluster (docs/large-pools.md).
+"""Exact ranking on a Ray cluster (docs/large-pools.md): ``rank_pool_ray`` gives
+``sharded.rank_pool_sharded``'s ranks (identical), the document shards counted by Ray tasks
+(``counting.count_shard``, bounds mode: each task reads its shard's and the queries' embeddings
+from the shared cache, never through the driver) and added up on the driver
+(``counting.ranks_from_counts``), with optional top-k lists merged there. The pool's texts are
+first encoded by Ray actors (``ray_encode.py``). A task whose worker dies is retried by Ray
+(``max_retries``): a lost worker costs its shard only. Each shard's counts are written under the
+cache (keyed by pool, retriever, shard plan and shard), so a rerun reuses every finished shard.
 
-- ``encode_on_ray``: the distinct texts of each role, split into disjoint chunks, encoded by Ray
-  actors (one per GPU when the cluster has GPUs, else one per worker CPU), each building the
-  retriever from its recipe and writing into the SHARED embedding cache folder. The cache is
-  content addressed, with sealed shards and a writer lock per embedding space: a rerun encodes
-  nothing, and the driver then finds every embedding cached. Actors encode outside that lock
-  (their chunks are disjoint) and hold it only to write.
-- ``rank_pool_ray``: ``sharded.rank_pool_sharded``'s ranks (identical), the document shards
-  counted by Ray tasks (``sharded.count_shard``, bounds mode: each task reads its shard's and the
-  queries' embeddings from the cache, never through the driver) and added up on the driver
-  (``sharded.ranks_from_counts``), with optional top-k lists merged there. A task whose worker
-  dies is retried by Ray (``max_retries``): a lost worker costs its shard only. Each shard's
-  counts are written under the cache (keyed by pool, retriever, shard plan and shard), so a rerun
-  reuses every finished shard.
-
-Every node must see the cache folder at the same path (a shared file system). A retriever is
-rebuilt on the workers from a *recipe*: its spec string (``make_retriever(spec, cache_dir=...,
-**options)``) or a picklable ``callable(cache_dir) -> retriever``; the workers check that it
-encodes into the same embedding spaces as the driver's.
+The workers rebuild the retriever from its *recipe* (``capabilities.Rebuildable``: a picklable
+``callable(cache_dir)``, e.g. ``retrievers.spec.Recipe``) and check that it encodes into the same
+embedding spaces as the driver's.
 """
 from __future__ import annotations
 
 import hashlib
 import io
 import json
-import os
-import socket
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..cache.store import distinct_rows
+from ..collection import texts_of
+from ..util.atomic import write_bytes_atomic
 from ..util.errors import ClirbenchError
-from .sharded import SHARD_BYTES, ShardedRanks
+from ..util.redact import redact
+from .bands import round32
+from .capabilities import EmbedsIntoCache, Rebuildable, name_of
+from .counting import ShardCounts, count_shard, ranks_from_counts
+from .dense_shards import DenseShards, dense_bounds, dense_shard_scorer
+from .pairs import judged_pairs
+from .ranked import Ranked, RankingInfo
+from .ray_cluster import MAX_RETRIES, QUIET, check_reachable, forwarded_env, ray_get, ray_session
+from .ray_encode import EncodeReport, build_retriever, check_same, encode_texts, spaces
+from .sharded import ShardedRanks, check_shardable, rank_pool_sharded
+from .shards import SHARD_BYTES, grouped_shards, shard_counts
+from .table import tie_keys
+from .topk import merge_topk, topk_sharded
 
-__all__ = ["ray_session", "encode_on_ray", "rank_pool_ray", "EncodeReport", "RayRanks", "COUNTS_DIR", "RayRanker"]
+if TYPE_CHECKING:
+    from ..collection import Pool
+
+__all__ = ["rank_pool_ray", "RayRanks", "COUNTS_DIR", "RayRanker", "ray_session"]
 
 COUNTS_DIR = "sharded-counts"  # under the cache folder: one .npz per finished shard
-CONNECT_TIMEOUT_S = 5.0
-MAX_RETRIES = 3  # per shard task / encoder actor
-_QUIET = {"log_to_driver": False}  # workers' own output (encoder progress bars) stays in Ray's logs
-
-# ----------------------------------------------------------------------------- connection
-
-
-def _host_port(address: str) -> tuple[str, int] | None:
-    """``(host, port)`` to probe for ``HOST:PORT`` or ``ray://HOST[:PORT]``; None for ``auto``."""
-    if address in ("auto", "local"):
-        return None
-    rest, default = (address[len("ray://"):], 10001) if address.startswith("ray://") else (address, 6379)
-    host, sep, port = rest.rpartition(":")
-    if not sep:
-        host, port = rest, str(default)
-    host = host.strip("[]")
-    if not host or not (port.isascii() and port.isdigit() and len(port) <= 5 and 0 < int(port) < 65536):
-        raise ClirbenchError(f"Ray address {address[:80]!r} is not HOST:PORT, ray://HOST:PORT or auto")
-    return host, int(port)
-
-
-def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
-    """A one-line error, within ``timeout`` seconds, when nothing listens at ``address``."""
-    target = _host_port(address)
-    if target is None:
-        return
-    try:
-        socket.create_connection(target, timeout=timeout).close()
-    except OSError as exc:
-        reason = "timed out" if isinstance(exc, socket.timeout) else (exc.strerror or type(exc).__name__)
-        raise ClirbenchError(f"cannot connect to Ray at {address}: {reason}") from None
-
-
-@contextmanager
-def ray_session(address: str | None = None, workers: int | None = None, *, purpose: str = "--executor ray",
-                init_kwargs: dict | None = None) -> Iterator[object]:
-    """The ``ray`` module, connected: to the Ray this process already has, else to ``address``,
-    else to a local Ray started with ``workers`` CPUs (no dashboard) and shut down at the end."""
-    from ..util.optional import require
-
-    ray = require("ray", purpose=purpose)  # one line naming the extra when missing
-    if address:
-        check_reachable(address)
-    if ray.is_initialized():
-        yield ray
-        return
-    kwargs = dict(init_kwargs or {})
-    if address:
-        kwargs["address"] = address
-    else:
-        kwargs.setdefault("include_dashboard", False)
-        if workers:
-            kwargs.setdefault("num_cpus", int(workers))
-    try:
-        ray.init(**kwargs)
-    except ConnectionError as exc:
-        raise ClirbenchError(f"cannot connect to Ray at {address}: {str(exc).splitlines()[0]}") from None
-    try:
-        yield ray
-    finally:
-        ray.shutdown()
-
-
-def _forwarded_env() -> dict:
-    env = {k: v for k, v in os.environ.items() if k.startswith(("CLIRBENCH_", "HF_", "TRANSFORMERS_"))}
-    return {"runtime_env": {"env_vars": env}} if env else {}
-
-
-# ----------------------------------------------------------------------------- retriever recipes
-
-
-def _build(recipe, cache_dir, options: Mapping | None):
-    if isinstance(recipe, str):
-        from ..retrievers import make_retriever
-
-        return make_retriever(recipe, cache_dir=cache_dir, **dict(options or {}))
-    return recipe(cache_dir)
-
-
-def _spaces(retriever) -> list:
-    """The embedding spaces a dense retriever writes: what workers and driver must agree on."""
-    enc = retriever.encoder
-    return [str(enc.model_id), str(enc.revision)] + [str(enc.prompt(r)) for r in ("query", "document")] \
-        + [np.dtype(retriever.score_dtype).name]
-
-
-def _check_same(retriever, expected: list | None) -> None:
-    if expected is not None and _spaces(retriever) != expected:
-        raise ClirbenchError(f"the retriever built on a Ray worker ({_spaces(retriever)}) is not the driver's "
-                             f"({expected}): pass the options it was built with")
-
-
-def _worker_id() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-# ----------------------------------------------------------------------------- encoding
-
-
-@dataclass(frozen=True)
-class EncodeReport:
-    """What ``encode_on_ray`` did: distinct texts per role, texts actually encoded (0 on a rerun),
-    chunks, and the workers (host:pid) that ran them."""
-
-    texts: dict
-    encoded: int
-    chunks: int
-    workers: tuple[str, ...]
-    gpus: bool
-
-
-class _Missing(Exception):
-    def __init__(self, texts: list[str]) -> None:
-        self.texts = texts
-
-
-class _Probe:
-    """An encoder that encodes nothing: the cache's request for texts (all in one chunk) comes back
-    as ``_Missing``, so that they are encoded outside the space's writer lock."""
-
-    def __init__(self, encoder) -> None:
-        self.model_id, self.revision, self.prompt = encoder.model_id, encoder.revision, encoder.prompt
-
-    def encode(self, texts, role):
-        raise _Missing(list(texts))
-
-
-class _Precomputed(_Probe):
-    """Serves vectors encoded beforehand (written by the cache under its lock, as any encoder's)."""
-
-    def __init__(self, encoder, texts: list[str], vecs: np.ndarray) -> None:
-        super().__init__(encoder)
-        self.rows = {t: i for i, t in enumerate(texts)}
-        self.vecs, self.served = vecs, 0
-
-    def encode(self, texts, role):
-        self.served += len(texts)
-        return self.vecs[[self.rows[t] for t in texts]]
-
-
-class _EncoderActor:
-    """Builds the retriever once; encodes chunks into the shared cache.
-
-    The cache encodes holding the embedding space's writer lock, which would make the actors take
-    turns; chunks are disjoint (the driver splits distinct texts), so each actor encodes its
-    missing texts outside the lock and only writes them under it."""
-
-    def __init__(self, recipe, cache_dir, options, expected) -> None:
-        self.retriever = _build(recipe, cache_dir, options)
-        _check_same(self.retriever, expected)
-
-    def encode(self, role: str, texts: list[str]) -> tuple[int, str]:
-        r = self.retriever
-        whole = max(1, len(texts))
-        try:
-            r.cache.embed_rows(_Probe(r.encoder), texts, role, whole)
-            return 0, _worker_id()  # all cached
-        except _Missing as missing:
-            todo = missing.texts
-        vecs = np.asarray(r.encoder.encode(todo, role), dtype=np.float32)
-        done = _Precomputed(r.encoder, todo, vecs)
-        r.cache.embed_rows(done, texts, role, whole)  # what another writer added meanwhile is not written twice
-        return done.served, _worker_id()
-
-
-def _chunks(texts_by_role: Mapping[str, Sequence], chunk_size: int | None, workers: int) -> tuple[dict, list]:
-    from ..cache.embeddings import distinct_rows
-    from ..collection import texts_of
-
-    counts, chunks = {}, []
-    for role, texts in texts_by_role.items():
-        distinct, _ = distinct_rows(texts_of(texts))
-        counts[role] = len(distinct)
-        size = int(chunk_size or max(64, -(-len(distinct) // (4 * workers))))
-        chunks += [(role, distinct[a:a + size]) for a in range(0, len(distinct), size)]
-    return counts, chunks
-
-
-def _encode(ray, recipe, texts_by_role, cache_dir, workers, chunk_size, options, expected) -> EncodeReport:
-    resources = ray.cluster_resources()
-    gpus = int(resources.get("GPU", 0))
-    n = int(workers or gpus or max(1, int(resources.get("CPU", 1))))
-    if gpus:
-        n = min(n, gpus)
-    counts, chunks = _chunks(texts_by_role, chunk_size, n)
-    if not chunks:
-        return EncodeReport(counts, 0, 0, (), bool(gpus))
-    n = min(n, len(chunks))
-    opts = {"num_gpus": 1, "num_cpus": 0} if gpus else {"num_cpus": 1}
-    Actor = ray.remote(_EncoderActor).options(max_restarts=MAX_RETRIES, max_task_retries=MAX_RETRIES,
-                                              **opts, **_forwarded_env())
-    actors = [Actor.remote(recipe, cache_dir, options, expected) for _ in range(n)]
-    todo = list(reversed(chunks))
-    pending, encoded, seen = {}, 0, set()
-    try:
-        for actor in actors:
-            if todo:
-                role, texts = todo.pop()
-                pending[actor.encode.remote(role, texts)] = actor
-        while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1)
-            actor = pending.pop(ready[0])
-            done, who = _get(ray, ready[0])
-            encoded += done
-            seen.add(who)
-            if todo:
-                role, texts = todo.pop()
-                pending[actor.encode.remote(role, texts)] = actor
-    finally:
-        for actor in actors:
-            ray.kill(actor)
-    return EncodeReport(counts, encoded, len(chunks), tuple(sorted(seen)), bool(gpus))
-
-
-def _get(ray, ref):
-    """``ray.get``, a ClirbenchError raised on a worker coming back as itself (one line)."""
-    try:
-        return ray.get(ref)
-    except ClirbenchError:
-        raise
-    except Exception as exc:
-        cause = getattr(exc, "cause", None)
-        if isinstance(cause, ClirbenchError):
-            raise ClirbenchError(str(cause)) from None
-        raise
-
-
-def encode_on_ray(recipe, texts_by_role: Mapping[str, Sequence], cache_dir, workers: int | None = None, *,
-                  address: str | None = None, chunk_size: int | None = None,
-                  options: Mapping | None = None, expected: list | None = None) -> EncodeReport:
-    """Encode ``texts_by_role`` (``{"document": [...], "query": [...]}``, strings or Texts) into the
-    embedding cache at ``cache_dir`` with ``workers`` Ray actors (default: one per GPU, else one per
-    cluster CPU). ``recipe`` is a retriever spec string (built with ``make_retriever(recipe,
-    cache_dir=cache_dir, **options)``) or a picklable ``callable(cache_dir)``."""
-    if cache_dir is None:
-        raise ClirbenchError("encoding on Ray needs an on-disk embedding cache that every node sees (--cache-dir)")
-    cache_dir = str(Path(cache_dir).resolve())
-    with ray_session(address, workers, init_kwargs=_QUIET) as ray:
-        return _encode(ray, recipe, texts_by_role, cache_dir, workers, chunk_size, options, expected)
-
-
-# ----------------------------------------------------------------------------- ranking
 
 
 @dataclass(frozen=True)
@@ -308,8 +73,6 @@ def _digest(*parts) -> str:
 
 
 def _save(path: Path, arrays: dict) -> None:
-    from ..util.atomic import write_bytes_atomic
-
     buf = io.BytesIO()
     np.savez(buf, **arrays)
     write_bytes_atomic(path, buf.getvalue())
@@ -317,8 +80,6 @@ def _save(path: Path, arrays: dict) -> None:
 
 def _load(path: Path, want: int | None):
     """A finished shard's (ShardCounts, topk or None), or None when absent or unreadable."""
-    from .sharded import ShardCounts
-
     try:
         with np.load(path, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
@@ -348,18 +109,16 @@ class ShardTask:
 def _rank_shard(job: ShardTask, pairs, keys, lo, hi, query_texts, doc_texts, cols, shard_ids, exclusions, out):
     """One Ray task: score one document shard against every query, count, and save the counts.
     The large arrays come as separate arguments: Ray resolves them from its object store."""
-    from .sharded import DenseShards, count_shard, dense_shard_scorer, topk_sharded
-
-    recipe, cache_dir, expected, n_docs, block, device, k = (job.recipe, job.cache_dir, job.expected, job.n_docs,
-                                                             job.block, job.device, job.k)
-    retriever = _build(recipe, cache_dir, None)
-    _check_same(retriever, expected)
-    dense: DenseShards = dense_shard_scorer(retriever, query_texts, doc_texts, block, device)
+    n_docs, k = job.n_docs, job.k
+    retriever = build_retriever(job.recipe, job.cache_dir)
+    check_same(retriever, job.expected)
+    dense: DenseShards = dense_shard_scorer(retriever, query_texts, doc_texts, job.block, job.device)
     xp = np
     if dense.device is not None:
-        import torch as xp
+        import torch as xp  # lazy: optional, counting on the device
     local = slice(0, len(doc_texts))
-    part = count_shard(dense.scorer(dense.counts_bounded()), cols, pairs, keys, n_docs, lo, hi, local=local, xp=xp, check_nan=False)
+    part = count_shard(dense.scorer(dense.counts_bounded()), cols, pairs, keys, n_docs, lo, hi, local=local, xp=xp,
+                       check_nan=False)
     arrays = part.arrays()
     top = None
     if k:
@@ -372,38 +131,112 @@ def _rank_shard(job: ShardTask, pairs, keys, lo, hi, query_texts, doc_texts, col
     return part, top
 
 
-def rank_pool_ray(retriever, seen_pool, pool, shards: int | None = None, *, address: str | None = None,
-                  workers: int | None = None, recipe=None, topk: int | None = None,
+def _recipe_and_cache(retriever, recipe) -> tuple[object, str]:
+    """The recipe the workers rebuild ``retriever`` from (``recipe``, else its own) and its shared
+    cache folder; a one-line ClirbenchError when either is missing."""
+    if recipe is None and isinstance(retriever, Rebuildable) and retriever.recipe is not None:
+        recipe = retriever.recipe
+    if recipe is None:
+        raise ClirbenchError(f"ranking on Ray builds {name_of(retriever)} again on every worker from its recipe, "
+                             f"and it has none: make it with make_retriever, or pass recipe=")
+    root = retriever.cache.root
+    if root is None:
+        raise ClirbenchError("ranking on Ray needs an on-disk embedding cache that every node sees (--cache-dir)")
+    return recipe, str(Path(root).resolve())
+
+
+def _on_the_driver(retriever, seen_pool: "Pool", pool: "Pool", shards, topk, budget_bytes: int) -> RayRanks:
+    """A retriever that does not embed through a shared cache: ``rank_pool_sharded`` here."""
+    check_shardable(retriever, "--executor ray")
+    if topk:
+        raise ClirbenchError("top-k lists on Ray need a dense retriever")
+    done = rank_pool_sharded(retriever, seen_pool, pool, shards, budget_bytes=budget_bytes)
+    return RayRanks(done.table, done.shards, done.path + " (on the driver)", done.exact, done.precision)
+
+
+def _relevant_bounds(retriever, pairs, query_texts, doc_texts) -> tuple[np.ndarray, np.ndarray]:
+    """float32 bounds of the relevant pairs' scores, from their embeddings only (read from the cache).
+    The workers count exact ranks on a torch device too (bounded blocks), unless its torch allows
+    TF32: then a relevant score falls outside these bounds and the worker says so."""
+    dt = retriever.score_dtype
+    q = retriever.embed([query_texts[r] for r in pairs.rel_row], "query").astype(dt)
+    d = retriever.embed([doc_texts[c] for c in pairs.rel_col], "document").astype(dt)
+    lo, hi = dense_bounds(q, d, exact=True) if len(q) else (np.zeros(0), np.zeros(0))
+    return round32(lo, up=False), round32(hi, up=True)
+
+
+def _excluded_columns(pool: "Pool", doc_ids, query_ids) -> dict:
+    """Query row -> pool columns of its excluded documents (for the top-k lists)."""
+    dindex = {d: i for i, d in enumerate(doc_ids)}
+    qindex = {q: i for i, q in enumerate(query_ids)}
+    return {qindex[qid]: np.fromiter((dindex[x] for x in ex if x in dindex), np.int64)
+            for qid, ex in pool.exclusions.items() if qid in qindex and ex}
+
+
+def _finished(folder: Path, parts: list, topk) -> tuple[dict, list]:
+    """The shards whose counts an earlier run left (index -> (counts, top)), and the others' (index,
+    cols, path)."""
+    results, todo = {}, []
+    for i, cols in enumerate(parts):
+        path = folder / f"shard-{i:05d}-of-{len(parts):05d}.npz"
+        old = _load(path, topk)
+        if old is not None:
+            results[i] = old
+        else:
+            todo.append((i, cols, path))
+    return results, todo
+
+
+def _count_on_ray(ray, job: ShardTask, todo: list, shared: tuple, doc_ids, doc_texts, excl_cols: dict,
+                  workers: int | None) -> dict:
+    """Run the shard tasks ``todo`` (at most ``workers`` in flight); index -> (counts, top).
+    ``shared`` is (pairs, keys, lo, hi, query texts), put once into Ray's object store."""
+    pairs_ref, keys_ref, lo_ref, hi_ref, queries_ref = (ray.put(x) for x in shared)
+    opts = {"max_retries": MAX_RETRIES, "retry_exceptions": False, "num_cpus": 1}
+    if job.device and job.device.startswith("cuda"):
+        opts.update(num_gpus=1, num_cpus=0)
+    task = ray.remote(_rank_shard).options(**opts, **forwarded_env())
+
+    def submit(cols, path):
+        idx = np.arange(len(doc_ids))[cols]
+        local_excl = None
+        if job.k and excl_cols:
+            where = np.full(len(doc_ids), -1, dtype=np.int64)
+            where[idx] = np.arange(len(idx))
+            local_excl = {r: set(where[c][where[c] >= 0].tolist()) for r, c in excl_cols.items()}
+        return task.remote(job, pairs_ref, keys_ref, lo_ref, hi_ref, queries_ref, [doc_texts[j] for j in idx],
+                           cols, [doc_ids[j] for j in idx], local_excl, str(path))
+
+    results, waiting, refs = {}, list(reversed(todo)), {}
+    limit = int(workers) if workers else len(todo)  # shard tasks in flight
+    while waiting or refs:
+        while waiting and len(refs) < limit:
+            i, cols, path = waiting.pop()
+            refs[submit(cols, path)] = i
+        ready, _ = ray.wait(list(refs), num_returns=1)
+        results[refs.pop(ready[0])] = ray_get(ray, ready[0])
+    return results
+
+
+def rank_pool_ray(retriever, seen_pool: "Pool", pool: "Pool", shards: int | None = None, *,
+                  address: str | None = None, workers: int | None = None, recipe=None, topk: int | None = None,
                   device: str | None = None, budget_bytes: int = SHARD_BYTES, encode: bool = True,
                   chunk_size: int | None = None) -> RayRanks:
     """``rank_pool_sharded(retriever, seen_pool, pool, shards)``'s ranks, counted by Ray tasks.
 
-    ``retriever`` is the driver's DenseRetriever (its cache folder is shared with the workers);
-    workers rebuild it from ``recipe`` (default: the retriever's own ``recipe``, else its spec). ``encode`` first runs ``encode_on_ray`` on the pool's texts (nothing to do
-    when cached). ``workers`` starts a local Ray with that many CPUs (no ``address``) and caps the
-    shard tasks in flight. ``topk`` also returns each query's ``topk`` best documents (pool indices).
-    ``device`` scores on the workers' torch device (e.g. ``cuda``); None: numpy.
-    Any other retriever is ranked on the driver by ``rank_pool_sharded`` (it only yields full rows).
+    ``retriever`` embeds through an embedding cache whose folder is shared with the workers
+    (``capabilities.EmbedsIntoCache``); workers rebuild it from ``recipe`` (default: the retriever's
+    own ``recipe``). ``encode`` first runs ``ray_encode.encode_on_ray`` on the pool's texts (nothing
+    to do when cached). ``workers`` starts a local Ray with that many CPUs (no ``address``) and caps
+    the shard tasks in flight. ``topk`` also returns each query's ``topk`` best documents (pool
+    indices). ``device`` scores on the workers' torch device (e.g. ``cuda``); None: numpy.
+    Any other retriever is ranked on the driver by ``rank_pool_sharded``.
     """
-    from .ties import judged_pairs, tie_keys
-    from ..collection import texts_of
-    from ..retrievers.dense import DenseRetriever
-    from ..cache.embeddings import distinct_rows
-    from .sharded import (grouped_shards, round32, dense_bounds, merge_topk, rank_pool_sharded, ranks_from_counts,
-                          shard_counts)
-
-    if not isinstance(retriever, DenseRetriever):
-        if topk:
-            raise ClirbenchError("top-k lists on Ray need a dense retriever")
-        done = rank_pool_sharded(retriever, seen_pool, pool, shards, budget_bytes=budget_bytes)
-        return RayRanks(done.table, done.shards, done.path + " (on the driver)", done.exact, done.precision)
-    root = retriever.cache.root
-    if root is None:
-        raise ClirbenchError("ranking on Ray needs an on-disk embedding cache that every node sees (--cache-dir)")
-    cache_dir = str(Path(root).resolve())
-    recipe = recipe if recipe is not None else getattr(retriever, "recipe", None) or retriever.spec
-    expected = _spaces(retriever)
-    _check_same(_build(recipe, cache_dir, None), expected)  # here, before any worker starts (models load lazily)
+    if not isinstance(retriever, EmbedsIntoCache):
+        return _on_the_driver(retriever, seen_pool, pool, shards, topk, budget_bytes)
+    recipe, cache_dir = _recipe_and_cache(retriever, recipe)
+    expected = spaces(retriever)
+    check_same(build_retriever(recipe, cache_dir), expected)  # here, before any worker starts (models load lazily)
     doc_ids = [d.id for d in pool.docs]
     query_ids = [q.id for q in pool.queries]
     langs = [d.lang for d in pool.docs]
@@ -416,68 +249,24 @@ def rank_pool_ray(retriever, seen_pool, pool, shards: int | None = None, *, addr
     _, text_rows = distinct_rows(doc_texts)
     parts = grouped_shards(np.asarray(text_rows, dtype=np.int64), n) if doc_ids else []
 
-    with ray_session(address, workers, init_kwargs=_QUIET) as ray:
+    with ray_session(address, workers, init_kwargs=QUIET) as ray:
         report = None
         if encode:
-            report = _encode(ray, recipe, {"document": doc_texts, "query": query_texts}, cache_dir, workers,
-                             chunk_size, None, expected)
-        # bounds of the relevant pairs' scores, from their embeddings only (read from the cache)
-        dt = retriever.score_dtype
-        q = retriever.embed([query_texts[r] for r in pairs.rel_row], "query").astype(dt)
-        d = retriever.embed([doc_texts[c] for c in pairs.rel_col], "document").astype(dt)
-        # the workers count exact ranks on a torch device too (bounded blocks), unless its torch allows
-        # TF32: then a relevant score falls outside these bounds and the worker says so
-        lo, hi = dense_bounds(q, d, exact=True) if len(q) else (np.zeros(0), np.zeros(0))
-        lo, hi = round32(lo, up=False), round32(hi, up=True)
+            report = encode_texts(ray, recipe, {"document": doc_texts, "query": query_texts}, cache_dir, workers,
+                                  chunk_size, None, expected)
+        lo, hi = _relevant_bounds(retriever, pairs, query_texts, doc_texts)
         pool_key = _digest("rank_pool_ray/1", retriever.describe(), expected, doc_ids, query_ids,
                            [_digest(doc_texts), _digest(query_texts)], pairs.rel_row, pairs.rel_col,
                            pairs.ex_row, pairs.ex_col, lo, hi, n, int(topk or 0), device or "numpy")
         folder = Path(cache_dir) / COUNTS_DIR / pool_key[:32]
-        dindex = {d: i for i, d in enumerate(doc_ids)}
-        qindex = {q: i for i, q in enumerate(query_ids)}
-        excl_cols = {}
-        for qid, ex in pool.exclusions.items():
-            if qid in qindex and ex:
-                excl_cols[qindex[qid]] = np.fromiter((dindex[x] for x in ex if x in dindex), np.int64)
-
-        results, todo = {}, []
-        for i, cols in enumerate(parts):
-            path = folder / f"shard-{i:05d}-of-{len(parts):05d}.npz"
-            old = _load(path, topk)
-            if old is not None:
-                results[i] = old
-            else:
-                todo.append((i, cols, path))
+        results, todo = _finished(folder, parts, topk)
         reused = len(results)
         if todo:
             folder.mkdir(parents=True, exist_ok=True)
-            pairs_ref, keys_ref = ray.put(pairs), ray.put(keys)
-            queries_ref = ray.put(query_texts)
-            lo_ref, hi_ref = ray.put(lo), ray.put(hi)
-            opts = {"max_retries": MAX_RETRIES, "retry_exceptions": False, "num_cpus": 1}
-            if device and device.startswith("cuda"):
-                opts.update(num_gpus=1, num_cpus=0)
-            task = ray.remote(_rank_shard).options(**opts, **_forwarded_env())
             job = ShardTask(recipe, cache_dir, expected, len(doc_ids), block, device, int(topk or 0))
-
-            def submit(i, cols, path):
-                idx = np.arange(len(doc_ids))[cols]
-                local_excl = None
-                if topk and excl_cols:
-                    where = np.full(len(doc_ids), -1, dtype=np.int64)
-                    where[idx] = np.arange(len(idx))
-                    local_excl = {r: set(where[c][where[c] >= 0].tolist()) for r, c in excl_cols.items()}
-                return task.remote(job, pairs_ref, keys_ref, lo_ref, hi_ref, queries_ref, [doc_texts[j] for j in idx],
-                                   cols, [doc_ids[j] for j in idx], local_excl, str(path))
-
-            waiting, refs = list(reversed(todo)), {}
-            limit = int(workers) if workers else len(todo)  # shard tasks in flight
-            while waiting or refs:
-                while waiting and len(refs) < limit:
-                    i, cols, path = waiting.pop()
-                    refs[submit(i, cols, path)] = i
-                ready, _ = ray.wait(list(refs), num_returns=1)
-                results[refs.pop(ready[0])] = _get(ray, ready[0])
+            excl_cols = _excluded_columns(pool, doc_ids, query_ids)
+            results.update(_count_on_ray(ray, job, todo, (pairs, keys, lo, hi, query_texts), doc_ids, doc_texts,
+                                         excl_cols, workers))
     ranks = ranks_from_counts((results[i][0] for i in sorted(results)), pairs, keys, len(doc_ids), lo, hi,
                               query_ids)
     table = pairs.finish(ranks, langs, pool.query_lang)
@@ -504,13 +293,18 @@ class RayRanker:
     def supports(self, measures) -> None:
         """Every measure: the ranks are exact."""
 
-    def rank(self, retriever, seen, pool):
-        from .ties import Ranked
-        from ..util.redact import redact
+    def accepts(self, retriever) -> None:
+        """A one-line ClirbenchError for a retriever Ray cannot rank: one that neither embeds nor gives
+        score rows, or one that embeds through a cache but has no recipe or no on-disk cache."""
+        if isinstance(retriever, EmbedsIntoCache):
+            _recipe_and_cache(retriever, None)
+        else:
+            check_shardable(retriever, "--executor ray")
 
+    def rank(self, retriever, seen: "Pool", pool: "Pool") -> Ranked:
         done = rank_pool_ray(retriever, seen, pool, self.shards, address=self.address, workers=self.workers,
-                             recipe=getattr(retriever, "recipe", None), device=self.device)
-        return Ranked(done.table, {
-            "path": "sharded counting on Ray", "shards": done.shards, "scoring": done.path, "exact": done.exact,
-            "precision": done.precision, "shards_computed": done.computed, "shards_reused": done.reused,
-            "address": redact(self.address) if self.address else "local"})
+                             device=self.device)
+        return Ranked(done.table, RankingInfo(
+            "sharded counting on Ray", shards=done.shards, scoring=done.path, exact=done.exact,
+            precision=done.precision, shards_computed=done.computed, shards_reused=done.reused,
+            address=redact(self.address) if self.address else "local"))

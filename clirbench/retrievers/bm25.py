@@ -140,7 +140,7 @@ class BM25Retriever:
         step = max(1, MAX_BLOCK_BYTES // max(1, 4 * n_d))
         keys = None
         if self.top_k is not None and n_d:
-            from ..rank.ties import tie_keys
+            from ..rank.table import tie_keys
 
             keys = tie_keys([d.id for d in docs])
         for start in range(0, n_q, step):

@@ -14,7 +14,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..rank.ties import RankTable
+from ..rank.table import RankTable
 
 __all__ = ["PARTS", "preference_columns", "preference_row", "pool_preference", "preference_matrix"]
 

@@ -67,7 +67,7 @@ class PoolEvaluator(_Base):
         return "_".join([pool.scenario, join_langs(pool.doc_langs), query_id(pool.query_lang), str(measure)])
 
     def __call__(self, model, output_path: str | None = None, epoch: int = -1, steps: int = -1) -> dict[str, float]:
-        from ..rank.ties import ExactRanker
+        from ..rank.exact import ExactRanker
         from ..measures import compute
         from ..retrievers.dense import DenseRetriever
 

@@ -1,0 +1,38 @@
+"""The ranker of a run: chosen from its ``RankingOptions``, checked against its measures and its
+retriever's capabilities (``capabilities.py``) before any work."""
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..run_config import RankingOptions
+from . import shards
+from .ann import AnnRanker
+from .distributed import RayRanker
+from .exact import ExactRanker
+from .ranked import Ranker
+from .sharded import ShardedRanker
+
+__all__ = ["choose_ranker"]
+
+
+def choose_ranker(ranking: RankingOptions | None = None, pool_sizes: Sequence[int] = (), measures: Sequence = (),
+                  device: str | None = None, retriever=None) -> Ranker:
+    """The ranker of a run's ``RankingOptions`` (checked there): ``index`` (faiss, approximate
+    top-k), else ``executor="ray"`` (exact, sharded counting on Ray), else ``shards`` (exact,
+    sharded counting here), else sharded counting chosen by itself when a pool holds more than
+    ``shards.AUTO_SHARD_DOCS`` documents, else ``ExactRanker`` (full rows). The ranker has checked
+    ``measures``, the cluster's address and what ``retriever`` (when given) can do before it is
+    returned: before any work."""
+    ranking = ranking or RankingOptions()
+    if ranking.executor == "ray":
+        ranker = RayRanker(ranking.shards, ranking.address, ranking.workers, device)
+    elif ranking.index is not None:
+        ranker = AnnRanker.for_measures(ranking.index, measures, device)
+    elif ranking.shards is not None or any(n > shards.AUTO_SHARD_DOCS for n in pool_sizes):
+        ranker = ShardedRanker(ranking.shards, device)
+    else:
+        ranker = ExactRanker()
+    ranker.supports(measures)
+    if retriever is not None:
+        ranker.accepts(retriever)
+    return ranker

@@ -1,0 +1,60 @@
+"""What a ranker is and answers: the ``Ranker`` protocol, ``Ranked(table, info)``, and ``RankingInfo``,
+how the ranks were obtained (recorded as the result's ``retriever.settings.ranking``)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Mapping, Protocol, Sequence, runtime_checkable
+
+if TYPE_CHECKING:
+    from ..collection import Pool
+    from .table import RankTable
+
+__all__ = ["RankingInfo", "Ranked", "Ranker"]
+
+
+@dataclass(frozen=True)
+class RankingInfo:
+    """How a ranker obtained its ranks. ``to_dict`` is the record's form: the fields that apply
+    (not None), in this order; ``approximate`` is not written (an ANN record holds its ``index``)."""
+
+    path: str  # "sharded counting", "sharded counting on Ray", "approximate top-k"
+    approximate: bool = False  # top-k lists of an approximate index: cutoff measures only, another system
+    # an approximate index (rank.ann): its description, depth, candidates rescored, measured recall
+    index: Mapping | None = None
+    k: int | None = None
+    candidates: int | None = None
+    rescored: str | None = None
+    boundary_ties_unresolved: int | None = None
+    recall: Mapping | None = None
+    # sharded counting (here or on Ray): shard count, how shards were scored, exactness of the scores
+    shards: int | None = None
+    scoring: str | None = None
+    exact: bool | None = None  # the scores are the canonical float32 ones (not half precision, not TF32)
+    precision: str | None = None
+    shards_computed: int | None = None
+    shards_reused: int | None = None
+    address: str | None = None  # the Ray cluster (credentials redacted) or "local"
+
+    def to_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if f.name != "approximate" and getattr(self, f.name) is not None}
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """A ranker's answer: the ranks of the relevant documents, and how they were obtained (None:
+    full score rows, nothing to record)."""
+
+    table: "RankTable"
+    info: RankingInfo | None = None
+
+
+@runtime_checkable
+class Ranker(Protocol):
+    """How a pool's relevant documents get their ranks."""
+
+    def supports(self, measures: Sequence) -> None:
+        """Raise a one-line ClirbenchError for measures this ranker cannot give exactly."""
+
+    def rank(self, retriever, seen: "Pool", pool: "Pool") -> Ranked:
+        """Ranks over ``pool`` from ``retriever`` reading ``seen``."""
