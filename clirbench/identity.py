@@ -23,14 +23,20 @@ from .util.filenames import NAME_LIMIT, NAME_MAX, fit_name
 
 __all__ = ["PoolKey", "SystemKey", "slug", "fit_name", "check_path_fits", "local_model_name", "labels",
            "NAME_MAX", "NAME_LIMIT", "join_langs", "split_langs", "join_scenario", "split_scenario",
-           "query_id", "query_of", "pool_stem", "split_pool_stem"]
+           "query_id", "query_of", "pool_stem", "split_pool_stem", "TRANSLATION_DIRECTIONS", "DIRECTION_ALIASES"]
 
 #: room a result stem leaves for the names beside it (``.perquery.tsv``, ``.ranks.tsv``, ``.json``)
 _SUFFIX_ROOM = 16
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+=@-]")
 _SHA = re.compile(r"sha256:([0-9a-f]{8,})")
-_TRANSLATION_TAG = {"query": "qt", "docs": "dt"}
+
+#: translation directions: QT (queries into the documents' language), DT (documents into the query's)
+TRANSLATION_DIRECTIONS = ("query", "docs")
+_TRANSLATION_TAG = {"query": "qt", "docs": "dt"}  # a direction's tag in a system's label (``bm25+qt:gold``)
+#: every spelling of a direction clirbench reads (lower case) -> the direction
+DIRECTION_ALIASES = {**{d: d for d in TRANSLATION_DIRECTIONS}, **{t: d for d, t in _TRANSLATION_TAG.items()},
+                     "queries": "query", "doc": "docs", "document": "docs", "documents": "docs"}
 
 
 def check_path_fits(path: str | os.PathLike, what: str) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..identity import DIRECTION_ALIASES
 from ..util import checks
 from ..util.checks import float_in, resample_count
 from ..util.plural import plural
@@ -140,7 +141,7 @@ def split_translations(text: str) -> list[str]:
     out: list[str] = []
     for part in text.split(","):
         head = part.strip().split(":")[0].lower()
-        if out and head not in ("none", "query", "queries", "qt", "docs", "doc", "document", "documents", "dt"):
+        if out and head not in ("none", *DIRECTION_ALIASES):
             out[-1] += "," + part
         else:
             out.append(part.strip())

@@ -10,10 +10,11 @@ __all__ = ["add_translation_arguments", "translation_options"]
 
 def add_translation_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the translation options to the ``run`` parser; returns it."""
+    from ..identity import TRANSLATION_DIRECTIONS
     from ..translate.spec import USAGE
 
     g = parser.add_argument_group("translation (QT / DT)")
-    g.add_argument("--translate", choices=("query", "docs"), default=None,
+    g.add_argument("--translate", choices=TRANSLATION_DIRECTIONS, default=None,
                    help="translate the queries into the documents' language (query, QT) or the documents "
                         "into the query language (docs, DT) before retrieval")
     g.add_argument("--translator", default=None, metavar="SPEC",

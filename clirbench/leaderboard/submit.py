@@ -14,6 +14,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
+from ..identity import TRANSLATION_DIRECTIONS
 from ..util.errors import ClirbenchError, MalformedDataError, UnknownNameError
 from ..util.strict import json_kind
 from . import store
@@ -28,7 +29,6 @@ MAX_GROUPS = 200
 MAX_POOL_SIZE = 100_000_000
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _VERSION = re.compile(r"[0-9]+(\.[0-9]+)*([.+-]?[A-Za-z0-9.+-]*)?")
-_DIRECTIONS = ("query", "docs")
 _TOL = 1e-6
 
 
@@ -104,7 +104,7 @@ def _check_fields(result, path) -> None:
         raise _fail(path, "result reports no measure")
     if result.translation is not None:
         tr = result.translation
-        need(tr.get("direction") in _DIRECTIONS, "translation.direction", tr.get("direction"))
+        need(tr.get("direction") in TRANSLATION_DIRECTIONS, "translation.direction", tr.get("direction"))
         translator = tr.get("translator")
         need(isinstance(translator, str) and bool(translator.strip()), "translation.translator", translator)
     created = _dt.datetime.fromisoformat(result.created_at.replace("Z", "+00:00"))

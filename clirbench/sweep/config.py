@@ -18,14 +18,12 @@ from typing import Any, Mapping, Sequence
 
 from ..run_config import DEFAULT_OUTPUT, EXECUTORS, DataOptions, RunConfig
 from ..util.checks import CORRECTIONS, MAX_BATCH_SIZE, MAX_RESAMPLES, MAX_SEED, MAX_SHARDS, MAX_WORKERS
+from ..identity import DIRECTION_ALIASES
 from ..util.errors import ClirbenchError
 
 __all__ = ["SweepConfig", "TaskEntry", "Translation", "Cell", "SweepConfigError", "load_config",
            "parse_config", "cells", "RUN_KEYS", "ALIASES"]
 
-# canonical direction by alias, as clirbench.translate reads them (QT: queries; DT: documents)
-_DIRECTIONS = {"query": "query", "queries": "query", "qt": "query",
-               "docs": "docs", "doc": "docs", "document": "docs", "documents": "docs", "dt": "docs"}
 #: the run options a sweep config sets for every cell (RunConfig's names; data options are per task entry,
 #: the translation is the sweep's axis, overwrite and progress are flags of ``clirbench sweep``)
 RUN_KEYS = ("output_dir", "cache_dir", "measures", "resamples", "seed", "batch_size", "device",
@@ -424,9 +422,9 @@ def _translation(item: Any, key: str, fail) -> Translation:
     if unknown:
         fail(f"{key}.{unknown[0]}", f"unknown key; expected one of {', '.join(_TRANSLATION_KEYS)}")
     direction = item.get("direction")
-    if not isinstance(direction, str) or direction.strip().lower() not in _DIRECTIONS:
+    if not isinstance(direction, str) or direction.strip().lower() not in DIRECTION_ALIASES:
         fail(f"{key}.direction", f"expected query or docs (qt, dt, document), got {_show(direction)}")
-    direction = _DIRECTIONS[direction.strip().lower()]
+    direction = DIRECTION_ALIASES[direction.strip().lower()]
     translator = item.get("translator")
     if not isinstance(translator, str) or not translator.strip():
         fail(f"{key}.translator", f"expected a translator spec, got {_show(translator)}")

@@ -5,13 +5,10 @@ import re
 from typing import Protocol, Sequence, runtime_checkable
 
 from ..collection import Text
+from ..identity import DIRECTION_ALIASES, TRANSLATION_DIRECTIONS as DIRECTIONS
 
 __all__ = ["Translator", "KeyedTranslator", "split_sentences", "join_sentences", "language_name",
            "nllb_code", "DIRECTIONS", "canonical_direction"]
-
-DIRECTIONS = ("query", "docs")  # QT: queries into the documents' language; DT: documents into the query's
-_ALIASES = {"query": "query", "queries": "query", "qt": "query",
-            "docs": "docs", "doc": "docs", "document": "docs", "documents": "docs", "dt": "docs"}
 
 
 def canonical_direction(name: str) -> str:
@@ -19,9 +16,10 @@ def canonical_direction(name: str) -> str:
     from ..util.errors import UnknownNameError
 
     try:
-        return _ALIASES[str(name).strip().lower()]
+        return DIRECTION_ALIASES[str(name).strip().lower()]
     except KeyError:
-        raise UnknownNameError(f"unknown translation direction {name!r}; available: query, docs") from None
+        raise UnknownNameError(f"unknown translation direction {name!r}; "
+                               f"available: {', '.join(DIRECTIONS)}") from None
 
 
 @runtime_checkable
