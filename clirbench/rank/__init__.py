@@ -7,6 +7,8 @@ needs): ``RankTable``, ``tie_keys``, ``rank_relevant``, ``rank_run``, ``RankingI
 """
 from __future__ import annotations
 
+import importlib
+
 _LAZY = {
     "RankTable": "table", "tie_keys": "table",
     "rank_relevant": "rows", "rank_blocks": "rows", "run_blocks": "rows",
@@ -24,8 +26,6 @@ __all__ = list(_LAZY)
 def __getattr__(name: str):
     if name not in _LAZY:
         raise AttributeError(f"module 'clirbench.rank' has no attribute {name!r}")
-    import importlib
-
     return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
 
 

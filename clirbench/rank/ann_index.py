@@ -174,7 +174,8 @@ class AnnIndex:
             try:
                 index.train(x[rows])
             except RuntimeError as exc:
-                raise ClirbenchError(f"index {self.spec} cannot be trained on {cap} documents: {_reason(exc)}") from None
+                raise ClirbenchError(f"index {self.spec} cannot be trained on {cap} documents: "
+                                     f"{_reason(exc)}") from None
             self.trained_on = cap
         try:
             index.add(x)

@@ -94,7 +94,8 @@ class DenseShards:
                     if g is not None:
                         S = S[:, g]
                     qn = q_norms[start:stop]
-                    yield start, BoundedScores(Qb, Dg, S, product_error(Qb, d_norm, qn), products_finite(Qb, d_norm, qn))
+                    yield start, BoundedScores(Qb, Dg, S, product_error(Qb, d_norm, qn),
+                                               products_finite(Qb, d_norm, qn))
                 else:
                     S = exact(self.Q[start:stop], self.Q.dtype)
                     yield start, S if gather is None else S[:, gather]

@@ -3,6 +3,7 @@ BLAS's thread count of threads, so that the counting spreads over the cores like
 from __future__ import annotations
 
 from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from typing import Callable
 
@@ -31,7 +32,6 @@ class BlockParts:
         if not self.threads:
             self.threads = blas_threads()
             if self.threads > 1:
-                from concurrent.futures import ThreadPoolExecutor
                 from threadpoolctl import ThreadpoolController
 
                 self.stack.enter_context(ThreadpoolController().limit(limits=1, user_api="blas"))

@@ -111,7 +111,7 @@ class ResultStore:
             raise ClirbenchError(f"{path} exists; pass overwrite=True to replace it")
 
     def save(self, name: str, result: Result, per_query: PerQuery, path: Path | None, ranks=None) -> PoolResult:
-        """Write the record, its per-query table and its ranks table (a ``rank.ties.RankTable`` with
+        """Write the record, its per-query table and its ranks table (a ``rank.table.RankTable`` with
         document ids; a stale one is removed when there is none) at ``path``, atomically, tables
         first; in memory (``path`` None) nothing is written. Returns the pool's result as written."""
         if path is not None:

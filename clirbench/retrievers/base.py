@@ -1,4 +1,6 @@
-"""Narrow protocols: a Retriever scores queries against a pool; an Encoder embeds texts."""
+"""Narrow protocols: a Retriever scores queries against a pool; an Encoder embeds texts. What else a
+retriever can do, as the rankers ask it (embeddings for ``--shards``, Ray and ``--index``, ...), is
+re-exported from ``rank.capabilities``."""
 from __future__ import annotations
 
 from typing import Iterator, Protocol, Sequence, runtime_checkable
@@ -6,8 +8,10 @@ from typing import Iterator, Protocol, Sequence, runtime_checkable
 import numpy as np
 
 from ..collection import ROLES, Text, check_role
+from ..rank.capabilities import Embeds, EmbedsIntoCache, Rebuildable, ScoresBoundedRows, ScoresPairs, ScoresRows
 
-__all__ = ["Retriever", "Encoder", "BatchEncoder", "ROLES", "check_role"]
+__all__ = ["Retriever", "Encoder", "BatchEncoder", "ROLES", "check_role", "ScoresRows", "ScoresBoundedRows", "Embeds",
+           "EmbedsIntoCache", "Rebuildable", "ScoresPairs"]
 
 
 
