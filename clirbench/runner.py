@@ -1,120 +1,189 @@
-"""Run a retriever over a task's pools: score, rank, measure, write results (docs/architecture.md)."""
+"""Run a retriever over a task's pools (docs/architecture.md): the settings decided once, then for
+each pool its finished record from the result store (``results.store``), or rank -> evaluate ->
+write; then the query-language gaps."""
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
-
-from .collection import Pool
 from .cache.layout import embeddings_dir
+from .collection import Pool
+from .evaluation import evaluate_pool
+from .identity import PoolKey, SystemKey
+from .measures import DEFAULT_MEASURES, MAIN_MEASURES, parse
+from .rank.ann import split_ann_measures
+from .rank.ann_index import parse_index_spec
+from .rank.choose import choose_ranker
+from .results import (PerQuery, PoolResult, Result, ResultStore, RetrieverRef, RunIdentity, RunResult, Timings,
+                      hardware_info)
+from .results.cost import cpu_name, pool_cost
+from .retrievers import make_retriever
+from .retrievers.encoders import check_device
+from .run_config import RunConfig
+from .stats.paired import BILINGUAL_SCENARIOS, correct_gaps, query_language_gap, write_gap
+from .stats.preference import pool_preference
+from .tasks import get_task
+from .translate import TranslationPlan
 from .util.errors import ClirbenchError, UnknownNameError
-from .results import PerQuery, PoolResult, RunResult
-from .run_config import DEFAULT_OUTPUT, RunConfig
 
-__all__ = ["run", "write_gaps", "DEFAULT_OUTPUT"]
+__all__ = ["run", "write_gaps"]
 
 
-def run(model, task="xquad", config: RunConfig | None = None, **options) -> RunResult:
+def run(model, task="xquad", config: RunConfig | None = None, *, ranker=None, **options) -> RunResult:
     """Evaluate ``model`` (a spec string or a Retriever) on every pool of ``task``.
 
     ``task`` is a task id, a task object (``get_task(id)``) or a sequence of ``Pool``s, which are
     run as given (the data options then do not apply). The settings are a ``RunConfig`` and/or its
     options by name (``run("bm25", "xquad", langs="en,zh", resamples=200)``; see
-    ``clirbench.run_config`` for every option). ``output_dir=None`` writes no file: nothing is
-    reused, the gaps are computed in memory.
+    ``clirbench.run_config`` for every option). ``output_dir`` (default None) is the results
+    folder: None writes no file, reuses nothing and computes the gaps in memory.
 
     Finished pools whose result file exists with the same settings are reused, unless ``overwrite``.
     A ``translation`` translates each pool before scoring; such results go to the retriever folder
     with a ``+qt-<translator>``/``+dt-<translator>`` suffix. The ranking options choose the ranker
-    (``evaluation.choose_ranker``): full rows, sharded counting, Ray, or an approximate index (results
-    under a ``+ann-<factory>`` suffix, with the index's measured recall; rank-set measures refused).
+    (``rank.choose.choose_ranker``): full rows, sharded counting, Ray, or an approximate index
+    (results under a ``+ann-<factory>`` suffix, with the index's measured recall; rank-set measures
+    refused). ``ranker`` (any object with the ``Ranker`` protocol: ``supports(measures)``,
+    ``rank(retriever, seen_pool, pool) -> Ranked``) is used instead of that choice.
     """
-    from .tasks import get_task
-    from .retrievers import make_retriever
-
     c = config.with_options(**options) if config is not None else RunConfig.of(**options)  # checked: before any work
-    data, out = c.data, c.output
     if c.ranking.executor == "local":  # (Ray's workers may hold the GPU that this machine lacks)
-        from .retrievers.encoders import check_device
-
         check_device(c.retrieval.device)
     t_start = time.perf_counter()
+    task_obj, pools = _pools(task, c.data)
+    settings = _Settings.of(_retriever(model, c.retrieval), pools, task_obj, c, ranker)
+    store = ResultStore(c.output.output_dir, c.output.overwrite)
+    done, todo = _plan(pools, store, settings)
+    retriever = settings.retriever
+    if hasattr(retriever, "progress"):
+        retriever.progress = c.output.progress
+    encoded, t_stage = _encoded(retriever), time.perf_counter()
+    hardware = _encode_stage(todo, settings, c.ranking.executor) if todo else None
+    t_stage = time.perf_counter() - t_stage
+    for pool, path in _progress(todo, c.output.progress, "pools"):
+        groups = task_obj.breakdown_groups(pool) if task_obj is not None else {}
+        result, evaluation = _evaluate_pool(pool, settings, hardware, groups)
+        done.append(store.save(pool.name, result, PerQuery(tuple(evaluation.query_ids), evaluation.columns()),
+                               path, ranks=evaluation.table))
+    order = {p.name: i for i, p in enumerate(pools)}
+    done.sort(key=lambda o: order[o.name])
+    gaps = write_gaps(done, resamples=c.statistics.resamples, seed=c.statistics.seed,
+                      correction=c.statistics.correction)
+    main = task_obj.card.main_measures if task_obj is not None else _main_measures(pools)
+    return RunResult(pools=tuple(done), gaps=tuple(g for _, g in gaps), main_measures=dict(main),
+                     seconds=time.perf_counter() - t_start, gap_paths=tuple(p for p, _ in gaps),
+                     measures=settings.asked, encoded=_encoded_since(retriever, encoded), encode_seconds=t_stage)
+
+
+@dataclass(frozen=True)
+class _Settings:
+    """What the run does to every pool, decided once before any pool: the retriever (and its
+    ``describe()``), the translation plan (None: none), the measures and their bootstrap, the ranker,
+    the approximate index (None: exact ranks), the measures asked for (None: the default set), and
+    the identity a finished record must have to be reused (``results.store.RunIdentity``: the data
+    (its files' SHA-256, else its revision), the qrels, the retriever (spec, revision, prompts), the
+    translation and the measures (names, bootstrap resamples and seed))."""
+
+    retriever: Any
+    description: Mapping
+    translation: Any  # a translate.TranslationPlan or None
+    measures: tuple
+    resamples: int
+    seed: int
+    ranker: Any  # a Ranker
+    index: str | None
+    asked: tuple[str, ...] | None
+    identity: RunIdentity
+
+    @property
+    def system(self) -> SystemKey:
+        return self.identity.system
+
+    @classmethod
+    def of(cls, retriever, pools: Sequence[Pool], task_obj, c: RunConfig, ranker=None) -> "_Settings":
+        """The settings of ``retriever`` on ``pools`` under ``c``, checked (measures, index, ranker)
+        before any work; ``ranker`` replaces the one the ranking options choose."""
+        measures, index = _measures(c.statistics.measures), c.ranking.index
+        if index is not None:
+            index = str(parse_index_spec(index))  # one line for a malformed factory, before any work
+            if not c.statistics.measures:  # the default set without the rank-set measures an index cannot give
+                measures = tuple(split_ann_measures(measures)[0])
+        plan = _translation_plan(c, task_obj)
+        description = retriever.describe()
+        system = SystemKey.of_run(retriever, plan, index, description)
+        identity = RunIdentity(retriever.spec, system, dict(description.get("prompts") or {}),
+                               c.statistics.resamples, c.statistics.seed, tuple(str(m) for m in measures))
+        ranker = _ranker(ranker, c, pools, measures, retriever)
+        asked = tuple(str(m) for m in measures) if c.statistics.measures else None
+        return cls(retriever, description, plan, measures, c.statistics.resamples, c.statistics.seed, ranker, index,
+                   asked, identity)
+
+
+def _pools(task, data) -> tuple[Any, list[Pool]]:
+    """``(task object or None, pools)`` of what ``run`` was given; no pool is an error."""
     if isinstance(task, str):
         task = get_task(task)
     if callable(getattr(task, "pools", None)):
-        task_obj = task
-        pools = task_obj.pools(data.langs, data.scenarios, data.query_langs, data.pool_mode, data.data_dir,
-                               **data.task_options)
+        pools = task.pools(data.langs, data.scenarios, data.query_langs, data.pool_mode, data.data_dir,
+                           **data.task_options)
     else:
-        task_obj, pools = None, _given_pools(task)
+        task, pools = None, _given_pools(task)
     if not pools:
         raise ClirbenchError("nothing to run: no pool matches these languages and query languages")
+    return task, pools
 
-    if isinstance(model, str):
-        cache = Path(c.retrieval.cache_dir) if c.retrieval.cache_dir is not None else embeddings_dir()
-        retriever = make_retriever(model, cache_dir=cache, **c.retrieval.builder())
-    else:
-        retriever = model
-    measure_objs = _measures(c.statistics.measures)
-    index = c.ranking.index
-    if index is not None:
-        from .rank.ann import split_ann_measures
-        from .rank.ann_index import parse_index_spec
 
-        index = str(parse_index_spec(index))  # one line for a malformed factory, before any work
-        if not c.statistics.measures:  # the default set without the rank-set measures an index cannot give
-            measure_objs = tuple(split_ann_measures(measure_objs)[0])
-    plan = None
-    if c.retrieval.translation:
-        from .translate import TranslationPlan
+def _retriever(model, retrieval):
+    """``model`` itself, or the retriever its spec string names (``retrieval``: its build options)."""
+    if not isinstance(model, str):
+        return model
+    cache = Path(retrieval.cache_dir) if retrieval.cache_dir is not None else embeddings_dir()
+    return make_retriever(model, cache_dir=cache, **retrieval.builder())
 
-        plan = TranslationPlan.create(c.retrieval.translation, task=task_obj, data_dir=data.data_dir,
-                                      task_options=data.task_options)
-        if hasattr(plan.translator, "progress"):  # the translators' own bars follow --no-progress
-            plan.translator.progress = out.progress
-    settings = _Settings(retriever, measure_objs, c.statistics.resamples, c.statistics.seed, plan, index=index)
-    from .rank.choose import choose_ranker
 
-    settings.ranker = choose_ranker(c.ranking, [len(p.docs) for p in pools], measure_objs, c.retrieval.device,
-                                    retriever)
+def _translation_plan(c: RunConfig, task_obj):
+    """The run's ``TranslationPlan`` (None without ``translation``); its bars follow ``progress``."""
+    if not c.retrieval.translation:
+        return None
+    plan = TranslationPlan.create(c.retrieval.translation, task=task_obj, data_dir=c.data.data_dir,
+                                  task_options=c.data.task_options)
+    if hasattr(plan.translator, "progress"):  # the translators' own bars follow --no-progress
+        plan.translator.progress = c.output.progress
+    return plan
 
-    todo, outcomes = [], []
+
+def _ranker(given, c: RunConfig, pools: Sequence[Pool], measures, retriever):
+    """``given`` (checked against the measures), else the ranker the ranking options choose."""
+    if given is None:
+        return choose_ranker(c.ranking, [len(p.docs) for p in pools], measures, c.retrieval.device, retriever)
+    given.supports(measures)
+    return given
+
+
+def _plan(pools: Sequence[Pool], store: ResultStore, settings: _Settings):
+    """``(finished, todo)``: the pools the store holds finished with these settings (``PoolResult``)
+    and the others with the path each is to be written to (None in memory)."""
+    done, todo = [], []
     for pool in pools:
-        path = None if out.output_dir is None else _result_path(out.output_dir, settings.system, pool)
-        existing = None if out.overwrite or path is None else _reusable(path, pool, settings)
-        if existing is not None:
-            outcomes.append(PoolResult.read(pool.name, path, existing, reused=True))
+        path = store.path(settings.system, pool)
+        finished = store.reuse(pool, path, settings.identity)
+        if finished is not None:
+            done.append(finished)
         else:
             todo.append((pool, path))
+    return done, todo
 
-    if hasattr(retriever, "progress"):
-        retriever.progress = out.progress
-    encoded, t_stage = _encoded(retriever), time.perf_counter()
-    if todo:
-        from .results import hardware_info
 
-        settings.hardware = hardware_info()  # probed once per run, not per record
-        if plan is None and c.ranking.executor == "local" and hasattr(retriever, "encode_ahead"):
-            retriever.encode_ahead(*_all_texts([pool for pool, _ in todo]))  # the encoding stage
-    t_stage = time.perf_counter() - t_stage
-    for pool, path in _progress(todo, out.progress, "pools"):
-        groups = task_obj.breakdown_groups(pool) if task_obj is not None else {}
-        result, evaluation = _evaluate_pool(pool, retriever, settings, groups)
-        if path is not None:
-            result = _write(result, evaluation, path)
-        outcomes.append(PoolResult(pool.name, result, PerQuery(tuple(evaluation.query_ids), evaluation.columns()),
-                                   path, False))
-    order = {p.name: i for i, p in enumerate(pools)}
-    outcomes.sort(key=lambda o: order[o.name])
-    gaps = write_gaps(outcomes, resamples=c.statistics.resamples, seed=c.statistics.seed,
-                      correction=c.statistics.correction)
-    main = task_obj.card.main_measures if task_obj is not None else _main_measures(pools)
-    encoded = None if encoded is None else _encoded(retriever) - encoded
-    return RunResult(pools=tuple(outcomes), gaps=tuple(g for _, g in gaps), main_measures=dict(main),
-                     seconds=time.perf_counter() - t_start, gap_paths=tuple(p for p, _ in gaps),
-                     measures=tuple(str(m) for m in measure_objs) if c.statistics.measures else None,
-                     encoded=encoded, encode_seconds=t_stage)
+def _encode_stage(todo, settings: _Settings, executor: str):
+    """Encode every text of the pools to compute at once (when the retriever can and nothing is
+    translated, here); returns this machine's hardware, probed once per run, not per record."""
+    hardware = hardware_info()
+    retriever = settings.retriever
+    if settings.translation is None and executor == "local" and hasattr(retriever, "encode_ahead"):
+        retriever.encode_ahead(*_all_texts([pool for pool, _ in todo]))  # the encoding stage
+    return hardware
 
 
 def _all_texts(pools: Sequence[Pool]) -> tuple[list, list]:
@@ -133,6 +202,11 @@ def _encoded(retriever) -> int | None:
     caches = [r.cache for r in (getattr(retriever, "retrievers", None) or (retriever,))
               if callable(getattr(getattr(r, "cache", None), "stats", None))]
     return sum(c.stats()["encoded"] for c in caches) if caches else None
+
+
+def _encoded_since(retriever, before: int | None) -> int | None:
+    """Texts encoded since ``_encoded`` gave ``before`` (None: the retriever has no embedding cache)."""
+    return None if before is None else _encoded(retriever) - before
 
 
 def _given_pools(pools) -> list[Pool]:
@@ -154,74 +228,10 @@ def _given_pools(pools) -> list[Pool]:
 
 def _main_measures(pools) -> dict[str, tuple[str, ...]]:
     """Main measures per scenario of user-built pools (those the scenario declares)."""
-    from .measures import MAIN_MEASURES
-
     return {p.scenario: tuple(str(m) for m in MAIN_MEASURES.get(p.scenario, ())) for p in pools}
 
 
-class _Settings:
-    """What must match for a finished result to be reused: the data (its files' SHA-256, else its
-    revision), the qrels, the retriever (spec, revision, prompts), the translation and the
-    measures (names, bootstrap resamples and seed)."""
-
-    def __init__(self, retriever, measures, resamples: int, seed: int, translation=None, hardware=None,
-                 index: str | None = None):
-        from .identity import SystemKey
-
-        self.retriever, self.translation, self.hardware = retriever, translation, hardware
-        self.ranker = None  # the run's evaluation.Ranker (choose_ranker)
-        self.index = index  # an approximate index's spec (None: exact ranks)
-        self.description = retriever.describe()
-        self.system = SystemKey.of_run(retriever, translation, index, self.description)
-        self.measures = measures
-        self.resamples, self.seed = resamples, seed
-
-    def mismatch(self, result, pool: Pool) -> str | None:
-        from .identity import PoolKey
-
-        want, have = self.description, result.system_key
-        checks = {
-            "retriever": (result.retriever.spec, self.retriever.spec),
-            "model revision": (have.revision, self.system.revision),
-            "translation": (have.translation, self.system.translation),
-            "ranking": (have.ranking, self.system.ranking),
-            "prompts": (dict(result.retriever.prompts), dict(want.get("prompts") or {})),
-            "bootstrap resamples": (result.bootstrap.resamples, self.resamples),
-            "bootstrap seed": (result.bootstrap.seed, self.seed),
-            "qrels": (result.qrels_sha256, PoolKey.of(pool).qrels_sha256),
-        }
-        data = _data_mismatch(result.task, pool.source)
-        if data is not None:
-            return data
-        for what, (have, need) in checks.items():
-            if have != need:
-                return what
-        missing = [str(m) for m in self.measures if str(m) not in result.measures]
-        return f"measures ({', '.join(missing)})" if missing else None
-
-
-def _data_mismatch(task_ref, source) -> str | None:
-    """Why the data a result was computed from is not the pool's data, or None when it is.
-
-    Files hashed on both sides must agree (a pool may hash more files than an earlier run that
-    loaded fewer languages); with no hashes on either side, the revisions must agree.
-    """
-    have = dict(task_ref.files_sha256 or {})
-    need = dict(source.get("files_sha256") or {})
-    if have or need:
-        common = sorted(set(have) & set(need))
-        if not common:
-            return f"data (no common hashed file: {', '.join(sorted(have)) or 'none'} vs {', '.join(sorted(need)) or 'none'})"
-        changed = [name for name in common if have[name] != need[name]]
-        return f"data (SHA-256 of {', '.join(changed)})" if changed else None
-    if task_ref.revision != source.get("revision"):
-        return f"data revision ({task_ref.revision} vs {source.get('revision')})"
-    return None
-
-
 def _measures(names: Sequence[str] | None):
-    from .measures import DEFAULT_MEASURES, parse
-
     if not names:
         return DEFAULT_MEASURES
     try:
@@ -230,52 +240,21 @@ def _measures(names: Sequence[str] | None):
         raise UnknownNameError(str(exc)) from None
 
 
-def _result_path(output_dir, system, pool: Pool) -> Path:
-    """Where the result of ``system`` (an ``identity.SystemKey``) on ``pool`` lies."""
-    from .identity import PoolKey
-    from .results import result_path
-
-    return result_path(output_dir, system, PoolKey.of(pool))
-
-
-def _reusable(path: Path, pool: Pool, settings: _Settings):
-    """The finished result at ``path`` if it was made with the same settings; None to compute.
-
-    A finished result made with other settings is never overwritten silently.
-    """
-    from .results import read_per_query, read_result
-
-    if not path.exists():
-        return None
-    try:
-        result = read_result(path)
-        read_per_query(path)
-    except ValueError:
-        return None  # half-written or damaged: recompute
-    why = settings.mismatch(result, pool)
-    if why is not None:
-        raise ClirbenchError(f"{path} exists with different {why}; pass --overwrite to replace it "
-                             f"or --output to write elsewhere")
-    return result
-
-
 def _progress(items, enabled: bool, desc: str):
     if not enabled or len(items) <= 1:
         return items
-    from tqdm.auto import tqdm
+    from tqdm.auto import tqdm  # lazy: tqdm's auto front end probes for a notebook
 
     return tqdm(items, desc=desc, unit="pool")
 
 
-def _evaluate_pool(pool: Pool, retriever, settings: _Settings, groups: Mapping | None = None):
+def _evaluate_pool(pool: Pool, settings: _Settings, hardware, groups: Mapping | None = None):
     """Encode, score, rank and measure one pool: ``(Result, PoolEvaluation)``, nothing written.
 
     ``groups`` (``Task.breakdown_groups``: ``{field: {qid: groups}}``) puts a per-group
     breakdown into the record.
     """
-    from .evaluation import evaluate_pool
-    from .results import BootstrapSettings, Result, RetrieverRef, TaskRef, Timings
-
+    retriever = settings.retriever
     seen, translation, t_translate = pool, None, 0.0
     if settings.translation is not None:  # the retriever sees the translated texts; ids and langs stay
         seen, translation = settings.translation.apply(pool)
@@ -286,29 +265,18 @@ def _evaluate_pool(pool: Pool, retriever, settings: _Settings, groups: Mapping |
     t1 = time.perf_counter()
     evaluation = evaluate_pool(retriever, pool, settings.measures, settings.resamples, settings.seed,
                                seen=seen, ranker=settings.ranker)
-    ranking = evaluation.ranking  # how the ranks were obtained (sharded, Ray, ANN); None: full rows
     t_breakdown = time.perf_counter()
     breakdown = evaluation.breakdown(groups or {})
     preference = _preference(pool, evaluation, settings)
     t_search = evaluation.seconds["search"]
     cost = _cost(retriever, seen, len(evaluation.query_ids), t_search, translation)
     t_measure = evaluation.seconds["measure"] + time.perf_counter() - t_breakdown
-    desc = dict(settings.description)
-    retriever_ref = RetrieverRef(
-        spec=retriever.spec, model_id=desc.pop("model_id", None), revision=desc.pop("revision", None),
-        prompts=desc.pop("prompts", {}) or {},
-        settings={**{k: v for k, v in desc.items() if k != "spec"}, **({"ranking": ranking} if ranking else {})})
-    result = Result(
-        task=TaskRef(id=pool.task, source=str(pool.source.get("origin")), revision=pool.source.get("revision"),
-                     files_sha256=pool.source.get("files_sha256") or None),
-        subset=pool.subset, qrels_sha256=pool.qrels_hash(), scenario=pool.scenario, pool_mode=pool.pool_mode,
-        pool_size=len(pool.docs), doc_langs=pool.doc_langs, query_lang=pool.query_lang,
-        num_queries=len(evaluation.query_ids), retriever=retriever_ref, measures=evaluation.summary,
-        bootstrap=BootstrapSettings(resamples=settings.resamples, seed=settings.seed),
+    result = Result.of(
+        pool, RetrieverRef.described(retriever.spec, settings.description, evaluation.ranking), evaluation.summary,
+        len(evaluation.query_ids), resamples=settings.resamples, seed=settings.seed, hardware=hardware,
         timings_s=Timings(encode=t1 - t0, translate=t_translate, search=t_search, measure=t_measure,
-                          total=time.perf_counter() - t0 + t_translate), translation=translation,
-        hardware=settings.hardware, breakdown=breakdown, preference=preference,
-        cost=cost)
+                          total=time.perf_counter() - t0 + t_translate),
+        translation=translation, breakdown=breakdown, preference=preference, cost=cost)
     return result, evaluation
 
 
@@ -317,26 +285,14 @@ def _preference(pool: Pool, evaluation, settings: _Settings):
     exact (an approximate index does not rank every relevant passage exactly)."""
     if settings.index is not None:
         return None
-    from .stats.preference import pool_preference
-
     return pool_preference(pool, evaluation.table, settings.resamples, settings.seed)
 
 
 def _cost(retriever, seen: Pool, num_queries: int, search_seconds: float, translation):
     """The record's ``cost`` section (``results.cost``): what the retriever reports about the pool it
     saw (encoding from the cache's records, index bytes), the search time, the translation."""
-    from .results.cost import cpu_name, pool_cost
-
     report = retriever.cost(seen.queries, seen.docs) if callable(getattr(retriever, "cost", None)) else None
     return pool_cost(report, num_queries, search_seconds, translation, cpu_name())
-
-
-def _write(result, evaluation, path: Path):
-    """Write a pool's record, its per-query table and its ranks table (atomically); returns the record
-    as written."""
-    from .results import write_result
-
-    return write_result(result, (evaluation.query_ids, evaluation.columns()), path, ranks=evaluation.table)
 
 
 def write_gaps(outcomes: Sequence[PoolResult], resamples: int = 1000, seed: int = 42,
@@ -344,11 +300,6 @@ def write_gaps(outcomes: Sequence[PoolResult], resamples: int = 1000, seed: int 
     """Query-language gaps for every bilingual pool finished for both query languages, their
     p-values adjusted as one family (every measure of every gap of this run) by ``correction``;
     each written beside its results when those were written. ``[(path or None, Gap)]``."""
-    from .stats.paired import BILINGUAL_SCENARIOS, correct_gaps, query_language_gap, write_gap
-    from .measures import MAIN_MEASURES
-
-    from .identity import PoolKey
-
     by_pool: dict[PoolKey, dict[str, PoolResult]] = {}
     for o in outcomes:
         r = o.record
