@@ -4,7 +4,8 @@ The public API mirrors the CLI and works in memory: ``get_task``, ``list_tasks``
 ``register_task``, ``run`` (its settings: ``RunConfig``), ``evaluate``, ``compare``, ``load_results``, the measure objects (``parse("nDCG@10")``, ``nDCG``,
 ``MaxR``, …), the data types ``Text`` and ``Pool``, the ``Retriever`` protocol and
 ``RunRetriever`` (a ``{qid: {docid: score}}`` run as a retriever). See docs/python-api.md.
-Nothing heavy is imported until a name is used.
+``run`` writes files only when given a results folder (``output_dir=``), as ``clirbench run
+--output`` does. Nothing heavy is imported until a name is used.
 """
 from __future__ import annotations
 

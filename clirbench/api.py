@@ -8,12 +8,12 @@ import os
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from .results import Evaluation, Metric, PoolResult, RunResult
+from .results import Evaluation, Metric, PoolResult, ResultStore, RunResult
 
 __all__ = ["run", "evaluate", "load_results", "RunResult", "PoolResult", "Evaluation", "Metric"]
 
 
-def run(model, task="xquad", config=None, **options) -> RunResult:
+def run(model, task="xquad", config=None, *, ranker=None, **options) -> RunResult:
     """Evaluate ``model`` (a spec string such as ``"bm25"`` or a Retriever object) on a task.
 
     ``task`` is a task id, the object ``get_task(id)`` returns, or a sequence of ``Pool``s you
@@ -21,33 +21,31 @@ def run(model, task="xquad", config=None, **options) -> RunResult:
     ``langs``, ``scenarios``, ``query_langs``, ``pool_mode``, ``data_dir``, ``task_options``;
     ``cache_dir``, ``query_prompt``, ``doc_prompt``, ``batch_size``, ``device``, ``translation``;
     ``shards``, ``index``, ``executor``, ``address``, ``workers``; ``measures``, ``resamples``,
-    ``seed``; ``output_dir``, ``overwrite``, ``progress``. Here ``output_dir`` defaults to None:
-    nothing is written; with a folder, results are written there and finished ones reused, as
-    ``clirbench run`` does.
-    """
-    from . import runner
+    ``seed``; ``output_dir``, ``overwrite``, ``progress``.
 
-    if config is None:
-        options.setdefault("output_dir", None)
-    return runner.run(model, task=task, config=config, **options)
+    Output: ``output_dir`` (an option, or ``RunConfig``'s ``output.output_dir``) defaults to None:
+    nothing is written, nothing reused. With a folder (``output_dir="results"``), records are
+    written there and finished ones reused, as ``clirbench run --output results`` does: the CLI
+    passes its ``--output`` (default ``results``) by the same rule.
+
+    ``ranker`` (any object with ``supports(measures)`` and ``rank(retriever, seen_pool, pool) ->
+    Ranked``) ranks every pool instead of the one the ranking options choose.
+    """
+    from . import runner  # lazy: the runner imports every retriever family and task loader
+
+    return runner.run(model, task=task, config=config, ranker=ranker, **options)
 
 
 def load_results(paths) -> RunResult:
     """Result files (paths, or folders searched recursively; ``*.gap.json`` skipped) as a
     ``RunResult``, for ``.to_pandas()`` and ``compare``."""
-    from .results import read_result
-
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     files = []
     for p in map(Path, paths):
-        found = sorted(p.rglob("*.json")) if p.is_dir() else [p]
+        found = ResultStore(p).files() if p.is_dir() else [p]
         files.extend(f for f in found if not f.name.endswith(".gap.json"))
-    pools = []
-    for f in files:
-        r = read_result(f)
-        pools.append(PoolResult.read(r.pool_key.name, f, r))
-    return RunResult(tuple(pools), (), {}, 0.0)
+    return RunResult(tuple(ResultStore.read(f) for f in files), (), {}, 0.0)
 
 
 def evaluate(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[str, float]],

@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 __all__ = ["RunConfig", "DataOptions", "RetrievalOptions", "RankingOptions", "StatisticsOptions",
            "OutputOptions", "DEFAULT_OUTPUT", "EXECUTORS"]
 
-DEFAULT_OUTPUT = "results"
+DEFAULT_OUTPUT = "results"  # the results folder of `clirbench run --output` and of a sweep when none is given
 EXECUTORS = ("local", "ray")
 
 
@@ -115,10 +115,11 @@ class StatisticsOptions:
 
 @dataclass(frozen=True)
 class OutputOptions:
-    """Where results go (``output_dir``; None: nothing written, nothing reused), whether finished
-    pools are recomputed (``overwrite``), and progress bars."""
+    """Where results go (``output_dir``; None, the default: nothing written, nothing reused; the
+    CLI and the sweep pass ``DEFAULT_OUTPUT`` unless told otherwise), whether finished pools are
+    recomputed (``overwrite``), and progress bars."""
 
-    output_dir: Any = DEFAULT_OUTPUT
+    output_dir: Any = None
     overwrite: bool = False
     progress: bool = True
 

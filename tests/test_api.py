@@ -250,3 +250,88 @@ def test_run_config_is_the_keyword_options_as_one_checked_value():
     by_keywords = clirbench.run("bm25", task="xquad", langs="en,de", scenarios="mono-cross", query_langs=["de"],
                                 data_dir=XQUAD, resamples=50, correction="bh", progress=False)
     assert [repr(p.record.measures) for p in by_config] == [repr(p.record.measures) for p in by_keywords]  # NaN too
+
+
+# -- output: one rule for the API and the CLI ------------------------------------------------------
+
+
+def _records(folder: Path) -> dict[str, dict]:
+    """The measures of every record under ``folder``, by path relative to it."""
+    return {str(p.relative_to(folder)): clirbench.load_results(p)[0].record.to_dict()["measures"]
+            for p in sorted(folder.rglob("*.json")) if not p.name.endswith(".gap.json")}
+
+
+def test_run_writes_only_into_an_output_folder_by_the_rule_of_the_cli(tmp_path, monkeypatch):
+    """``clirbench.run`` writes nothing by default, a ``RunConfig()`` included; ``output_dir=`` (or the
+    config's) writes there; ``clirbench run`` passes its ``--output`` (default ``results``) by that rule."""
+    from clirbench.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    kw = dict(langs="en,zh", scenarios="mono-cross", query_langs=["zh"], data_dir=XQUAD, resamples=20,
+              progress=False)
+    assert clirbench.RunConfig().output.output_dir is None
+    by_config = clirbench.run("bm25", "xquad", clirbench.RunConfig.of(**kw))
+    by_default = clirbench.run("bm25", "xquad", **kw)
+    assert list(tmp_path.iterdir()) == [] and all(p.path is None for p in [*by_config, *by_default])
+    written = clirbench.run("bm25", "xquad", output_dir="api", **kw)
+    assert [p.path for p in written] == [Path("api/bm25/xquad/mono-cross/unique/en.q-zh.json")]
+    clirbench.run("bm25", "xquad", clirbench.RunConfig.of(output_dir="config", **kw))
+    argv = ["run", "--model", "bm25", "--task", "xquad", "--langs", "en,zh", "--scenario", "mono-cross",
+            "--query-lang", "zh", "--data-dir", str(XQUAD), "--resamples", "20", "--no-progress"]
+    assert main(argv + ["--output", "cli"]) == 0
+    assert main(argv) == 0  # the command's default folder
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["api", "cli", "config", "results"]
+    expected = {"bm25/xquad/mono-cross/unique/en.q-zh.json": by_default[0].record.to_dict()["measures"]}
+    for folder in ("api", "config", "cli", "results"):
+        assert _records(tmp_path / folder) == expected, folder
+    again = clirbench.run("bm25", "xquad", output_dir="cli", **kw)  # the API reuses what the CLI wrote
+    assert [p.reused for p in again] == [True]
+
+
+# -- a ranker of one's own ---------------------------------------------------------------------------
+
+
+class _CountingRanker:
+    """Exact ranks (``rank.ExactRanker``), counting the calls."""
+
+    def __init__(self, refuse: bool = False):
+        from clirbench.rank import ExactRanker
+
+        self.inner, self.refuse = ExactRanker(), refuse
+        self.supported: list[tuple[str, ...]] = []
+        self.ranked: list[str] = []
+
+    def supports(self, measures) -> None:
+        from clirbench.util.errors import ClirbenchError
+
+        self.supported.append(tuple(str(m) for m in measures))
+        if self.refuse:
+            raise ClirbenchError("this ranker gives no MaxR")
+        self.inner.supports(measures)
+
+    def rank(self, retriever, seen, pool):
+        self.ranked.append(pool.name)
+        return self.inner.rank(retriever, seen, pool)
+
+
+def test_a_ranker_of_ones_own_ranks_every_pool_instead_of_the_chosen_one(tmp_path):
+    from clirbench.util.errors import ClirbenchError
+
+    kw = dict(langs="en,zh", scenarios="multi,mono-cross", data_dir=XQUAD, resamples=20, progress=False,
+              measures=["nDCG@10", "MaxR"])
+    ranker = _CountingRanker()
+    mine = clirbench.run("bm25", "xquad", ranker=ranker, **kw)
+    chosen = clirbench.run("bm25", "xquad", **kw)
+    assert ranker.supported == [("nDCG@10", "MaxR")]  # checked once, before any work
+    assert ranker.ranked == [p.name for p in chosen] and len(ranker.ranked) == 4
+    assert [repr(p.record.measures) for p in mine] == [repr(p.record.measures) for p in chosen]
+    assert [g.to_dict() for g in mine.gaps] == [g.to_dict() for g in chosen.gaps]
+    # a ranker refusing the measures stops the run before any pool is ranked
+    refusing = _CountingRanker(refuse=True)
+    with pytest.raises(ClirbenchError, match="this ranker gives no MaxR"):
+        clirbench.run("bm25", "xquad", ranker=refusing, output_dir=tmp_path / "out", **kw)
+    assert refusing.ranked == [] and not (tmp_path / "out").exists()
+    # through a RunConfig, too
+    again = _CountingRanker()
+    clirbench.run("bm25", "xquad", clirbench.RunConfig.of(**kw), ranker=again)
+    assert again.ranked == ranker.ranked

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import argparse
 
+from ..run_config import (DEFAULT_OUTPUT, DataOptions, OutputOptions, RankingOptions, RetrievalOptions, RunConfig,
+                          StatisticsOptions)
 from ..util import checks
 from .args import split_list, task_options
 from .translation import add_translation_arguments, translation_options
@@ -23,7 +25,7 @@ def add_run_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--task-option", action="append", default=[], metavar="KEY=VALUE",
                    help="a task-specific option (repeatable), e.g. split=test")
     p.add_argument("--data-dir", default=None, help="folder with the task's files (else $CLIRBENCH_DATA_DIR/<task>, else the copy in the package, else the hub)")
-    p.add_argument("--output", default="results", help="results folder (default: ./results)")
+    p.add_argument("--output", default=DEFAULT_OUTPUT, help=f"results folder (default: ./{DEFAULT_OUTPUT})")
     p.add_argument("--cache-dir", default=None, help="embedding cache (default: $CLIRBENCH_CACHE_DIR or ~/.cache/clirbench)")
     p.add_argument("--measures", default=None, help="comma list of measures (default: the full set)")
     p.add_argument("--query-prompt", default=None, help="override the query prompt")
@@ -76,9 +78,6 @@ def cmd_run(args) -> int:
 
 def run_config(args):
     """The ``RunConfig`` of ``clirbench run``'s flags, group by group (checked when built)."""
-    from ..run_config import (DataOptions, OutputOptions, RankingOptions, RetrievalOptions, RunConfig,
-                              StatisticsOptions)
-
     for option, value in (("--langs", args.langs), ("--scenario", args.scenario)):
         split_list(value, option)  # "" or "en,zh,": an error, not the default (nor an unknown language '')
     return RunConfig(
