@@ -114,7 +114,7 @@ def main() -> None:
             "pytrec_eval": [sys.executable, str(folder / "pytrec.py"), qrels, run],
             "ranx": [sys.executable, str(folder / "ranx_eval.py"), qrels, run],
             "reader": [sys.executable, "-c", "import sys; from clirbench.formats.trec import read_qrels; "
-                       "from clirbench.formats.trec_fast import rank_run_file; assert rank_run_file(sys.argv[2], read_qrels(sys.argv[1]))",
+                       "from clirbench.rank.run_file import rank_run_file; assert rank_run_file(sys.argv[2], read_qrels(sys.argv[1]))",
                        qrels, run],
             "cat": ["sh", "-c", f"cat {run} > /dev/null"],
             "parse": [sys.executable, "-c", BARE_PARSE, run],

@@ -9,8 +9,7 @@ The public API mirrors the CLI and works in memory: ``get_task``, ``list_tasks``
 """
 from __future__ import annotations
 
-import sys
-import types
+import importlib
 
 __version__ = "0.1.0"
 
@@ -45,8 +44,6 @@ __all__ = ["__version__", *_LAZY]
 def __getattr__(name: str):
     if name not in _LAZY:
         raise AttributeError(f"module 'clirbench' has no attribute {name!r}")
-    import importlib
-
     module_name, attr = _LAZY[name]
     module = importlib.import_module(module_name)
     return module if attr is None else getattr(module, attr)
@@ -54,17 +51,3 @@ def __getattr__(name: str):
 
 def __dir__() -> list[str]:
     return sorted(__all__)
-
-
-class _Package(types.ModuleType):
-    """Importing the submodule ``clirbench.evaluate`` must not replace the verb ``clirbench.evaluate``:
-    Python binds a submodule to its parent's attribute of the same name, so the verbs are kept out
-    of the namespace and always served by ``__getattr__``."""
-
-    def __setattr__(self, name: str, value) -> None:
-        if isinstance(value, types.ModuleType) and name in _LAZY and _LAZY[name][1] is not None:
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

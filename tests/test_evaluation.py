@@ -127,7 +127,7 @@ def test_breakdown_over_the_stored_columns(case):
 
 
 def test_evaluate_keeps_its_report_and_exposes_per_query_values(tmp_path):
-    from clirbench.evaluate import evaluate_files
+    from clirbench.trec_files import evaluate_files
     from clirbench.evaluation import evaluate_run
 
     qrels = {"q1": {"a": 1, "c": 2}, "q2": {"b": 1, "d": 1}, "q3": {"z": 1}}

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from clirbench.cli import main
-from clirbench.evaluate import evaluate_files
+from clirbench.trec_files import evaluate_files
 
 FIX = Path(__file__).parent / "fixtures" / "trec_eval"
 

@@ -1,4 +1,4 @@
-"""The pyarrow run reader (trec_fast) gives rank_run(read_run(...))'s table exactly, or defers to
+"""The pyarrow run reader (rank/run_file.py) gives rank_run(read_run(...))'s table exactly, or defers to
 the strict reader: every malformed file gives the strict reader's one-line error, through the CLI."""
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from clirbench.rank import runs as ranking
 from clirbench.cli import main
 from clirbench.rank.runs import rank_run
 from clirbench.formats.trec import read_qrels, read_run, write_qrels, write_run
-from clirbench.formats.trec_fast import _BAD_NON_ASCII, rank_run_file
+from clirbench.rank.run_file import _BAD_NON_ASCII, rank_run_file
 from test_pytrec_eval_agreement import assert_agree, random_case
 
 
@@ -72,7 +72,7 @@ def test_both_ranking_layouts_agree(tmp_path, seed, monkeypatch):
 @pytest.mark.parametrize("name", ["r", "r.gz"])
 @pytest.mark.parametrize("two_at_once", [0, 1 << 40])
 def test_many_chunks_and_queries_spanning_them(tmp_path, monkeypatch, two_at_once, name):
-    import clirbench.formats.trec_fast as tf
+    import clirbench.rank.run_file as tf
 
     monkeypatch.setattr(tf, "_TWO_AT_ONCE", two_at_once)  # chunks parsed two at a time, or one
     monkeypatch.setattr(tf, "_BLOCK", 1 << 10)  # pyarrow's minimum-ish block: queries cross batches
@@ -89,7 +89,7 @@ def test_many_chunks_and_queries_spanning_them(tmp_path, monkeypatch, two_at_onc
 @pytest.mark.parametrize("chunk", [7, 64, 4096])
 def test_byte_chunks_with_long_lines_and_runs_of_empty_lines(tmp_path, monkeypatch, chunk):
     """Chunks shorter than a line, chunks holding only empty lines: the same table as the strict reader's."""
-    import clirbench.formats.trec_fast as tf
+    import clirbench.rank.run_file as tf
 
     monkeypatch.setattr(tf, "_CHUNK", chunk)
     lines = [f"q1 Q0 {'d' * 90}{i} {i} {i % 3} t" for i in range(5)] + [""] * 300 + \
@@ -229,7 +229,7 @@ def test_evaluate_imports_no_pandas(tmp_path):
 
     (tmp_path / "q.txt").write_text("q1 0 d1 1\nq1 0 d3 0\nq2 0 d2 2\n")
     (tmp_path / "r.txt").write_text("q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 2.0 t\nq1 Q0 d3 3 1.0 t\nq2 Q0 d1 1 1.0 t\nq2 Q0 d2 2 1.0 t\n")
-    code = ("import sys; from clirbench.evaluate import evaluate_files; from clirbench.formats import trec_fast\n"
+    code = ("import sys; from clirbench.trec_files import evaluate_files; from clirbench.rank import run_file as trec_fast\n"
             f"assert trec_fast.rank_run_file({str(tmp_path / 'r.txt')!r}, {{'q1': {{'d1': 1}}}}) is not None\n"
             f"evaluate_files({str(tmp_path / 'q.txt')!r}, {str(tmp_path / 'r.txt')!r}, resamples=10)\n"
             "print('pandas' in sys.modules)")
@@ -242,7 +242,7 @@ def test_prefetched_keeps_order_passes_errors_and_stops_when_the_caller_does():
     import threading
     import time
 
-    from clirbench.formats.trec_fast import _prefetched
+    from clirbench.rank.run_file import _prefetched
 
     assert list(_prefetched(iter(range(100)))) == list(range(100))
 
@@ -269,7 +269,7 @@ def test_fingerprints_depend_only_on_the_string_and_its_segment():
     duplicate check relies on it; the converse is checked on the strings themselves)."""
     import pyarrow as pa
 
-    from clirbench.formats.trec_fast import _fingerprints
+    from clirbench.rank.run_file import _fingerprints
 
     rng = np.random.default_rng(7)
     alphabet = list("ab1_-é中")
@@ -294,7 +294,7 @@ def test_fingerprints_depend_only_on_the_string_and_its_segment():
 def test_bad_ascii_check_equals_the_byte_set_it_names(tmp_path, delim):
     """Every ASCII byte, alone and among 300,000 good ones (several counting slices): refused
     exactly when it is a control character but \\n, \\r and a tab delimiter, 0x7f or the other delimiter."""
-    from clirbench.formats.trec_fast import _CheckedBytes
+    from clirbench.rank.run_file import _CheckedBytes
 
     (tmp_path / "r").write_bytes(b"")
     check = _CheckedBytes(tmp_path / "r", delim)
@@ -312,7 +312,7 @@ def test_bad_ascii_check_equals_the_byte_set_it_names(tmp_path, delim):
 def test_empty_field_check_equals_splitting_each_line(delim):
     """``_empty_field`` (numpy over slices of 2**18 bytes) against ``bytes.split`` of every line,
     on random lines with \\n and \\r\\n endings, and with two delimiters around each slice edge."""
-    from clirbench.formats.trec_fast import _empty_field
+    from clirbench.rank.run_file import _empty_field
 
     def want(buf):
         return any(b"" in line.split(delim) for line in buf.splitlines() if line)
@@ -337,7 +337,7 @@ def test_the_qrels_error_comes_first_and_stops_the_reader_thread(tmp_path, qrels
     missing qrels file is still the error reported, and the thread is stopped, not left running."""
     import threading
 
-    from clirbench.evaluate import evaluate_files
+    from clirbench.trec_files import evaluate_files
 
     run = tmp_path / "run.txt"
     run.write_text("".join(f"q{q} Q0 d{d} {d + 1} {1000 - d} t\n" for q in range(200) for d in range(500)))
@@ -359,7 +359,7 @@ def test_line_check_refuses_exactly_what_the_exact_checks_refuse(tmp_path, delim
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
-    from clirbench.formats import trec_fast as tf
+    from clirbench.rank import run_file as tf
 
     (tmp_path / "r").write_bytes(b"")
     check = tf._CheckedBytes(tmp_path / "r", delim)
@@ -415,7 +415,7 @@ def test_relevant_entries_survive_fingerprint_collisions(monkeypatch):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from clirbench.formats import trec_fast as tf
+    from clirbench.rank import run_file as tf
 
     rng = np.random.default_rng(3)
     docs = [f"d{int(i)}" for i in rng.integers(0, 40, 600)]
@@ -486,8 +486,8 @@ def test_a_bad_chunk_far_in_stops_every_reader_thread(tmp_path, monkeypatch, two
     strict reader (its error, through evaluate_files), and no reader or parse thread is left running."""
     import threading
 
-    import clirbench.formats.trec_fast as tf
-    from clirbench.evaluate import evaluate_files
+    import clirbench.rank.run_file as tf
+    from clirbench.trec_files import evaluate_files
 
     monkeypatch.setattr(tf, "_CHUNK", 4096)
     monkeypatch.setattr(tf, "_TWO_AT_ONCE", two_at_once)

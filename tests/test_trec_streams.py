@@ -146,7 +146,7 @@ def test_stdin_is_left_open_and_read_once_in_process(files, monkeypatch):
     two readers (the fast path and trec_eval's Bpref), standard input not closed."""
     import io
 
-    from clirbench.evaluate import evaluate_files
+    from clirbench.trec_files import evaluate_files
 
     stdin = io.TextIOWrapper(io.BytesIO(RUN.encode()))
     monkeypatch.setattr("sys.stdin", stdin)

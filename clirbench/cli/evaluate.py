@@ -35,7 +35,7 @@ def add_evaluate_parser(subparsers) -> argparse.ArgumentParser:
 def cmd_evaluate(args) -> int:
     from ..util.atomic import write_text_atomic
     from ..util.errors import ClirbenchError
-    from ..evaluate import evaluate_files
+    from ..trec_files import evaluate_files
     from .args import check_outputs
 
     fmt = args.format or ("json" if args.json else "table")

@@ -1,5 +1,5 @@
 r"""TREC qrels and run files (plain or gzip), read the way trec_eval reads them: the one reader of
-``clirbench evaluate`` (and its pyarrow fast path, ``trec_fast``) and ``clirbench trec_eval``.
+``clirbench evaluate`` (and its pyarrow fast path, ``rank.run_file``) and ``clirbench trec_eval``.
 
 qrels: ``qid iter docid rel`` (rel an integer; iter ignored). run: ``qid Q0 docid rank score tag``,
 fields after the tag ignored; Q0 and rank ignored, as trec_eval ignores them; the run id is the tag

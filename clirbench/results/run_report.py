@@ -1,4 +1,4 @@
-"""``Evaluation``: what scoring a ready run against qrels gives (``clirbench.evaluate``, ``clirbench
+"""``Evaluation``: what scoring a ready run against qrels gives (``clirbench.trec_files``, ``clirbench
 evaluate``): every measure's value with its interval, the per-query values, and the query counts,
 typed; ``to_dict()`` is the JSON report at the edge."""
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """``clirbench evaluate``'s front end: TREC qrels and run files -> ``results.Evaluation`` (the
-kernel, ``evaluation.evaluate_ranked_run``, does the measuring; ``clirbench.evaluate`` scores runs
+kernel, ``evaluation.evaluate_ranked_run``, does the measuring; ``clirbench.trec_files`` scores runs
 already in memory)."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ def evaluate_files(qrels_path, run_path, measures=None, resamples: int = 1000, s
     """A typed ``results.Evaluation`` of TREC files; malformed lines give a one-line error naming file
     and line.
 
-    The run is read by the pyarrow reader (``trec_fast``) straight into ranks; a file it cannot
+    The run is read by the pyarrow reader (``rank.run_file``) straight into ranks; a file it cannot
     vouch for, or no pyarrow, goes through the strict pure-Python reader (same result, slower); both
     follow ``formats.trec``'s rules. ``-`` is standard input; a stream (``-``, a pipe, a FIFO) is
     read once (the run into a temporary copy, deleted after). ``per_query_path`` (``.tsv`` or
@@ -24,7 +24,7 @@ def evaluate_files(qrels_path, run_path, measures=None, resamples: int = 1000, s
     from .util.checks import check_resamples, check_seed
     from .rank.runs import rank_run
     from .formats.trec import check_inputs, is_stream, read_qrels, read_run, rereadable
-    from .formats.trec_fast import rank_run_file
+    from .rank.run_file import rank_run_file
 
     resamples, seed = check_resamples(resamples), check_seed(seed)  # before reading any file
     if per_query_path is not None and not str(per_query_path).endswith((".tsv", ".jsonl")):

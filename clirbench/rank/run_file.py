@@ -20,10 +20,10 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from ..rank.runs import rank_in_segments
-from ..rank.table import RankTable, finish_table
-from .jsonl import MAX_LINE_BYTES
-from .trec import is_stream, open_input
+from .runs import rank_in_segments
+from .table import RankTable, finish_table
+from ..formats.jsonl import MAX_LINE_BYTES
+from ..formats.trec import is_stream, open_input
 
 __all__ = ["rank_run_file"]
 
