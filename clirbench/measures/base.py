@@ -3,13 +3,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 import numpy as np
 
-from ..rank.table import RankTable
 from .compute import Prep, maxr_norm_of_mean
 from .families import ALIASES, FAMILIES, Family
+
+if TYPE_CHECKING:  # annotations only: the measures read a RankTable and need no rank code at run time
+    from ..rank.table import RankTable
 
 __all__ = ["Measure", "parse", "valid_names", "direction", "compute", "per_query"]
 

@@ -10,11 +10,15 @@ family records (families.py) bind them to names.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from functools import cached_property
 import numpy as np
 
-from ..rank.table import RankTable
 from .peer import peer
+
+if TYPE_CHECKING:  # annotations only: the measures read a RankTable and need no rank code at run time
+    from ..rank.table import RankTable
 
 __all__ = ["Prep", "maxr_norm_of_mean", "ndcg", "ap", "rr", "recall", "precision", "success", "complete",
            "max_rank", "maxr_norm", "same_lang_first", "peer_at"]

@@ -13,11 +13,13 @@ NaN, where ``peer_measure`` would say 1.
 from __future__ import annotations
 
 import math
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 
-from ..rank.table import RankTable
+if TYPE_CHECKING:  # annotations only: the measures read a RankTable and need no rank code at run time
+    from ..rank.table import RankTable
+
 
 __all__ = ["peer", "chi2_sf"]
 
