@@ -8,6 +8,8 @@ import os
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from . import runner
+from .evaluation import evaluate_run
 from .results import Evaluation, Metric, PoolResult, ResultStore, RunResult
 
 __all__ = ["run", "evaluate", "load_results", "RunResult", "PoolResult", "Evaluation", "Metric"]
@@ -31,7 +33,6 @@ def run(model, task="xquad", config=None, *, ranker=None, **options) -> RunResul
     ``ranker`` (any object with ``supports(measures)`` and ``rank(retriever, seen_pool, pool) ->
     Ranked``) ranks every pool instead of the one the ranking options choose.
     """
-    from . import runner  # lazy: the runner imports every retriever family and task loader
 
     return runner.run(model, task=task, config=config, ranker=ranker, **options)
 
@@ -55,6 +56,5 @@ def evaluate(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[s
 
     Queries evaluated: those in the run with at least one judgement (as pytrec_eval).
     """
-    from .evaluation import evaluate_run
 
     return evaluate_run(qrels, run, None if measures is None else [str(m) for m in measures], resamples, seed)

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
+from .identity import PoolKey
+
 ROLES = ("query", "document")  # what a text is to a retriever: its prompt and cache space
 
 
@@ -50,7 +52,6 @@ class ParallelCollection:
 
 def pool_name(task: str, subset: str, scenario: str, pool_mode: str, doc_langs, query_lang: str) -> str:
     """A pool's hierarchical id (``Pool.name``) from its fields, e.g. of a result record."""
-    from .identity import PoolKey
 
     return PoolKey(task, subset, scenario, pool_mode, tuple(doc_langs), query_lang).name
 
@@ -82,7 +83,6 @@ class Pool:
     @property
     def key(self):
         """The pool's ``identity.PoolKey`` (with its qrels hash)."""
-        from .identity import PoolKey
 
         return PoolKey.of(self)
 

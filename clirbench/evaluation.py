@@ -13,15 +13,22 @@ result's ``retriever.settings.ranking``). The rankers and ``choose_ranker`` live
 """
 from __future__ import annotations
 
+import dataclasses
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 
+from .measures import compute, parse
 from .rank.exact import ExactRanker
 from .rank.ranked import Ranker, RankingInfo
 from .rank.rows import rank_blocks, run_blocks
 from .rank.runs import rank_run
+from .results import Evaluation, breakdown
+from .stats.summary import summarise
+from .util.checks import check_resamples, check_seed
+from .util.errors import MalformedDataError, UnknownNameError
 
 if TYPE_CHECKING:
     from .collection import Pool
@@ -67,7 +74,6 @@ class PoolEvaluation:
 
     def breakdown(self, groups: Mapping[str, Mapping[str, Sequence[str]]]) -> dict | None:
         """``{field: {group: {"n", measure: mean}}}`` over ``columns()``; None when ``groups`` is empty."""
-        from .results import breakdown
 
         if not groups:
             return None
@@ -78,8 +84,6 @@ class PoolEvaluation:
 def evaluate_table(table: "RankTable", measures: Sequence, resamples: int = 1000,
                    seed: int = 42) -> PoolEvaluation:
     """Per-query values and bootstrap summary of a RankTable (``resamples=0``: values, CIs NaN)."""
-    from .measures import compute
-    from .stats.summary import summarise
 
     measures = tuple(measures)
     per_query = compute(measures, table)
@@ -94,8 +98,6 @@ def evaluate_pool(retriever, pool: "Pool", measures: Sequence, resamples: int = 
                   *, seen: "Pool | None" = None, ranker: Ranker | None = None) -> PoolEvaluation:
     """Rank ``pool`` with ``retriever`` (reading ``seen``, default ``pool``) by ``ranker`` (default
     full score rows) and measure it; the evaluation records how it was ranked and the seconds spent."""
-    import dataclasses
-    import time
 
     t0 = time.perf_counter()
     ranked = (ranker or ExactRanker()).rank(retriever, pool if seen is None else seen, pool)
@@ -116,10 +118,6 @@ def evaluate_ranked_run(table: "RankTable", qrels: Mapping, run_queries: Sequenc
                         resamples: int = 1000, seed: int = 42):
     """The typed ``results.Evaluation`` of a ranked run (``run_queries``: the query ids the run holds):
     ``measures`` (names; default ``STANDARD_MEASURES``) with bootstrap intervals and per-query values."""
-    from .util.checks import check_resamples, check_seed
-    from .util.errors import MalformedDataError, UnknownNameError
-    from .measures import parse
-    from .results import Evaluation
 
     resamples, seed = check_resamples(resamples), check_seed(seed)
     try:
@@ -135,7 +133,6 @@ def evaluate_run(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mappi
                  measures: Sequence | None = None, resamples: int = 1000, seed: int = 42):
     """Score a run ``{query_id: {doc_id: score}}`` against qrels (queries evaluated: those in the run
     with at least one judgement, as pytrec_eval): a typed ``results.Evaluation``."""
-    from .util.checks import check_resamples, check_seed
 
     resamples, seed = check_resamples(resamples), check_seed(seed)  # before any work
     return evaluate_ranked_run(rank_run(run, qrels), qrels, list(run), measures, resamples, seed)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
 from .util.filenames import NAME_LIMIT, NAME_MAX, fit_name
+from .util.redact import redact
 
 __all__ = ["PoolKey", "SystemKey", "slug", "fit_name", "check_path_fits", "local_model_name", "labels",
            "NAME_MAX", "NAME_LIMIT", "join_langs", "split_langs", "join_scenario", "split_scenario",
@@ -243,8 +244,6 @@ def _retriever_name(spec: str, model_id: str | None, revision: str | None, path:
 
 
 def _redacted(text: str) -> str:
-    from .util.redact import redact
-
     return redact(text)
 
 

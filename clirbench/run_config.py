@@ -13,6 +13,17 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from .util.checks import (
+    MAX_BATCH_SIZE,
+    MAX_SHARDS,
+    MAX_WORKERS,
+    check_correction,
+    check_int,
+    check_resamples,
+    check_seed,
+)
+from .util.errors import ClirbenchError
+
 __all__ = ["RunConfig", "DataOptions", "RetrievalOptions", "RankingOptions", "StatisticsOptions",
            "OutputOptions", "DEFAULT_OUTPUT", "EXECUTORS"]
 
@@ -53,8 +64,6 @@ class RetrievalOptions:
     translation: Any = None  # a translate.spec.TranslationOptions (or its mapping form)
 
     def __post_init__(self) -> None:
-        from .util.checks import MAX_BATCH_SIZE, check_int
-
         if self.batch_size is not None:
             object.__setattr__(self, "batch_size", check_int(self.batch_size, "batch_size", 1, MAX_BATCH_SIZE))
 
@@ -77,9 +86,6 @@ class RankingOptions:
     workers: int | None = None
 
     def __post_init__(self) -> None:
-        from .util.checks import MAX_SHARDS, MAX_WORKERS, check_int
-        from .util.errors import ClirbenchError
-
         if self.executor not in EXECUTORS:
             raise ClirbenchError(f"unknown executor {self.executor!r}; expected {' or '.join(EXECUTORS)}")
         if self.address is not None and self.executor != "ray":
@@ -104,8 +110,6 @@ class StatisticsOptions:
     correction: str = "holm"
 
     def __post_init__(self) -> None:
-        from .util.checks import check_correction, check_resamples, check_seed
-
         check_correction(self.correction)
         if self.measures is not None:
             object.__setattr__(self, "measures", tuple(self.measures) or None)

@@ -16,8 +16,17 @@ from .measures import DEFAULT_MEASURES, MAIN_MEASURES, parse
 from .rank.ann import split_ann_measures
 from .rank.ann_index import parse_index_spec
 from .rank.choose import choose_ranker
-from .results import (PerQuery, PoolResult, Result, ResultStore, RetrieverRef, RunIdentity, RunResult, Timings,
-                      hardware_info)
+from .results import (
+    PerQuery,
+    PoolResult,
+    Result,
+    ResultStore,
+    RetrieverRef,
+    RunIdentity,
+    RunResult,
+    Timings,
+    hardware_info,
+)
 from .results.cost import cpu_name, pool_cost
 from .retrievers import make_retriever
 from .retrievers.encoders import check_device

@@ -3,11 +3,11 @@ two languages (bilingual) or of k >= 3 languages, and the one-language group of 
 from __future__ import annotations
 
 import dataclasses
-
 from typing import Iterable, Sequence
 
 from .collection import ParallelCollection, Pool, Text
 from .util.errors import UnknownNameError
+from .util.strict import first_duplicate
 
 SCENARIOS = ("multi", "multi-1", "mono-same", "mono-cross")
 ONE_LANGUAGE = ("mono-same",)  # the scenarios a group of one language has (the others compare languages)
@@ -153,7 +153,6 @@ def parse_langs(spec: str | Sequence[str], available: Sequence[str]) -> list[tup
         listed = ", ".join(unknown)
         raise UnknownNameError(f"unknown language(s) {listed[:200]}{'…' if len(listed) > 200 else ''}; "
                                f"available: {', '.join(available)}")
-    from .util.strict import first_duplicate
 
     for g in groups:
         dup = first_duplicate(g)
@@ -174,7 +173,6 @@ def parse_scenarios(spec: str | Sequence[str]) -> tuple[str, ...]:
     unknown = [s for s in names if s not in SCENARIOS]
     if unknown:
         raise UnknownNameError(f"unknown scenario(s) {', '.join(unknown)}; available: all, {', '.join(SCENARIOS)}")
-    from .util.strict import first_duplicate
 
     dup = first_duplicate(names)
     if dup is not None:

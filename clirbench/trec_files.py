@@ -3,10 +3,24 @@ kernel, ``evaluation.evaluate_ranked_run``, does the measuring; ``clirbench.trec
 already in memory)."""
 from __future__ import annotations
 
+import dataclasses
 import functools
+import json
 from typing import Mapping, Sequence
 
 import numpy as np
+
+from .evaluation import evaluate_ranked_run
+from .formats.trec import check_inputs, is_stream, read_qrels, read_run, rereadable
+from .measures import parse
+from .rank.run_file import rank_run_file
+from .rank.runs import rank_run
+from .results.run_report import PerQuery
+from .stats.summary import summarise
+from .trec_eval.names import lookup
+from .util.atomic import write_text_atomic
+from .util.checks import check_resamples, check_seed
+from .util.errors import UnknownNameError
 
 
 def evaluate_files(qrels_path, run_path, measures=None, resamples: int = 1000, seed: int = 42,
@@ -21,10 +35,6 @@ def evaluate_files(qrels_path, run_path, measures=None, resamples: int = 1000, s
     ``.jsonl``) also gets one ``query_id, measure, value`` record per evaluated query and measure
     (as ir_measures' ``-q``).
     """
-    from .util.checks import check_resamples, check_seed
-    from .rank.runs import rank_run
-    from .formats.trec import check_inputs, is_stream, read_qrels, read_run, rereadable
-    from .rank.run_file import rank_run_file
 
     resamples, seed = check_resamples(resamples), check_seed(seed)  # before reading any file
     if per_query_path is not None and not str(per_query_path).endswith((".tsv", ".jsonl")):
@@ -40,7 +50,6 @@ def evaluate_files(qrels_path, run_path, measures=None, resamples: int = 1000, s
         run = read_run(run_file, name=run_path) if fast is None or by_trec else None
     if fast is None:
         fast = rank_run(run, qrels), list(run)
-    from .evaluation import evaluate_ranked_run
 
     kernel_names = kernel if measures is None or kernel else ["RR"]  # RR: a placeholder, dropped below
     evaluation = evaluate_ranked_run(fast[0], qrels, fast[1], kernel_names, resamples, seed)
@@ -56,9 +65,6 @@ def _split_measures(measures) -> tuple[list[str] | None, list[str]]:
     ``Bpref``, ``Judged@10``, ``P(rel=2)@5``; trec_eval's ``ndcg_cut_10``); unknown names raise."""
     if measures is None:
         return None, []
-    from .util.errors import UnknownNameError
-    from .measures import parse
-    from .trec_eval.names import lookup
 
     kernel, by_trec = [], []
     for name in map(str, measures):
@@ -74,12 +80,8 @@ def _split_measures(measures) -> tuple[list[str] | None, list[str]]:
 
 def _with_trec_eval_measures(evaluation, qrels, run, measures, kernel, by_trec):
     """``evaluation`` with the trec_eval-computed measures added, in the order asked, on the same queries."""
-    import dataclasses
 
-    from .measures import parse
-    from .results.run_report import PerQuery
-    from .stats.summary import summarise
-    from .trec_eval.names import lookup, per_query
+    from .trec_eval.names import lookup, per_query  # lazy: a local name
 
     ids, values = per_query(qrels, run.scores if hasattr(run, "scores") else run, by_trec)
     position = {q: i for i, q in enumerate(ids)}
@@ -105,7 +107,6 @@ def _summary_rules(names, columns) -> dict:
     (exact for the percentile interval, the functions being increasing): gm_map, gm_bpref: exp of
     the mean of the per-query logs; the counts (NumRet, num_rel, ...): the sum, n times the mean;
     NumQ, num_q: the number of queries."""
-    from .trec_eval.names import lookup
 
     out = {}
     for n in names:
@@ -120,9 +121,6 @@ def _summary_rules(names, columns) -> dict:
 
 def _write_per_query(path, query_ids: Sequence[str], per_query: Mapping[str, np.ndarray]) -> None:
     """One record per (query, measure); NaN (undefined) and inf (needs the full ranking) as null."""
-    import json
-
-    from .util.atomic import write_text_atomic
 
     jsonl = str(path).endswith(".jsonl")
     lines = []

@@ -174,3 +174,13 @@ def pytest_sessionfinish(session, exitstatus):
     if OUTSIDE_READS:
         print(f"\ntests read files outside the repository: {sorted(set(OUTSIDE_READS))}", file=sys.stderr)
         session.exitstatus = 1
+
+
+def torch_devices() -> list:
+    """Where the dense products run: None (numpy), torch's CPU device, and the GPU where the machine
+    has one (the same tests are the GPU path's check on a GPU machine)."""
+    try:
+        import torch
+    except ImportError:
+        return [None]
+    return [None, "cpu"] + (["cuda"] if torch.cuda.is_available() else [])

@@ -3,7 +3,6 @@ rows that still give exact measures, and the runner end to end on real XQuAD."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import bm25s
 import numpy as np

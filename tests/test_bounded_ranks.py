@@ -19,6 +19,7 @@ from clirbench.rank.counting import rank_relevant_sharded
 from clirbench.rank.dense_shards import DenseShards
 from clirbench.rank.sharded import rank_pool_sharded
 from threadpoolctl import threadpool_info, threadpool_limits
+from conftest import torch_devices
 
 
 def blas_threads_by_library():
@@ -136,7 +137,7 @@ def _bounded_ranks_equal_exact_ranks(seed):
         assert np.array_equal(got.qidx, exact.qidx) and np.array_equal(got.grade, exact.grade)
     assert _triples(ExactRanker().rank(DenseRetriever(Enc(Q, D)), pool, pool).table) == want
     for shards in (1, 2, 5, 13):
-        for device in (None, "cpu"):  # numpy's product, and torch's (counted as tensors: the GPU path)
+        for device in torch_devices():  # numpy's product, and torch's (counted as tensors: the GPU path)
             got = rank_pool_sharded(DenseRetriever(Enc(Q, D), block_rows=7), pool, pool, shards, device)
             assert got.exact and _triples(got.table) == want, (shards, device)
         # without bounds: a first pass takes the relevant documents' exact scores from the bounded blocks

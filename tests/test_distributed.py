@@ -58,7 +58,6 @@ def near_tie_recipe(cache_dir):
 
 
 def in_a_task(driver_pid) -> bool:
-    import ray
 
     return os.getpid() != driver_pid and ray.get_runtime_context().get_actor_id() is None
 
@@ -97,7 +96,6 @@ def tie_pool():
 def local_ray(tmp_path_factory):
     """One local Ray (2 CPUs, no dashboard) for the module, under pytest's temp folder; workers
     import this worktree and this test module (the recipes above)."""
-    import ray
 
     with pytest.MonkeyPatch.context() as mp:
         home = tmp_path_factory.mktemp("home")

@@ -2,7 +2,6 @@
 and exact ranking of the whole pool in the runner on real XQuAD."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -7,7 +7,6 @@ then carry the types ``datasets`` really gives: timestamps, int64/float64, neste
 """
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import json
 from pathlib import Path

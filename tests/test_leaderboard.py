@@ -12,7 +12,8 @@ import pytest
 from clirbench.util.errors import ClirbenchError
 from clirbench.leaderboard import boards, build, load, show, submit
 from clirbench.leaderboard import store
-from clirbench.leaderboard.submit import merge, validate_result
+from clirbench.leaderboard.submit import merge
+from clirbench.leaderboard.validate import validate_result
 
 REPO = Path(__file__).resolve().parents[1]
 from xquad_files import XQUAD  # noqa: E402  (the copy the package ships)

@@ -8,7 +8,6 @@ written unless named with ``--dir``.
 from __future__ import annotations
 
 import json
-import math
 import os
 import shutil
 import subprocess

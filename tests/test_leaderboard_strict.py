@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from clirbench.cli import main
-from clirbench.leaderboard.submit import value_range
+from clirbench.leaderboard.validate import value_range
 from clirbench.measures import DEFAULT_MEASURES, parse
 from clirbench.measures import FAMILIES, Measure
 

@@ -12,7 +12,6 @@ import os
 import shutil
 from pathlib import Path
 
-import pytest
 
 from clirbench import cli
 from clirbench.util.atomic import write_text_atomic

@@ -9,7 +9,7 @@ import pytest
 
 from clirbench.cli import main
 from clirbench.leaderboard import boards, store
-from clirbench.leaderboard.submit import value_range
+from clirbench.leaderboard.validate import value_range
 from clirbench.measures import FAMILIES, MAIN_MEASURES, Measure, SameLangFirst, parse
 from clirbench.mteb.names import score_key
 from clirbench.scenarios import MAIN_MEASURES as MAIN_NAMES, SCENARIOS

@@ -4,11 +4,9 @@ Python's import system answers for an absent package), not faked."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 
-from clirbench.cli import main
 from clirbench.util.optional import EXTRAS, MissingDependencyError, require
 from cli_helpers import one_line_error
 

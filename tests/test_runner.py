@@ -1,7 +1,6 @@
 """The runner end to end on real XQuAD: encode-once, resume, and agreement with an independent
 computation (pytrec_eval + a naive sort with trec_eval's tie rule) on the written results."""
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest

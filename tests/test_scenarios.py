@@ -1,5 +1,4 @@
 """Scenarios (docs/scenarios.md) on a hand-written parallel fixture and on real XQuAD."""
-from pathlib import Path
 
 import pytest
 

@@ -16,7 +16,7 @@ from clirbench.rank.sharded import rank_pool_sharded
 from clirbench.rank.shards import AUTO_SHARD_DOCS, grouped_shards, shard_plan, shard_slices
 from clirbench.rank.topk import topk_sharded
 
-from conftest import BagOfCharsEncoder, assert_same_table
+from conftest import BagOfCharsEncoder, assert_same_table, torch_devices
 from xquad_files import XQUAD  # noqa: E402
 
 
@@ -144,7 +144,7 @@ def _full(retriever, pool):
                          [d.lang for d in pool.docs], pool.query_lang)
 
 
-@pytest.mark.parametrize("device", [None, "cpu"])
+@pytest.mark.parametrize("device", torch_devices())
 @pytest.mark.parametrize("shards", [1, 2, 7, 100])
 def test_dense_document_shards_equal_the_full_rows(tmp_path, shards, device):
     from clirbench.retrievers import DenseRetriever, EmbeddingCache

@@ -14,7 +14,7 @@ import pytest
 from clirbench.rank import runs as ranking
 from clirbench.cli import main
 from clirbench.rank.runs import rank_run
-from clirbench.formats.trec import read_qrels, read_run, write_qrels, write_run
+from clirbench.formats.trec import read_run
 from clirbench.rank.run_file import _BAD_NON_ASCII, rank_run_file
 from test_pytrec_eval_agreement import assert_agree, random_case
 

@@ -29,8 +29,9 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from ..collection import check_role
-from .cost import EncodeCost, combine_cpus, cpu_name
+from ..util.interruptible import call, each
 from .codecs import DENSE
+from .cost import EncodeCost, combine_cpus, cpu_name
 from .store import ShardStore, SpaceCache, distinct_rows, fill, text_digest
 
 __all__ = ["EmbeddingCache", "space_key"]
@@ -128,7 +129,6 @@ class _Space:
 def _batches(encoder, texts: list[str], role: str) -> Iterator[np.ndarray]:
     """The encoder's output for ``texts``, one model batch at a time for a BatchEncoder (else all at
     once), each computed in the Ctrl-C-friendly worker thread (``clirbench.util.interruptible``)."""
-    from ..util.interruptible import call, each
 
     batches = getattr(encoder, "encode_batches", None)
     if batches is None:
@@ -194,7 +194,7 @@ class EmbeddingCache(SpaceCache):
         def bar(todo: list[int]):
             from tqdm.auto import tqdm
 
-            from ..util.progress import bar
+            from ..util.progress import bar  # lazy: a local name
 
             what = "queries" if role == "query" else "documents"
             tqdm.write(_stage_line(todo, what, space, rows_of_text, langs), file=sys.stderr)

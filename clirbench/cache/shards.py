@@ -1,5 +1,8 @@
 """Cache shards: files written atomically, then sealed by a manifest of their sizes and BLAKE2b digests.
 
+Over 500 lines because sealing, verifying, quarantining and the writer lock are one protocol:
+splitting them would spread the on-disk format over several modules.
+
 Every on-disk cache (dense, sparse and token embeddings, translations) stores its entries in
 shards. Shard ``<name>`` of a cache folder is the files ``<name><suffix>`` (``.vecs.npy``,
 ``.hashes.npy``, ...) and, written last, ``<name>.shard.json``:
@@ -22,6 +25,7 @@ is removed by the next process that finds it free.
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -30,11 +34,13 @@ import shutil
 import sys
 import time
 import uuid
+import zipfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
 from ..util.atomic import STALE_AFTER, is_stale_temp, is_temp, unlink_all, write_bytes_atomic
+from ..util.strict import json_kind
 
 __all__ = ["HASHES", "Shard", "write_shard", "new_name", "find_shards", "set_aside", "quarantine", "writer_lock",
            "remove_free_lock", "leftovers", "remove_leftovers", "clean_purge", "MANIFEST", "LOCK", "QUARANTINE"]
@@ -180,8 +186,6 @@ def _load_manifest(path: Path) -> tuple[dict | None, str | None]:
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(manifest, dict):
-            from ..util.strict import json_kind
-
             return None, f"{path.name} is not a manifest: {json_kind(manifest)}, expected a JSON object"
         files = manifest["files"]
         if manifest.get("format") != FORMAT or not isinstance(files, dict) or not all(
@@ -322,7 +326,6 @@ def _flock(folder: Path, create: bool, wait: bool) -> int | None:
     """An fd holding the exclusive lock of ``folder/writer.lock`` (that file, not a removed one);
     None when there is no lock file (``create=False``) or, with ``wait=False``, another process holds it.
     OSError when the file system refuses locks."""
-    import fcntl
 
     path = folder / LOCK
     while True:
@@ -436,7 +439,6 @@ class CacheReport:
 
 def _legacy_problem(shard: Shard) -> str | None:
     """Load every ``.npy`` / ``.npz`` file of a shard written before checksums."""
-    import zipfile
 
     import numpy as np
 
@@ -473,8 +475,6 @@ def verify_cache(root: str | os.PathLike) -> CacheReport:
                     report.bad.append((folder / name, "not valid JSON"))
                     continue
                 if not isinstance(data, dict):
-                    from ..util.strict import json_kind
-
                     report.bad.append((folder / name, f"{json_kind(data)}, expected a JSON object"))
         for shard in find_shards(folder, HASHES):
             report.shards += 1

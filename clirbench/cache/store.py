@@ -34,8 +34,19 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..util.atomic import remove_stale_temps, write_bytes_atomic
-from .shards import (HASHES, Shard, find_shards, new_name, quarantine, remove_free_lock, set_aside,
-                     write_shard, writer_lock)
+from ..util.strict import json_kind
+from .layout import read_only_dirs
+from .shards import (
+    HASHES,
+    Shard,
+    find_shards,
+    new_name,
+    quarantine,
+    remove_free_lock,
+    set_aside,
+    write_shard,
+    writer_lock,
+)
 
 __all__ = ["ShardStore", "BadShard", "MARKER", "text_digest", "distinct_rows", "npy_bytes", "read_hashes",
            "find_missing", "claim", "fill", "SpaceCache"]
@@ -196,8 +207,6 @@ class ShardStore:
         try:
             meta = json.loads(path.read_text(encoding="utf-8"))
             if not isinstance(meta, dict):
-                from ..util.strict import json_kind
-
                 raise TypeError(f"not a cache's meta.json: {json_kind(meta)}, expected a JSON object")
             dim = int(meta["dim"])
         except (OSError, ValueError, KeyError, TypeError) as e:
@@ -375,7 +384,6 @@ class SpaceCache:
 
     def __init__(self, root: str | os.PathLike | None = None,
                  read: Sequence[str | os.PathLike] | None = None) -> None:
-        from .layout import read_only_dirs
 
         self.root = Path(root) if root is not None else None
         if read is None:

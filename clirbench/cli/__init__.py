@@ -11,6 +11,8 @@ import re
 import sys
 from typing import Sequence
 
+from .. import __version__
+from ..util.redact import redact
 from .args import EXIT_USAGE, Parser
 from .cache import add_cache_parser
 from .compare import add_compare_parser
@@ -21,8 +23,8 @@ from .psq import add_psq_parser
 from .run import add_run_parser
 from .sweep import add_sweep_parser
 from .tasks import add_tasks_parser
-from .trec_eval import add_trec_eval_parser
 from .train import add_merge_parser, add_train_parser
+from .trec_eval import add_trec_eval_parser
 from .validate import add_validate_parser
 
 __all__ = ["main", "EXIT_USAGE"]
@@ -47,8 +49,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser()
     for arg in (sys.argv[1:] if argv is None else argv):
         if re.search("[\ud800-\udfff]", arg):  # bytes that are not UTF-8 (surrogate-escaped by Python)
-            from ..util.redact import redact
-
             print(f"clirbench: error: argument {ascii(redact(arg))[:80]} is not valid UTF-8 text", file=sys.stderr)
             return EXIT_USAGE
     try:
@@ -56,7 +56,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help, or a usage error already printed on one line
         return int(exc.code or 0)
     if args.version:
-        from .. import __version__
         print(f"clirbench {__version__}")
         return 0
     if args.subcommand is None:
@@ -71,7 +70,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, LookupError, OSError) as exc:
         if os.environ.get("CLIRBENCH_DEBUG"):
             raise
-        from ..util.redact import redact
 
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         print(f"clirbench: error: {redact(message)}", file=sys.stderr)  # no secret echoed

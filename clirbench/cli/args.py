@@ -2,6 +2,12 @@
 from __future__ import annotations
 
 import argparse
+import os
+import re
+from pathlib import Path
+
+from ..util.errors import ClirbenchError
+from ..util.redact import redact
 
 __all__ = ["EXIT_USAGE", "Parser", "split_list", "task_options", "check_outputs"]
 
@@ -12,8 +18,6 @@ class Parser(argparse.ArgumentParser):
     epilog_from = None  # a function giving the epilog when help is shown (lazy registry lookups)
 
     def error(self, message: str) -> None:  # one line instead of usage + message; no secret echoed
-        from ..util.redact import redact
-
         self.exit(EXIT_USAGE, f"clirbench: error: {redact(message)}\n")
 
     def format_help(self) -> str:
@@ -26,14 +30,11 @@ def split_list(value: str | None, option: str) -> list[str] | None:
     """The items of a comma list given to ``option``; None when it is not given. An empty item (``,``,
     ``a,,b``, a trailing comma) is an error, not a fall back to the default. A comma inside
     parentheses is part of its item (ir_measures' ``P(rel=2,judged_only=True)@5``)."""
-    import re
 
     if value is None:
         return None
     items = [v.strip() for v in re.split(r",(?![^()]*\))", value)]
     if not all(items):
-        from ..util.errors import ClirbenchError
-
         raise ClirbenchError(f"{option} {value[:60]!r}: an empty item in the comma list")
     return items
 
@@ -41,10 +42,6 @@ def split_list(value: str | None, option: str) -> list[str] | None:
 def check_outputs(outputs: dict[str, str | None], inputs: dict[str, object]) -> None:
     """Refuse an output path (option -> path) that is one of the inputs (option -> path or paths),
     or another output: it would be overwritten (``evaluate --output run.txt``)."""
-    import os
-    from pathlib import Path
-
-    from ..util.errors import ClirbenchError
 
     def same(a, b) -> bool:
         try:

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import argparse
 
+from ..cache.layout import default_cache_dir
+from ..cache.shards import clean_cache, verify_cache
 
 __all__ = ["add_cache_parser", "cmd_cache"]
 
@@ -27,9 +29,6 @@ def _label(item) -> str:
 
 
 def cmd_cache(args: argparse.Namespace) -> int:
-    from ..cache.layout import default_cache_dir
-    from ..cache.shards import clean_cache, verify_cache
-
     root = args.cache_dir or default_cache_dir()
     if args.cache_command == "verify":
         report = verify_cache(root)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from ..util import checks
-from .args import split_list
+from ..util.atomic import write_text_atomic
+from ..util.errors import ClirbenchError
+from .args import check_outputs, split_list
 
 __all__ = ["add_compare_parser", "cmd_compare", "FORMATS"]
 
@@ -15,7 +18,7 @@ FORMATS = ("text", "json", "latex")
 
 def add_compare_parser(subparsers) -> argparse.ArgumentParser:
     """Add ``compare`` to the ``clirbench`` subparsers; returns its parser."""
-    from ..display.paper import CI_STYLES
+    from ..display.paper import CI_STYLES  # lazy: numpy
 
     p = subparsers.add_parser("compare", help="paired comparison of two results on the same pool")
     p.add_argument("a")
@@ -42,8 +45,7 @@ def add_compare_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def cmd_compare(args) -> int:
-    from ..util.errors import ClirbenchError
-    from ..stats.paired import compare, format_comparison
+    from ..stats.paired import compare, format_comparison  # lazy: numpy
 
     fmt = args.format or ("json" if args.json else "text")
     if args.json and fmt != "json":
@@ -51,15 +53,12 @@ def cmd_compare(args) -> int:
     if args.flips is None and (args.flips_tsv or args.flip_measure):
         raise ClirbenchError("--flips-tsv and --flip-measure need --flips N")
     if args.flips_tsv:  # never over an input: a result, its per-query table or its ranks table
-        from .args import check_outputs
-
         check_outputs({"--flips-tsv": args.flips_tsv}, {"A": _inputs(args.a), "B": _inputs(args.b)})
     report = compare(args.a, args.b, measures=split_list(args.measures, "--measures"), resamples=args.resamples,
                      seed=args.seed, permutations=args.permutations, correction=args.correction)
     found = None
     if args.flips is not None:
-        from ..util.atomic import write_text_atomic
-        from ..stats.flips import default_flip_measure, flips, flips_tsv
+        from ..stats.flips import default_flip_measure, flips, flips_tsv  # lazy: numpy
 
         measure = args.flip_measure or default_flip_measure(list(report.measures))
         found = flips(args.a, args.b, args.flips, measure, args.data_dir)
@@ -72,13 +71,13 @@ def cmd_compare(args) -> int:
         print(json.dumps(out, indent=2))
         return 0
     if fmt == "latex":
-        from ..display.paper import comparison_table
+        from ..display.paper import comparison_table  # lazy: numpy
 
         print(comparison_table(report, "latex", args.ci))
     else:
         print(format_comparison(report))
     if found is not None:
-        from ..stats.flips import format_flips
+        from ..stats.flips import format_flips  # lazy: numpy
 
         text = format_flips(found)
         print("\n" + ("\n".join("% " + line for line in text.splitlines()) if fmt == "latex" else text))
@@ -87,9 +86,8 @@ def cmd_compare(args) -> int:
 
 def _inputs(path: str) -> list:
     """A result file and the tables beside it that compare and --flips read."""
-    from pathlib import Path
 
-    from ..results.files import ranks_name, read_result
+    from ..results.files import ranks_name, read_result  # lazy: numpy
 
     path = Path(path)
     tables = (read_result(path).per_query_file, ranks_name(path))

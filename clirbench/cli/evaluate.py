@@ -6,7 +6,9 @@ import argparse
 import json
 
 from ..util import checks
-from .args import split_list
+from ..util.atomic import write_text_atomic
+from ..util.errors import ClirbenchError
+from .args import check_outputs, split_list
 
 __all__ = ["add_evaluate_parser", "cmd_evaluate", "FORMATS"]
 
@@ -33,10 +35,7 @@ def add_evaluate_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def cmd_evaluate(args) -> int:
-    from ..util.atomic import write_text_atomic
-    from ..util.errors import ClirbenchError
-    from ..trec_files import evaluate_files
-    from .args import check_outputs
+    from ..trec_files import evaluate_files  # lazy: numpy
 
     fmt = args.format or ("json" if args.json else "table")
     if args.json and fmt != "json":
@@ -52,7 +51,7 @@ def cmd_evaluate(args) -> int:
     if fmt == "json":
         print(text)
     else:
-        from ..display.report import format_evaluation
+        from ..display.report import format_evaluation  # lazy: numpy
 
         print(format_evaluation(report))
     return 0

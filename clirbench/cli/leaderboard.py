@@ -4,7 +4,15 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .. import leaderboard as lb
+from ..display.paper import CI_STYLES
+from ..display.paper import TABLE_FORMATS as FORMATS
+from ..leaderboard import store
 from ..leaderboard.store import DEFAULT_DIR
+from ..leaderboard.submit import describe_changes
+from ..leaderboard.tables import render
+from ..util import checks
+from ..util.errors import ClirbenchError, DataNotFoundError
 
 __all__ = ["add_leaderboard_parser", "cmd_leaderboard"]
 
@@ -51,8 +59,6 @@ def add_leaderboard_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def _add_correction(parser) -> None:
-    from ..util import checks
-
     parser.add_argument("--correction", choices=checks.CORRECTIONS, default=checks.CORRECTIONS[0],
                         help="multiple-testing correction (default holm) of the significance groups' pairwise "
                              "p-values (one family per scenario: every pair of systems × every measure) and, "
@@ -61,7 +67,6 @@ def _add_correction(parser) -> None:
 
 def _add_table_options(s) -> None:
     """``show``'s paper-table options (``leaderboard/tables.py``)."""
-    from ..display.paper import CI_STYLES, TABLE_FORMATS as FORMATS
 
     s.add_argument("--format", choices=FORMATS, default="text", help="text (default), markdown, latex or csv")
     s.add_argument("--ci", choices=CI_STYLES, default=CI_STYLES[0],
@@ -73,8 +78,6 @@ def _add_table_options(s) -> None:
 def _read_dir(args, task: str | None):
     """The folder ``show``/``html`` read (``--dir``, ``--reference`` or the default rule), announced
     in one line: on stdout before a text table, on stderr before other formats."""
-    from ..util.errors import DataNotFoundError
-    from ..leaderboard import store
 
     if args.reference:
         folder = store.reference_dir()
@@ -88,12 +91,8 @@ def _read_dir(args, task: str | None):
 
 def cmd_leaderboard(args) -> int:
     """Handler: returns the exit code; user errors raise ClirbenchError (one line, exit 2, in cli.main)."""
-    from ..util.errors import ClirbenchError
-    from .. import leaderboard as lb
-    from ..leaderboard import store
 
     command = getattr(args, "leaderboard_command", None)
-    from ..leaderboard.submit import describe_changes
 
     def written(path) -> str:
         return f"{path}" + (" (the reference board shipped with clirbench)" if store.is_reference(path) else "")
@@ -127,8 +126,6 @@ def cmd_leaderboard(args) -> int:
         folder = _read_dir(args, args.task)
         note = store.board_note(store.path_for(args.task, folder))
         if args.format != "text":
-            from ..leaderboard.tables import render
-
             text = render(args.task, folder, args.scenario, args.measure, args.format, args.ci, args.baseline,
                           args.correction)
             print(note, file=sys.stderr)

@@ -8,6 +8,14 @@ its own arguments.
 from __future__ import annotations
 
 import argparse
+import sys
+
+from ..plots.figure import check_output
+from ..plots.gap_heatmap import plot_gap_heatmap
+from ..plots.pareto import COSTS, DEFAULT_COST, write_pareto
+from ..plots.preference import plot_preference
+from ..plots.rank_intervals import plot_rank_intervals
+from ..util.errors import ClirbenchError
 
 __all__ = ["add_plot_parser", "cmd_plot"]
 
@@ -29,9 +37,8 @@ def _leaderboard_args(s) -> None:
 
 def _board_note(args) -> None:
     """Say on stderr which board a leaderboard figure draws (``leaderboard.store.board_note``)."""
-    import sys
 
-    from ..leaderboard import store
+    from ..leaderboard import store  # lazy: numpy
 
     path = store.path_for(args.task, args.dir)
     if path.is_file():
@@ -44,7 +51,7 @@ def _results_arg(s) -> None:
 
 def _add_ecdf(sub) -> None:
     def draw(args):
-        from ..plots.ecdf import plot_ecdf
+        from ..plots.ecdf import plot_ecdf  # lazy: numpy
 
         return plot_ecdf(args.results, args.out, args.measure)
 
@@ -55,8 +62,6 @@ def _add_ecdf(sub) -> None:
 
 def _add_ranks(sub) -> None:
     def draw(args):
-        from ..plots.rank_intervals import plot_rank_intervals
-
         drawn = plot_rank_intervals(args.task, args.out, args.dir, args.scenario, args.measure)
         _board_note(args)  # after drawing: a refusal stays the one line on stderr
         return drawn
@@ -69,8 +74,6 @@ def _add_ranks(sub) -> None:
 
 def _add_gaps(sub) -> None:
     def draw(args):
-        from ..plots.gap_heatmap import plot_gap_heatmap
-
         drawn = plot_gap_heatmap(args.task, args.out, args.dir, args.scenario, args.measure)
         _board_note(args)  # after drawing: a refusal stays the one line on stderr
         return drawn
@@ -83,8 +86,6 @@ def _add_gaps(sub) -> None:
 
 def _add_preference(sub) -> None:
     def draw(args):
-        from ..plots.preference import plot_preference
-
         return plot_preference(args.results, args.out)
 
     s = _figure(sub, "preference", "the language-preference matrix of multi pools (query × document language)", draw)
@@ -92,11 +93,7 @@ def _add_preference(sub) -> None:
 
 
 def _add_pareto(sub) -> None:
-    from ..plots.pareto import COSTS, DEFAULT_COST
-
     def draw(args):
-        from ..plots.pareto import write_pareto
-
         return write_pareto(args.results, args.out, args.measure, args.cost, args.scenario)
 
     s = _figure(sub, "pareto", "effectiveness against cost per system, with the Pareto front", draw)
@@ -122,9 +119,6 @@ def add_plot_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def cmd_plot(args) -> int:
-    from ..util.errors import ClirbenchError
-    from ..plots.figure import check_output
-
     if getattr(args, "figure", None) is None:
         raise ClirbenchError("clirbench plot: expected a figure: ecdf, ranks, gaps, preference or pareto")
     check_output(args.out)

@@ -5,6 +5,10 @@ import argparse
 import time
 
 from ..util.checks import iteration_count, probability
+from ..util.errors import ClirbenchError
+from ..util.optional import require
+from ..util.strict import language_tag
+from .args import check_outputs
 
 __all__ = ["add_psq_parser", "cmd_psq"]
 
@@ -27,23 +31,18 @@ def add_psq_parser(subparsers) -> argparse.ArgumentParser:
 
 def cmd_psq(args) -> int:
     """Handler: returns the exit code; user errors raise ClirbenchError (one line, exit 2, in cli.main)."""
-    from ..util.errors import ClirbenchError
 
     if getattr(args, "psq_command", None) != "train":
         raise ClirbenchError("clirbench psq: expected a subcommand: train")
-    from ..retrievers.psq.train import read_bitext, train_table
+    from ..retrievers.analyzers import require_backends  # lazy: numpy
     from ..retrievers.psq.table import meta_path
-
-    from ..retrievers.analyzers import require_backends
-    from ..util.optional import require
+    from ..retrievers.psq.train import read_bitext, train_table  # lazy: numpy
 
     require_backends("psq train")
     require("scipy.sparse", purpose="psq train")
     t0 = time.perf_counter()
-    from ..util.strict import language_tag
 
     args.src, args.tgt = language_tag(args.src, "--src"), language_tag(args.tgt, "--tgt")
-    from .args import check_outputs
 
     check_outputs({"--out": args.out, "--out (its sidecar)": str(meta_path(args.out))}, {"--bitext": args.bitext})
     src, tgt = read_bitext(args.bitext)

@@ -3,8 +3,16 @@ from __future__ import annotations
 
 import argparse
 
-from ..run_config import (DEFAULT_OUTPUT, DataOptions, OutputOptions, RankingOptions, RetrievalOptions, RunConfig,
-                          StatisticsOptions)
+from ..run_config import (
+    DEFAULT_OUTPUT,
+    DataOptions,
+    OutputOptions,
+    RankingOptions,
+    RetrievalOptions,
+    RunConfig,
+    StatisticsOptions,
+)
+from ..tasks import list_tasks
 from ..util import checks
 from .args import split_list, task_options
 from .translation import add_translation_arguments, translation_options
@@ -59,8 +67,7 @@ def add_run_parser(subparsers) -> argparse.ArgumentParser:
 
 def _run_epilog() -> str:
     """Task ids and retriever families, from their registries (only when ``run --help`` is shown)."""
-    from ..retrievers.spec import family_usages
-    from ..tasks import list_tasks
+    from ..retrievers.spec import family_usages  # lazy: numpy
 
     tasks = [t.card.id for t in list_tasks()] + ["parallel:<file>", "beir:<dir>", "irds:<ir_datasets id>"]
     return (f"tasks (--task): {', '.join(tasks)}; `clirbench tasks` lists their languages and data. "
@@ -68,7 +75,7 @@ def _run_epilog() -> str:
 
 
 def cmd_run(args) -> int:
-    from ..display.report import format_outcomes
+    from ..display.report import format_outcomes  # lazy: numpy
     from ..runner import run
 
     report = run(args.model, task=args.task, config=run_config(args))

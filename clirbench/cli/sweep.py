@@ -7,12 +7,21 @@ per (model, translation, pool), the task's main measures (and BLEU / chrF) as co
 from __future__ import annotations
 
 import argparse
+import json
+import shlex
 import sys
+from pathlib import Path
 
 from ..identity import DIRECTION_ALIASES
+from ..sweep import cells, load_config, make_executor, parse_config, run_sweep
+from ..sweep.executors import finished
+from ..tasks import get_task
+from ..translate.spec import TranslationOptions
 from ..util import checks
 from ..util.checks import float_in, resample_count
+from ..util.errors import ClirbenchError
 from ..util.plural import plural
+from ..util.table import format_table
 
 __all__ = ["add_sweep_parser", "cmd_sweep"]
 
@@ -58,12 +67,8 @@ def add_sweep_parser(subparsers) -> argparse.ArgumentParser:
 def cmd_sweep(args) -> int:
     """Handler: 0 when every cell finished, 1 when some failed; a malformed config raises
     SweepConfigError (a ClirbenchError: one line, exit 2 in cli.main)."""
-    from ..sweep import cells, load_config, make_executor, run_sweep
-    from ..sweep.executors import finished
 
     if args.config and (args.models or args.task):
-        from ..util.errors import ClirbenchError
-
         raise ClirbenchError("sweep: give a config file or --models and --task, not both")
     config = load_config(args.config) if args.config else grid_config(args)
     overrides = {k: v for k, v in (("output_dir", args.output), ("cache_dir", args.cache_dir),
@@ -110,9 +115,6 @@ def cmd_sweep(args) -> int:
 
 def grid_config(args):
     """The SweepConfig of ``--models``/``--task``/``--translations`` (no YAML file)."""
-    from ..util.errors import ClirbenchError
-    from ..sweep import parse_config
-    from ..translate.spec import TranslationOptions
 
     if not args.models or not args.task:
         raise ClirbenchError("sweep: give a config file, or --models and --task")
@@ -150,10 +152,6 @@ def split_translations(text: str) -> list[str]:
 
 def grid_rows(all_cells, outcomes, output) -> list[dict]:
     """One row per (cell, result): model, translation, pool, the task's main measures, quality."""
-    import json
-    from pathlib import Path
-
-    from ..tasks import get_task
 
     rows = []
     for cell, outcome in zip(all_cells, outcomes):
@@ -169,7 +167,6 @@ def grid_rows(all_cells, outcomes, output) -> list[dict]:
 
 def format_grid(rows) -> str:
     """The grid table (model, translation, pool, main measures, BLEU, chrF)."""
-    from ..util.table import format_table
 
     names = list(dict.fromkeys(n for r in rows for n in r["measures"]))
     body = []
@@ -182,8 +179,6 @@ def format_grid(rows) -> str:
 
 
 def _quote(text: str) -> str:
-    import shlex
-
     return shlex.quote(text)
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from ..tasks import list_tasks
+
 __all__ = ["add_tasks_parser", "cmd_tasks"]
 
 
@@ -25,8 +27,6 @@ def _size(expected) -> str:
 
 
 def cmd_tasks(args) -> int:
-    from ..tasks import list_tasks
-
     rows = [task.describe(args.data_dir) for task in list_tasks()]
     if args.json:
         print(json.dumps(rows, indent=2, ensure_ascii=False))

@@ -4,7 +4,11 @@ from __future__ import annotations
 import argparse
 import json
 
+from ..train import LOSSES, RECIPES
+from ..train.merge import merge_models
+from ..train.recipes import TRAIN_RECORD, train
 from ..util.checks import batch_size, check_float, float_in, int_in, positive_float, positive_int, probability, seed
+from .args import split_list, task_options
 
 __all__ = ["add_train_parser", "add_merge_parser", "cmd_train", "cmd_merge"]
 
@@ -33,8 +37,6 @@ def add_merge_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def cmd_merge(args) -> int:
-    from ..train.merge import merge_models
-
     out = merge_models(args.models, args.out, weights=args.weights, device=args.device)
     record = json.loads((out / "clirbench_merge.json").read_text(encoding="utf-8"))
     weights = ", ".join(f"{w:g}" for w in record["weights"])
@@ -44,8 +46,6 @@ def cmd_merge(args) -> int:
 
 
 def add_train_parser(subparsers) -> argparse.ArgumentParser:
-    from ..train import LOSSES, RECIPES
-
     p = subparsers.add_parser("train", help="fine-tune a sentence-transformers model to reduce language bias")
     p.add_argument("--model", required=True, help="base model: a sentence-transformers folder or hub id")
     p.add_argument("--out", required=True, help="folder for the trained model (new or empty)")
@@ -83,9 +83,6 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def cmd_train(args) -> int:
-    from .args import split_list, task_options
-    from ..train.recipes import TRAIN_RECORD, train
-
     out = train(args.model, args.out, task=args.task, langs=split_list(args.langs, "--langs") or (),
                 task_options=task_options(args.task_option), data_dir=args.data_dir, triplets=args.triplets,
                 recipe=args.recipe, loss=args.loss, compositions=args.compositions,

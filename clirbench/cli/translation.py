@@ -3,15 +3,16 @@ from __future__ import annotations
 
 import argparse
 
+from ..identity import TRANSLATION_DIRECTIONS
+from ..translate.spec import USAGE, TranslationOptions
 from ..util.checks import MAX_WORKERS, int_in
+from ..util.errors import ClirbenchError
 
 __all__ = ["add_translation_arguments", "translation_options"]
 
 
 def add_translation_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the translation options to the ``run`` parser; returns it."""
-    from ..identity import TRANSLATION_DIRECTIONS
-    from ..translate.spec import USAGE
 
     g = parser.add_argument_group("translation (QT / DT)")
     g.add_argument("--translate", choices=TRANSLATION_DIRECTIONS, default=None,
@@ -30,7 +31,6 @@ def add_translation_arguments(parser: argparse.ArgumentParser) -> argparse.Argum
 
 def translation_options(args: argparse.Namespace) -> dict:
     """Keyword arguments for ``runner.run``: ``{}`` or ``{"translation": TranslationOptions(...)}``."""
-    from ..util.errors import ClirbenchError
 
     direction, spec = getattr(args, "translate", None), getattr(args, "translator", None)
     if direction is None and spec is None:
@@ -39,7 +39,6 @@ def translation_options(args: argparse.Namespace) -> dict:
         return {}
     if direction is None or not spec:
         raise ClirbenchError("--translate and --translator go together, e.g. --translate docs --translator gold")
-    from ..translate.spec import TranslationOptions
 
     size = getattr(args, "translation_batch_size", None)
     extra = {("concurrency" if spec.startswith("openai:") else "batch_size"): size} if size else {}

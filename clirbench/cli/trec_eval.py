@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import argparse
 
+from ..formats.trec import check_inputs
 from ..util import checks
+from ..util.errors import ClirbenchError
 from ..util.strict import MAX_GRADE
 
 __all__ = ["add_trec_eval_parser", "cmd_trec_eval"]
@@ -41,9 +43,7 @@ def add_trec_eval_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def cmd_trec_eval(args) -> int:
-    from ..util.errors import ClirbenchError
-    from ..formats.trec import check_inputs
-    from ..trec_eval import Options, evaluate_files, intervals
+    from ..trec_eval import Options, evaluate_files, intervals  # lazy: numpy
     from ..trec_eval.report import lines
 
     if args.Rel_info_format != "qrels" or args.Results_format != "trec_results":

@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..tasks import card as cards  # cards.cards_dir is looked up at call time (tests point it elsewhere)
+from ..tasks.validate import validate
 from .args import EXIT_USAGE
 
 __all__ = ["add_validate_parser", "cmd_validate"]
@@ -20,8 +22,6 @@ def add_validate_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def cmd_validate(args) -> int:
-    from ..tasks.validate import validate
-
     problems, notes = validate(args.data_dir, load_data=not args.no_data)
     for note in notes:
         print(f"note: {note}")
@@ -29,6 +29,5 @@ def cmd_validate(args) -> int:
         print(f"clirbench: validate: {problem}", file=sys.stderr)
     if problems:
         return EXIT_USAGE
-    from ..tasks.card import cards_dir
-    print(f"ok: {len(list(cards_dir().glob('*.yaml')))} task cards valid")
+    print(f"ok: {len(list(cards.cards_dir().glob('*.yaml')))} task cards valid")
     return 0

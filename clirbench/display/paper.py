@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
+from ..measures import parse
 from ..stats.significance_tests import paired_test
 from .precision import fmt, measure_decimals
 
@@ -217,7 +218,6 @@ def comparison_table(report, fmt: str = "latex", ci: str = "pm") -> str:
     """``clirbench compare`` as a paper table: per measure (with its direction mark) A and B (the
     better in bold), B - A with its paired-bootstrap interval (marked † when the adjusted p is below
     0.05) and the adjusted p; each row's numbers with its measure's decimals (``precision``)."""
-    from ..measures import parse
 
     check_ci_style(ci)
     header = ["Measure", report.a.system, report.b.system, "B - A", "p (adj.)"]

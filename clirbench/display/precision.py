@@ -33,7 +33,7 @@ def decimals(unit: str | None, half_widths: Iterable[float] = ()) -> int:
 
 def measure_decimals(measure: str, half_widths: Iterable[float] = ()) -> int:
     """``decimals`` for a measure by name (its family's unit); an unknown name counts as a fraction."""
-    from ..measures import parse
+    from ..measures import parse  # lazy: numpy
 
     try:
         unit = parse(measure).record.unit

@@ -3,15 +3,15 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..util.errors import ClirbenchError
-from ..util.plural import plural
-from ..util.table import format_table
 from ..measures import direction, parse
 from ..scenarios import RETRIEVAL, SCENARIOS
 from ..stats.correction import describe, family_size
 from ..stats.preference import preference_matrix
 from ..stats.significance_tests import paired_test
 from ..tasks import get_task
+from ..util.errors import ClirbenchError
+from ..util.plural import plural
+from ..util.table import format_table
 
 
 def _cell(entry: dict | None) -> str:

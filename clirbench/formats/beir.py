@@ -15,10 +15,11 @@ from types import MappingProxyType
 from typing import Iterable, Iterator, Mapping, Sequence
 
 from ..collection import Pool, Text
-from ..util.errors import DataNotFoundError, MalformedDataError, UnknownNameError
-from .jsonl import json_objects, numbered_lines
 from ..scenarios import RETRIEVAL
+from ..util.checks import MAX_COUNT
+from ..util.errors import DataNotFoundError, MalformedDataError, UnknownNameError
 from ..util.strict import MAX_GRADE, ascii_int, check_id, language_tag, shown
+from .jsonl import json_objects, numbered_lines
 
 __all__ = [
     "UNDETERMINED", "read_corpus", "read_queries", "read_qrels", "qrels_path", "check_scenarios",
@@ -185,8 +186,6 @@ def truncate_tokens(text: str, max_tokens: int | None) -> str:
 
 
 def parse_int_option(options: dict, key: str, task: str) -> int | None:
-    from ..util.checks import MAX_COUNT
-
     value = options.pop(key, None)
     if value is None or value == "":
         return None

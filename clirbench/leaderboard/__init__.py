@@ -7,9 +7,15 @@ import math
 import os
 from pathlib import Path
 
+from ..display.precision import board_decimals, fmt
+from ..util.errors import UnknownNameError
+from ..util.table import format_table
+from .costs import cost_text, system_costs
+from .page import write_site
 from .significance import DEFAULT_CORRECTION, Board, boards, gaps, headlines, main_measures, overall_table
 from .store import SCHEMA_VERSION, load, path_for, reproductions
-from .submit import build, submit, validate_result
+from .submit import build, submit
+from .validate import validate_result
 
 __all__ = ["SCHEMA_VERSION", "build", "submit", "validate_result", "show", "format_boards", "format_overall",
            "html", "load", "boards", "gaps", "Board", "path_for", "main_measures", "reproductions",
@@ -25,9 +31,6 @@ def _value(mv: dict) -> str:
 def format_boards(items: list[Board], costs: dict | None = None) -> str:
     """Plain-text ranked tables, one per board (group letters: same letter = not significantly apart);
     a cost column when ``costs`` (``costs.system_costs``) has some of a board's systems."""
-    from ..display.precision import board_decimals, fmt
-    from ..util.table import format_table
-    from .costs import cost_text
 
     costs = costs or {}
     blocks = []
@@ -52,7 +55,6 @@ def format_boards(items: list[Board], costs: dict | None = None) -> str:
 def format_overall(items: list[Board]) -> str:
     """The overall table: per system, its 95% rank interval on each headline board with pools and
     queries resampled (two-level bootstrap); systems by mean rank."""
-    from ..util.table import format_table
 
     if not items:
         return ""
@@ -68,9 +70,6 @@ def show(task: str, leaderboard_dir: str | os.PathLike | None = None, scenario: 
     """The ranked tables of ``<leaderboard_dir>/<task>.json`` as text (significance groups with
     pairwise p-values adjusted by ``correction``), then the overall table, then the reproductions
     kept beside entries. No folder: the user's board, else the reference one (``store.path_for``)."""
-    from ..util.errors import UnknownNameError
-
-    from .costs import system_costs
 
     path = path_for(task, leaderboard_dir)
     data = load(path)
@@ -115,6 +114,5 @@ def html(out_dir: str | os.PathLike, leaderboard_dir: str | os.PathLike | None =
          tasks: list[str] | None = None, correction: str = DEFAULT_CORRECTION) -> list[Path]:
     """Write ``<out_dir>/<task>.html`` for each leaderboard (and ``index.html``); returns the paths.
     No folder: the user's boards (``./leaderboard``), else the reference ones."""
-    from .page import write_site
 
     return write_site(out_dir, leaderboard_dir, tasks, correction)

@@ -1,5 +1,8 @@
 """Static, self-contained HTML page per leaderboard: sortable tables, inline SVG plots, no CDN.
 
+Over 500 lines because one self-contained page is its HTML, CSS, script and inline SVG, written and
+escaped in one place.
+
 Every string taken from a leaderboard goes through :func:`esc`; the page's Content-Security-Policy
 allows only its own inline script (by hash), so injected markup could not run even if unescaped.
 """
@@ -15,7 +18,12 @@ from typing import Mapping, Sequence
 
 from ..display import palette
 from ..display.precision import board_decimals, fmt, measure_decimals
+from ..measures import parse
+from ..util.atomic import write_text_atomic
+from ..util.errors import ClirbenchError
+from ..util.redact import redact_command
 from . import store
+from .costs import COST_HEADER, cost_cell
 from .preference import preference_section
 from .significance import DEFAULT_CORRECTION, Board, boards, gaps, headlines, main_measures, overall_table
 
@@ -186,7 +194,6 @@ def heatmap_svg(values: Mapping[str, Mapping[str, float]], title: str, measure: 
     """Systems × language pairs on a diverging scale centred on no difference, coloured by what the
     gap means for ``measure`` (``palette.diverging``: white at 0 as shown, blue where L2 queries do
     better, red where worse, by the measure's direction; saturation: size, symmetric range), in a figure."""
-    from ..measures import parse
 
     if not values:
         return ""
@@ -431,7 +438,6 @@ def render_page(data: Mapping, correction: str = DEFAULT_CORRECTION) -> str:
 def _reproductions_table(data: Mapping, measures: Sequence[str]) -> str:
     """Runs kept beside a board entry because their values lie within its intervals: system, pool,
     machine, date, versions, the headline measure against the entry's, the command ("" if none)."""
-    from ..util.redact import redact_command
 
     items = store.reproductions(data)
     if not items:
@@ -462,8 +468,6 @@ def _reproductions_table(data: Mapping, measures: Sequence[str]) -> str:
 def _systems_table(data: Mapping, order: Sequence[str]) -> str:
     """Every system (in ``order``, then the rest by name): model, revision, pools, hardware, commands
     (the first shown, the others folded)."""
-    from ..util.redact import redact_command
-    from .costs import COST_HEADER, cost_cell
 
     out = ['<h2>Systems</h2><div class="scroll"><table class="sortable" id="systems"><thead><tr>'
            '<th data-type="text">system</th><th data-type="text">model</th><th data-type="text">revision</th>'
@@ -505,8 +509,6 @@ def write_site(out_dir: str | os.PathLike, leaderboard_dir: str | os.PathLike | 
     ``index.html`` and from each other) plus ``index.html``, the summary: every board with its
     systems' overall rank intervals and a link to its page; returns the pages written. No folder:
     the user's boards (``./leaderboard``), else the reference ones (``store.read_dir``)."""
-    from ..util.atomic import write_text_atomic
-    from ..util.errors import ClirbenchError
 
     lb_dir = Path(leaderboard_dir) if leaderboard_dir is not None else store.read_dir(tasks[0] if tasks else None)
     names = list(tasks) if tasks else sorted(p.stem for p in lb_dir.glob("*.json"))

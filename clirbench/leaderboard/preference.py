@@ -11,6 +11,8 @@ import html
 import math
 from typing import Mapping
 
+from ..stats.preference import preference_matrix
+
 __all__ = ["preference_svg", "preference_section", "share_colour"]
 
 _CELL_W, _CELL_H, _LABEL_W, _HEAD_H, _TITLE_H, _LEGEND_H = 84, 34, 56, 22, 20, 36
@@ -80,7 +82,6 @@ def preference_section(data: Mapping, pool_ids) -> str:
     """The page's "Language preference" block for a board's pools (``pool_ids``) of leaderboard
     ``data``: one heatmap per system and set of documents whose results hold preference rows; ""
     when none does."""
-    from ..stats.preference import preference_matrix
 
     svgs = []
     for system, sysd in sorted(data["systems"].items()):

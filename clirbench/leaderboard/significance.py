@@ -37,8 +37,11 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..util.checks import CORRECTIONS
-from ..stats.correction import family_size
+from ..measures import parse
+from ..stats import bootstrap_means, percentile_interval, quiet_float_warnings, resample_product
+from ..stats.correction import adjust, describe, family_size
+from ..tasks import get_task
+from ..util.checks import CORRECTIONS, check_correction
 from . import store
 
 __all__ = ["Row", "Pair", "Board", "boards", "gaps", "group_letter", "rank_intervals", "pair_p_values",
@@ -105,7 +108,6 @@ class Board:
     @property
     def correction_note(self) -> str:
         """One line: the test, the correction and the family it ran over."""
-        from ..stats.correction import describe
 
         return ("paired bootstrap, two-sided; " + describe(self.correction, self.family_size,
                 "every pair of systems × every measure of this scenario"))
@@ -123,7 +125,6 @@ class Board:
     @property
     def family(self):
         """The measure's family record (direction, target, labels)."""
-        from ..measures import parse
 
         return parse(self.measure).record
 
@@ -221,8 +222,6 @@ def _counts(n: int, resamples: int, seed: int) -> np.ndarray:
 
 
 def _boot(cols: np.ndarray, resamples: int, seed: int) -> np.ndarray:
-    from ..stats import bootstrap_means, quiet_float_warnings, resample_product
-
     n = cols.shape[0]
     if n * resamples > _MAX_CACHED:
         return bootstrap_means(cols, resamples, seed)
@@ -235,7 +234,6 @@ def _boot(cols: np.ndarray, resamples: int, seed: int) -> np.ndarray:
 def _macro(leaderboard: Mapping, systems: list[str], pids: list[str], measure: str, resamples: int, seed: int):
     """Macro means over ``pids``: the point (systems,), the resamples (resamples × systems) and each
     pool's resampled means (pools × resamples × systems)."""
-    from ..stats import quiet_float_warnings
 
     point = np.zeros(len(systems))
     per_pool = np.empty((len(pids), resamples, len(systems)))
@@ -269,7 +267,6 @@ def pair_p_values(good: np.ndarray, good_boots: np.ndarray) -> np.ndarray:
     resamples are defined; a difference that never varies has p 1 when it is 0, else 0."""
     k = good_boots.shape[1]
     d = good_boots[:, :, None] - good_boots[:, None, :]
-    from ..stats import quiet_float_warnings
 
     with quiet_float_warnings():
         se = np.nanstd(d, axis=0, ddof=1)
@@ -282,8 +279,6 @@ def pair_p_values(good: np.ndarray, good_boots: np.ndarray) -> np.ndarray:
 
 
 def _quantiles(x: np.ndarray, confidence: float) -> tuple:
-    from ..stats import percentile_interval
-
     return percentile_interval(x, confidence)
 
 
@@ -343,9 +338,6 @@ def boards(leaderboard: Mapping, measures: Mapping[str, list[str]] | None = None
     p-values of the boards of one such key are one family, adjusted by
     ``correction`` (``holm``, ``bh`` or ``none``) before the groups are drawn.
     """
-    from ..util.checks import check_correction
-    from ..measures import parse
-    from ..stats.correction import adjust
 
     check_correction(correction)
     sig = leaderboard["significance"]
@@ -412,7 +404,6 @@ def boards(leaderboard: Mapping, measures: Mapping[str, list[str]] | None = None
 
 def main_measures(task: str) -> dict:
     """The task card's main measures per scenario ({} for a task this clirbench does not know)."""
-    from ..tasks import get_task
 
     try:
         return {k: [str(m) for m in v] for k, v in get_task(task).card.main_measures.items()}

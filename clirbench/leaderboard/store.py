@@ -1,5 +1,8 @@
 """The leaderboard file ``<dir>/<task>.json`` (schema in ``leaderboards/SCHEMA.md``), and which one a command uses.
 
+Over 500 lines because the board's schema checks on load (ranges, pools, systems, significance)
+belong with the one reader and writer of board files.
+
 A user's boards live in ``./leaderboard/`` (``DEFAULT_DIR``, where ``build`` and ``submit`` write
 unless given ``--dir``); the *reference* boards are those shipped with clirbench
 (``leaderboards/`` of its source tree, :func:`reference_dir`), written only when named with
@@ -25,9 +28,15 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ..identity import PoolKey, SystemKey
+from ..measures import parse
+from ..results.cost import Cost
+from ..results.records import check_preference
+from ..tasks import get_task
 from ..util.atomic import write_text_atomic
 from ..util.errors import ClirbenchError, DataNotFoundError, MalformedDataError
-from ..util.strict import loads_json
+from ..util.redact import redact, redact_command
+from ..util.strict import expect_json, loads_json
 
 __all__ = [
     "FORMAT", "SCHEMA_VERSION", "MAX_LEADERBOARD_BYTES", "MAX_TEXT", "check_text", "check_texts", "check_strings",
@@ -70,8 +79,6 @@ def check_text(value: Any, where: str, long: bool = False, command: bool = False
     # prompts may hold quotes and backslashes, commands shell syntax too; never control characters
     markup = None if command else re.search(r"[<>&`]", value) if long else _MARKUP.search(value)
     if bad_char or markup:
-        from ..util.redact import redact
-
         raise ClirbenchError(f"{where}: refusing a string with markup or control characters: {_show(redact(value))}")
     return value
 
@@ -165,7 +172,6 @@ def decode_vector(text: str, n: int, where: str) -> np.ndarray:
 
 def pool_id(subset: str, scenario: str, pool_mode: str, doc_langs, query_lang: str) -> str:
     """``[subset/]scenario[+mode]/L1-L2/q-Lq``, the pool's name without the task."""
-    from ..identity import PoolKey
 
     return PoolKey("", subset, scenario, pool_mode, tuple(doc_langs), query_lang).board_id
 
@@ -287,7 +293,6 @@ def locked(path: str | os.PathLike):
 
 def empty(task: str) -> dict:
     """A new leaderboard: the task card's dataset identity, no pools, no systems."""
-    from ..tasks import get_task
 
     card = get_task(task).card
     return {
@@ -335,8 +340,6 @@ def validate(data: Any, where: str = "leaderboard") -> dict:
 def _current(data: Any, where: str) -> dict:
     """``data`` as a leaderboard of this clirbench's schema (a version 1 board upgraded)."""
     if not isinstance(data, dict):
-        from ..util.strict import expect_json
-
         expect_json(data, dict, where, "a clirbench leaderboard")
     if data.get("format") != FORMAT:
         raise MalformedDataError(f"{where}: not a clirbench leaderboard (format {_show(str(data.get('format')))})")
@@ -386,8 +389,6 @@ def _check_system(name: str, system: Any, pools: Mapping, w: str) -> None:
 
 
 def _check_system_key(name: str, key: Mapping, w: str) -> None:
-    from ..identity import SystemKey
-
     try:
         key_id = SystemKey.of_dict(key).id
     except (KeyError, TypeError, ValueError):
@@ -408,8 +409,6 @@ def _check_result(res: Any, pool: Mapping, w: str) -> None:
             raise MalformedDataError(f"{w}.measures.{m}: expected value, ci_low, ci_high")
         _check_range(m, mv, pool["pool_size"], f"{w}.measures.{m}")
     if "preference" in res:
-        from ..results.records import check_preference
-
         try:
             check_preference(res["preference"], pool["doc_langs"], pool["pool_size"])
         except ValueError as exc:
@@ -425,8 +424,6 @@ def _check_result(res: Any, pool: Mapping, w: str) -> None:
 
 def _check_cost(res: Mapping, w: str) -> None:
     if "cost" in res:
-        from ..results.cost import Cost
-
         try:
             Cost.from_dict(res["cost"])
         except ValueError as exc:
@@ -458,7 +455,6 @@ def _check_reproductions(items: Any, pool_size: int, where: str) -> None:
 
 def _check_range(name: str, mv: Mapping, pool_size: int, where: str) -> None:
     """A stored measure must be a known measure with value and CI inside its family's range."""
-    from ..measures import parse
 
     try:
         lo, hi = parse(name).value_range(pool_size)
@@ -476,8 +472,6 @@ def upgrade(data: Mapping, where: str = "leaderboard") -> dict:
     """A schema-1 leaderboard in the schema-2 form: one system per ``SystemKey`` (a translated
     result becomes its own system), hardware and clirbench version moved into each result,
     commands redacted. Values are not touched."""
-    from ..identity import SystemKey
-    from ..util.redact import redact_command
 
     out = {k: v for k, v in data.items() if k != "systems"}
     out["schema_version"] = SCHEMA_VERSION

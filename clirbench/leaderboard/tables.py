@@ -24,7 +24,23 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from ..display.paper import (
+    SIGNIFICANCE_LEVEL,
+    TEXTWIDTH_PT,
+    Cell,
+    check_ci_style,
+    direction_legend,
+    latex_note,
+    latex_table,
+    latex_width,
+    markdown_table,
+)
 from ..display.paper import TABLE_FORMATS as FORMATS
+from ..display.precision import board_decimals
+from ..stats.correction import adjust, describe, family_size
+from ..stats.significance_tests import paired_test
+from ..util.checks import check_correction
+from ..util.errors import ClirbenchError, UnknownNameError
 from . import store
 from .significance import Board, boards, per_query_vector
 
@@ -39,7 +55,6 @@ def select(leaderboard: Mapping, path, scenario: str | None = None, measure: str
            correction: str = "holm") -> list[Board]:
     """The boards of ``leaderboard`` for ``scenario`` and ``measure`` (None: all), their groups under
     ``correction``; an unknown one is a one-line error listing what the file has."""
-    from ..util.errors import UnknownNameError
 
     every = list(boards(leaderboard, correction=correction))
     for option, asked, have in (("--scenario", scenario, sorted({b.scenario for b in every})),
@@ -68,9 +83,6 @@ def baseline_tests(leaderboard: Mapping, items: Sequence[Board], baseline: str, 
                    permutations: int = PERMUTATIONS) -> dict[tuple[int, str], tuple[float, float]]:
     """``{(board index, system): (p, adjusted p)}`` for every ranked system but ``baseline`` on each
     board where the baseline is ranked; one family, adjusted by ``correction``."""
-    from ..util.errors import UnknownNameError
-    from ..stats.significance_tests import paired_test
-    from ..stats.correction import adjust
 
     if baseline not in leaderboard["systems"]:
         raise UnknownNameError(f"--baseline {baseline[:60]!r}: no such system; systems: "
@@ -102,7 +114,6 @@ def _chunks(items: Sequence[Board], width) -> list[list[int]]:
     """The boards' indices cut into LaTeX tables that fit ``paper.TEXTWIDTH_PT`` by ``width`` (a
     function of a list of indices): whole scenarios packed in order, a scenario too wide for one
     table cut between its measures."""
-    from ..display.paper import TEXTWIDTH_PT
 
     groups: list[list[int]] = []
     for i, board in enumerate(items):
@@ -136,11 +147,9 @@ def _order(items: Sequence[Board]) -> list[str]:
 
 def _note(items: Sequence[Board], leaderboard: Mapping, baseline: str | None, tests: Mapping, correction: str,
           ci: str) -> str:
-    from ..stats.correction import describe, family_size
 
     sig = leaderboard["significance"]
     pools = sorted({len(b.pools) for b in items})
-    from ..display.paper import direction_legend
 
     legend = direction_legend(b.arrow for b in items)
     parts = [f"Macro mean over each board's pools ({'/'.join(map(str, pools))} pools) with its "
@@ -182,10 +191,6 @@ def render(task: str, leaderboard_dir: str | os.PathLike | None = None, scenario
            correction: str = "holm") -> str:
     """The boards of ``<leaderboard_dir>/<task>.json`` as a Markdown, LaTeX or CSV table (no folder:
     the user's board, else the reference one: ``store.path_for``)."""
-    from ..util.checks import check_correction
-    from ..util.errors import ClirbenchError
-    from ..display.paper import SIGNIFICANCE_LEVEL, Cell, check_ci_style, latex_note, markdown_table
-    from ..display.precision import board_decimals
 
     if fmt not in FORMATS[1:]:
         raise ClirbenchError(f"unknown table format {fmt!r}; choose one of {', '.join(FORMATS[1:])}")
@@ -238,14 +243,10 @@ def _columns(items: Sequence[Board], rows: Sequence[Sequence], idx: Sequence[int
 
 
 def _width(items, rows, idx, ci) -> float:
-    from ..display.paper import latex_width
-
     header, sub, _ = _columns(items, rows, idx)
     return latex_width(header, sub, ci)
 
 
 def _latex(items, rows, idx, ci) -> str:
-    from ..display.paper import latex_table
-
     header, sub, groups = _columns(items, rows, idx)
     return latex_table(header, sub, "", ci, groups)

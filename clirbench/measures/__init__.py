@@ -1,7 +1,8 @@
 """Exact rank-based measures (docs/measures.md): ``parse("nDCG@10") == nDCG@10``."""
 from __future__ import annotations
 
-from ..scenarios import MAIN_MEASURES as _MAIN_NAMES, SCENARIOS
+from ..scenarios import MAIN_MEASURES as _MAIN_NAMES
+from ..scenarios import SCENARIOS
 from .base import Measure, compute, direction, parse, per_query, valid_names
 from .compute import maxr_norm_of_mean
 from .families import FAMILIES, Family

@@ -10,9 +10,9 @@ family records (families.py) bind them to names.
 """
 from __future__ import annotations
 
+from functools import cached_property
 from typing import TYPE_CHECKING
 
-from functools import cached_property
 import numpy as np
 
 from .peer import peer

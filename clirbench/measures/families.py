@@ -12,8 +12,20 @@ from typing import Callable
 
 import numpy as np
 
-from .compute import (Prep, ap, complete, max_rank, maxr_norm, ndcg, peer_at, precision, recall, rr,
-                      same_lang_first, success)
+from .compute import (
+    Prep,
+    ap,
+    complete,
+    max_rank,
+    maxr_norm,
+    ndcg,
+    peer_at,
+    precision,
+    recall,
+    rr,
+    same_lang_first,
+    success,
+)
 
 __all__ = ["Family", "FAMILIES", "ALIASES", "family", "TrecEval", "TREC_EVAL", "TREC_EVAL_ALIASES"]
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
+from .names import score_key as _key
+
 __all__ = ["get_tasks", "to_results", "score_key"]
 
 
@@ -25,7 +27,7 @@ def get_tasks(tasks: str | Sequence[str], langs=None, scenarios="all", query_lan
     Arguments are those of ``clirbench run``. ``measures`` (default: clirbench's defaults) are
     added to MTEB's scores under ``score_key`` names (``max_at_r``, ``complete_at_10``, ...).
     """
-    from .tasks import get_tasks as _get
+    from .tasks import get_tasks as _get  # lazy: mteb, numpy
 
     return _get(tasks, langs=langs, scenarios=scenarios, query_langs=query_langs, pool_mode=pool_mode,
                 data_dir=data_dir, measures=measures, **task_options)
@@ -39,7 +41,7 @@ def to_results(mteb_result, output_dir, *, tasks: Sequence | None = None, data_d
     (a local model: ``no_model_name/available``); a folder is recorded by its weights hash and
     its results go to ``mteb__<folder>-<hash>``.
     """
-    from .convert import to_results as _to
+    from .convert import to_results as _to  # lazy: mteb, numpy
 
     return _to(mteb_result, output_dir, tasks=tasks, data_dir=data_dir, resamples=resamples, seed=seed,
                overwrite=overwrite, model=model)
@@ -47,6 +49,5 @@ def to_results(mteb_result, output_dir, *, tasks: Sequence | None = None, data_d
 
 def score_key(measure) -> str:
     """The MTEB score name of a clirbench measure: ``MaxR`` -> ``max_at_r``, ``nDCG@10`` -> ``clirbench_ndcg_at_10``."""
-    from .names import score_key as _key
 
     return _key(measure)

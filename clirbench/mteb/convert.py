@@ -8,6 +8,7 @@ ids only).
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Mapping, Sequence
@@ -17,6 +18,7 @@ import numpy as np
 from ..evaluation import evaluate_table
 from ..identity import SystemKey
 from ..results import MeasureValue, PerQuery, Result, ResultStore, RetrieverRef, hardware_info
+from ..retrievers.encoders import weights_hash
 from ..stats.preference import pool_preference
 from ..tasks import get_task, list_tasks
 from ..util.errors import ClirbenchError
@@ -89,15 +91,12 @@ def _model_ref(name: str | None, revision: str | None, model) -> tuple[str, str 
     """(spec, model id, revision) of the evaluated model. MTEB records a local model as
     ``no_model_name/available`` (revision ``no_revision_available``): ``model`` (its registry name
     or local folder) names it then; a local folder's revision is its weights hash."""
-    import os
 
     revision = None if revision in _NO_REVISION else revision
     if model is not None:
         model = str(model)
         folder = os.path.expanduser(model)
         if os.path.isdir(folder):
-            from ..retrievers.encoders import weights_hash
-
             folder = os.path.abspath(folder).rstrip("/")
             return f"mteb:{folder}", folder, weights_hash(Path(folder))
         return f"mteb:{model}", model, revision

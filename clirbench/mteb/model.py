@@ -9,13 +9,20 @@ DenseRetriever scores them exactly (cosine; the dot product when MTEB's metadata
 """
 from __future__ import annotations
 
+import importlib.metadata as md
 import os
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
-from ..util.errors import ClirbenchError, UnknownNameError
+from ..cache.embeddings import EmbeddingCache
+from ..identity import local_model_name
 from ..retrievers.base import Retriever
+from ..retrievers.dense import DenseRetriever
+from ..retrievers.encoders import mteb_prompts, weights_hash
+from ..util.errors import ClirbenchError, UnknownNameError
+from ..util.optional import require
 
 __all__ = ["MTEBEncoder", "from_spec", "task_metadata"]
 
@@ -24,7 +31,7 @@ def task_metadata():
     """The TaskMetadata MTEB models see when clirbench encodes (a generic retrieval task)."""
     from mteb.abstasks.task_metadata import TaskMetadata
 
-    from .tasks import TASK_METADATA_DEFAULTS
+    from .tasks import TASK_METADATA_DEFAULTS  # lazy: mteb
 
     return TaskMetadata(name="clirbench.retrieval", description="Cross-lingual retrieval (clirbench).",
                         reference="https://example.invalid/clirbench",
@@ -94,7 +101,6 @@ class MTEBEncoder:
         if isinstance(prompts, dict):
             name = get_prompt_name(prompts, self.metadata, self._types[role])
             return str(prompts.get(name) or "") if name else ""
-        from ..retrievers.encoders import mteb_prompts  # instruction models: what the registry template gives
 
         found = mteb_prompts(self.model_id) or {}
         return f"[{type(self.model).__name__}] {found.get(role, '')}"
@@ -118,8 +124,6 @@ class MTEBEncoder:
         return emb
 
     def describe(self) -> dict:
-        import importlib.metadata as md
-
         out: dict[str, Any] = {
             "model_id": self.model_id, "revision": self.revision, "prompts": dict(self._prompts),
             "prompt_source": {"query": "mteb", "document": "mteb"},
@@ -133,28 +137,21 @@ class MTEBEncoder:
 
 def from_spec(arg: str, options: dict) -> Retriever:
     """``mteb:<registry name>``, ``mteb:<registry name>=<local dir>`` or ``mteb:<local dir>``."""
-    from ..cache.embeddings import EmbeddingCache
-    from ..retrievers.dense import DenseRetriever
-    from ..retrievers.encoders import weights_hash
 
     if not arg:
         raise ClirbenchError("retriever 'mteb:' needs a model: mteb:<MTEB model name>")
     for key in ("query_prompt", "doc_prompt"):
         if options.get(key) is not None:
             raise ClirbenchError(f"mteb:<model> uses MTEB's prompts; {key} cannot change them (use dense:<model>)")
-    from ..util.optional import require
 
     require("mteb", purpose="retriever mteb:<model>")
     model, name, path = _load(arg, options.get("device"))
     meta = model.mteb_model_meta
-    from pathlib import Path
 
     local = Path(os.path.expanduser(path)) if path else None
     revision = (weights_hash(local) if local is not None else None) or str(meta.revision or "unknown")
     model_id = name or str(path)
     if name is None:  # a local folder: MTEB would call it no_model_name/available, no_revision_available
-        from ..identity import local_model_name
-
         try:
             model.mteb_model_meta = meta.model_copy(update={"name": f"local/{local_model_name(str(path), revision)}",
                                                             "revision": revision})

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
+from importlib.resources import files
 
 from ..identity import join_langs, pool_stem, split_langs, split_pool_stem
+from ..util.filenames import NAME_LIMIT, fit_name
 
 __all__ = ["score_key", "task_name", "parse_task_name", "subset_name", "parse_subset_name", "mteb_language"]
 
@@ -17,7 +19,7 @@ def score_key(measure) -> str:
     clirbench's rank-set measures keep plain names; trec_eval measures get a prefix so that they
     sit beside MTEB's own (which follow MTEB's ranking) without replacing them.
     """
-    from ..measures import parse
+    from ..measures import parse  # lazy: numpy
 
     m = parse(str(measure))
     base = m.record.mteb_key
@@ -30,7 +32,6 @@ def task_name(task: str, scenario: str, pool_mode: str, subset: str = "") -> str
     MTEB names its result file after it (``<name>.json``): a long task id or subset (``parallel:<file>``)
     is shortened with a hash (``identity.fit_name``), the scenario and pool mode kept.
     """
-    from ..util.filenames import NAME_LIMIT, fit_name
 
     tail = [scenario, pool_mode] + ([fit_name(subset, NAME_LIMIT // 4)] if subset else [])
     room = NAME_LIMIT - len(".json") - len(".".join([_PREFIX, "", *tail]).encode("utf-8"))
@@ -60,8 +61,6 @@ def parse_subset_name(name: str) -> tuple[tuple[str, ...], str]:
 
 @lru_cache(maxsize=None)
 def _iso_tables() -> tuple[dict, dict]:
-    from importlib.resources import files
-
     root = files("mteb") / "languages"
     return (json.loads((root / "iso_639_1_to_3.json").read_text(encoding="utf-8")),
             json.loads((root / "iso_639_3_to_default_script.json").read_text(encoding="utf-8")))

@@ -9,14 +9,18 @@ so MTEB's own scores are right for multi-1 too.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-
 from mteb.abstasks.retrieval import AbsTaskRetrieval
 from mteb.abstasks.task_metadata import TaskMetadata
 
 from ..collection import Pool
+from ..evaluation import evaluate_scores
+from ..measures import DEFAULT_MEASURES, parse
+from ..tasks import get_task
 from ..util.errors import ClirbenchError
 from .names import mteb_language, score_key, subset_name, task_name
 
@@ -38,7 +42,6 @@ def pool_scores(pool: Pool, run: Mapping[str, Mapping[str, float]], measures):
     A value is the mean over the queries where the measure is defined (``of_mean`` measures: the
     function of that mean), as in clirbench's result records; missing documents rank last.
     """
-    from ..evaluation import evaluate_scores
 
     evaluation = evaluate_scores(run, pool, measures, resamples=0)
     values = {str(m): evaluation.summary[str(m)].value for m in measures}
@@ -71,8 +74,13 @@ class _ExcludingSearch:
 
 
 def _search_model(model):
-    from mteb.models import (CrossEncoderProtocol, EncoderProtocol, SearchCrossEncoderWrapper,
-                             SearchEncoderWrapper, SearchProtocol)
+    from mteb.models import (
+        CrossEncoderProtocol,
+        EncoderProtocol,
+        SearchCrossEncoderWrapper,
+        SearchEncoderWrapper,
+        SearchProtocol,
+    )
 
     if isinstance(model, EncoderProtocol) and not isinstance(model, SearchProtocol):
         return SearchEncoderWrapper(model)
@@ -129,7 +137,6 @@ class ClirbenchRetrievalTask(AbsTaskRetrieval):
 
 def _main_score(scenario: str, card, measures) -> str:
     names = list(card.main_measures.get(scenario, ())) + [str(m) for m in measures]
-    from ..measures import parse
 
     for name in names:
         m = parse(name)
@@ -153,8 +160,6 @@ def _dataset(card, source: Mapping[str, Any]) -> dict[str, str]:
     Informational (the task loads its pools itself); for local data the revision is the first 16 hex
     digits of the SHA-256 of the files' hashes, so a changed file changes it; ``unpinned`` otherwise.
     """
-    import hashlib
-    import json
 
     origin = str(source.get("origin") or card.source.get("hub") or card.id)
     path = origin[len("hub:"):] if origin.startswith("hub:") else origin
@@ -208,8 +213,6 @@ def get_tasks(tasks: str | Sequence[str], langs=None, scenarios="all", query_lan
               pool_mode: str = "unique", data_dir=None, measures: Sequence[str] | None = None,
               **task_options) -> list[ClirbenchRetrievalTask]:
     """See ``clirbench.mteb.get_tasks``."""
-    from ..measures import DEFAULT_MEASURES, parse
-    from ..tasks import get_task
 
     measure_objs = tuple(parse(m) for m in measures) if measures else DEFAULT_MEASURES
     out = []

@@ -10,15 +10,18 @@ from typing import Sequence
 
 import numpy as np
 
+from ..display import palette
+from ..identity import labels
+from ..measures import parse
+from ..results import read_per_query
+from ..util.errors import ClirbenchError
+from .figure import check_output, distinct_results, plain, save, subplots
+
 __all__ = ["ecdf_series", "plot_ecdf"]
 
 
 def ecdf_series(results: Sequence[str | os.PathLike], measure: str = "MaxR") -> dict[str, np.ndarray]:
     """``{"<system> q-<lang>": sorted defined values}`` of ``measure``, in the order first met."""
-    from ..util.errors import ClirbenchError
-    from ..identity import labels
-    from ..results import read_per_query
-    from .figure import distinct_results
 
     if not results:
         raise ClirbenchError("no result files to plot")
@@ -41,9 +44,6 @@ def ecdf_series(results: Sequence[str | os.PathLike], measure: str = "MaxR") -> 
 
 def plot_ecdf(results: Sequence[str | os.PathLike], out: str | os.PathLike, measure: str = "MaxR"):
     """Write the ECDF figure of ``results`` to ``out`` (.svg or .png); returns the path."""
-    from ..display import palette
-    from ..measures import parse
-    from .figure import check_output, plain, save, subplots
 
     check_output(out)
     family = parse(measure).record

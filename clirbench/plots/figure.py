@@ -8,6 +8,11 @@ import io
 import os
 from pathlib import Path
 
+from ..identity import PoolKey
+from ..util.atomic import write_bytes_atomic
+from ..util.errors import ClirbenchError
+from ..util.optional import require
+
 __all__ = ["SUFFIXES", "STYLE", "plain", "check_output", "result_paths", "check_distinct", "distinct_results", "pyplot", "subplots", "save"]
 
 SUFFIXES = (".svg", ".png")
@@ -26,7 +31,6 @@ def plain(text: object) -> str:
 
 def check_output(path: str | os.PathLike) -> Path:
     """``path`` if it ends in .svg or .png; a one-line error otherwise (before any work)."""
-    from ..util.errors import ClirbenchError
 
     path = Path(path)
     if path.suffix.lower() not in SUFFIXES:
@@ -39,7 +43,7 @@ def check_output(path: str | os.PathLike) -> Path:
 def result_paths(paths) -> list[Path]:
     """Result files named by ``paths``: a file as given, a folder as every result JSON under it
     (gap files left out), in order."""
-    from ..leaderboard.submit import result_files
+    from ..leaderboard.submit import result_files  # lazy: numpy
 
     out: list[Path] = []
     for path in map(Path, paths):
@@ -50,8 +54,6 @@ def result_paths(paths) -> list[Path]:
 def check_distinct(records, places) -> None:
     """Refuse two results of one system on one pool (a file given twice, a folder and a file in it, a
     copy): a figure counts each pool of a system once. ``places`` name the records in the error."""
-    from ..util.errors import ClirbenchError
-    from ..identity import PoolKey
 
     seen: dict = {}
     for record, place in zip(records, places):
@@ -65,7 +67,7 @@ def check_distinct(records, places) -> None:
 def distinct_results(paths) -> tuple[list[Path], list]:
     """The result files named by ``paths`` (``result_paths``) and their records, each system's pool
     once (``check_distinct``)."""
-    from ..results import read_result
+    from ..results import read_result  # lazy: numpy
 
     files = result_paths(paths)
     records = [read_result(p) for p in files]
@@ -75,7 +77,6 @@ def distinct_results(paths) -> tuple[list[Path], list]:
 
 def pyplot():
     """``matplotlib.pyplot`` on the Agg backend (a missing matplotlib: one line naming the extra)."""
-    from ..util.optional import require
 
     matplotlib = require("matplotlib")
     matplotlib.use("Agg", force=True)
@@ -94,7 +95,6 @@ def subplots(rows: int = 1, width: float = 6.0, height: float = 3.5):
 
 def save(fig, path: str | os.PathLike) -> Path:
     """Write ``fig`` to ``path`` (SVG or PNG by the suffix) atomically, then close it."""
-    from ..util.atomic import write_bytes_atomic
 
     path = check_output(path)
     plt = pyplot()

@@ -10,6 +10,11 @@ from __future__ import annotations
 import math
 import os
 
+from ..display import palette
+from ..display.precision import fmt, measure_decimals
+from ..util.errors import ClirbenchError
+from .figure import check_output, plain, pyplot, save, subplots
+
 __all__ = ["gap_matrix", "plot_gap_heatmap"]
 
 
@@ -17,8 +22,7 @@ def gap_matrix(task: str, leaderboard_dir: str | os.PathLike | None = None, scen
                measure: str | None = None) -> tuple[str, list[str], list[str], list[list[float]]]:
     """``(measure, systems, pairs, values)`` (NaN where a system lacks a pair). The default measure
     is the scenario's first board whose measure is higher-is-better, as on the HTML page."""
-    from ..util.errors import ClirbenchError
-    from ..leaderboard import gaps, store
+    from ..leaderboard import gaps, store  # lazy: numpy
     from ..leaderboard.tables import select
 
     path = store.path_for(task, leaderboard_dir)
@@ -39,10 +43,7 @@ def gap_matrix(task: str, leaderboard_dir: str | os.PathLike | None = None, scen
 def plot_gap_heatmap(task: str, out: str | os.PathLike, leaderboard_dir: str | os.PathLike | None = None,
                      scenario: str = "multi", measure: str | None = None):
     """Write the gap heatmap of ``<leaderboard_dir>/<task>.json`` to ``out``."""
-    from ..display import palette
-    from ..measures import parse
-    from ..display.precision import fmt, measure_decimals
-    from .figure import check_output, plain, pyplot, save, subplots
+    from ..measures import parse  # lazy: numpy
 
     check_output(out)
     measure, systems, pairs, values = gap_matrix(task, leaderboard_dir, scenario, measure)

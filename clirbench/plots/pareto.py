@@ -15,6 +15,10 @@ from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
 from ..display.palette import MUTED, SERIES
+from ..identity import PoolKey
+from ..util.errors import ClirbenchError, UnknownNameError
+from ..util.optional import require
+from .figure import check_distinct, check_output, plain, result_paths, save
 
 __all__ = ["COSTS", "DEFAULT_COST", "SystemPoint", "system_points", "pareto_front", "pareto_figure", "write_pareto",
            "read_records"]
@@ -62,8 +66,7 @@ class SystemPoint:
 def read_records(source) -> list:
     """Result records from ``source``: a results folder (every result JSON under it), result files,
     ``Result`` objects, their dicts, or ``PoolResult``s / a ``RunResult``."""
-    from ..results import Result, read_result
-    from .figure import check_distinct, result_paths
+    from ..results import Result, read_result  # lazy: numpy
 
     out, places = [], []
     for item in [source] if isinstance(source, (str, os.PathLike)) else source:
@@ -84,8 +87,7 @@ def read_records(source) -> list:
 
 
 def _measure(measure: str):
-    from ..util.errors import ClirbenchError
-    from ..measures import parse
+    from ..measures import parse  # lazy: numpy
 
     try:
         m = parse(measure)
@@ -98,8 +100,6 @@ def _measure(measure: str):
 
 
 def _cost_axis(cost: str) -> _CostAxis:
-    from ..util.errors import UnknownNameError
-
     if cost not in COSTS:
         raise UnknownNameError(f"unknown cost {cost!r}; expected one of {', '.join(COSTS)}")
     return COSTS[cost]
@@ -109,10 +109,8 @@ def system_points(records: Iterable, measure: str = "nDCG@10",
                   cost: str = DEFAULT_COST, scenario: str | None = None) -> list[SystemPoint]:
     """One point per system (``SystemKey.label``) over the records (``read_records``' sources) that
     report ``measure`` and ``cost``, in ``scenario`` when given; sorted by system."""
-    from ..util.errors import ClirbenchError
 
     name, axis = str(_measure(measure)), _cost_axis(cost)
-    from ..identity import PoolKey
 
     values: dict[str, tuple[list, list]] = {}
     pools: dict[str, set] = {}
@@ -152,12 +150,9 @@ def pareto_figure(records: Iterable, measure: str = "nDCG@10", cost: str = DEFAU
                   scenario: str | None = None, log_cost: bool | None = None):
     """A matplotlib ``Figure``: effectiveness (y) against cost (x), points labelled by system, the
     Pareto front as a step line. ``log_cost`` (default: when the costs span over 100x) sets a log x axis."""
-    from ..util.optional import require
 
     require("matplotlib", extra="plot", purpose="Pareto plots")
     from matplotlib.figure import Figure
-
-    from .figure import plain
 
     m, axis = _measure(measure), _cost_axis(cost)
     points = system_points(records, measure, cost, scenario)
@@ -192,7 +187,6 @@ def pareto_figure(records: Iterable, measure: str = "nDCG@10", cost: str = DEFAU
 def write_pareto(records: Iterable, out_path: str | os.PathLike, measure: str = "nDCG@10",
                  cost: str = DEFAULT_COST, scenario: str | None = None) -> Path:
     """Write ``pareto_figure`` to ``out_path`` (SVG or PNG by its suffix; SVG deterministic); returns the path."""
-    from .figure import check_output, save
 
     check_output(out_path)  # before any work
     return save(pareto_figure(records, measure, cost, scenario), out_path)

@@ -8,6 +8,11 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from ..identity import labels
+from ..util.errors import ClirbenchError
+from ..util.optional import require
+from .figure import check_output, distinct_results, plain, save, subplots
+
 __all__ = ["preference_figure", "plot_preference"]
 
 
@@ -15,9 +20,6 @@ def preference_figure(matrix: Mapping, system: str = "", ax=None):
     """A matplotlib ``Figure`` of ``matrix`` (``stats.preference.preference_matrix``); draws into
     ``ax`` when given."""
     import numpy as np
-
-    from ..util.optional import require
-    from .figure import plain
 
     require("matplotlib.figure", "plot")
     from matplotlib.figure import Figure  # no pyplot: no global figure state, no backend switch
@@ -52,10 +54,7 @@ def preference_figure(matrix: Mapping, system: str = "", ax=None):
 def plot_preference(results, out):
     """Write the preference matrices of ``results`` (result files of ``multi`` pools: one matrix per
     system and set of documents, stacked) to ``out`` (.svg or .png); returns the path."""
-    from ..util.errors import ClirbenchError
-    from ..identity import labels
-    from ..stats.preference import preference_matrix
-    from .figure import check_output, distinct_results, save, subplots
+    from ..stats.preference import preference_matrix  # lazy: numpy
 
     check_output(out)
     _, records = distinct_results(results)

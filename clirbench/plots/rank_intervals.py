@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import os
 
+from ..display.palette import SERIES
+from ..util.errors import ClirbenchError
+from .figure import check_output, plain, save, subplots
+
 __all__ = ["plot_rank_intervals"]
 
 
 def plot_rank_intervals(task: str, out: str | os.PathLike, leaderboard_dir: str | os.PathLike | None = None,
                         scenario: str | None = None, measure: str | None = None):
     """Write the rank intervals of ``<leaderboard_dir>/<task>.json``'s boards to ``out``."""
-    from ..util.errors import ClirbenchError
-    from ..leaderboard import store
+    from ..leaderboard import store  # lazy: numpy
     from ..leaderboard.tables import select
-    from ..display.palette import SERIES
-    from .figure import check_output, plain, save, subplots
 
     check_output(out)
     path = store.path_for(task, leaderboard_dir)

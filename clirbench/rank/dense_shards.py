@@ -20,8 +20,16 @@ import numpy as np
 from ..cache.store import distinct_rows
 from ..collection import texts_of
 from .capabilities import Embeds
-from .products import (BoundedBlock, BoundedScores, ExactScores, duplicate_columns, full_float32, product_error,
-                       products_finite, row_norms)
+from .products import (
+    BoundedBlock,
+    BoundedScores,
+    ExactScores,
+    duplicate_columns,
+    full_float32,
+    product_error,
+    products_finite,
+    row_norms,
+)
 
 __all__ = ["DenseShards", "dense_bounds", "dense_shard_scorer"]
 

@@ -1,5 +1,8 @@
 """A TREC run file read at C speed (pyarrow's CSV reader) straight into a RankTable, by chunks.
 
+Over 500 lines because the fast path must re-check every rule of the strict reader (formats/trec.py)
+on pyarrow's columns, block by block, to give the same table or defer.
+
 It reads only regular files (a pipe or standard input is read once, by the caller) of runs in the
 canonical layout (one space or one tab between the six fields, queries grouped, as every tool
 writes them) and checks everything ``trec.read_trec_run`` checks. Whatever it cannot prove valid --
@@ -15,15 +18,19 @@ from __future__ import annotations
 
 import contextlib
 import os
+import queue
 import re
+import threading
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Mapping
 
 import numpy as np
 
-from .runs import rank_in_segments
-from .table import RankTable, finish_table
 from ..formats.jsonl import MAX_LINE_BYTES
 from ..formats.trec import is_stream, open_input
+from .runs import rank_in_segments
+from .table import RankTable, finish_table
 
 __all__ = ["rank_run_file"]
 
@@ -358,8 +365,8 @@ def rank_run_file(path: str | os.PathLike, qrels: Mapping[str, Mapping[str, int]
     """
     try:
         import pyarrow as pa
-        import pyarrow.csv as pcsv
         import pyarrow.compute as pc
+        import pyarrow.csv as pcsv
     except ImportError:
         return None
     if is_stream(path):
@@ -421,8 +428,6 @@ def _parsed(pa, pcsv, source: _CheckedBytes, options: dict, workers: int = 2):
     one parses on one thread), ``workers`` chunks at once, so that one call's slower block does not
     leave the cores idle (one chunk at a time kept the ranking thread waiting 0.4-0.8 s of 3.8 at
     50,000 queries)."""
-    from collections import deque
-    from concurrent.futures import ThreadPoolExecutor
 
     def parse(buf: bytes, cut: int) -> list:
         data = memoryview(buf)[:cut]
@@ -498,9 +503,6 @@ class _prefetched:
     item)."""
 
     def __init__(self, items, depth: int = 2) -> None:
-        import queue
-        import threading
-
         self._ahead: queue.Queue = queue.Queue(maxsize=depth)
         self._stop = threading.Event()
         self._items = items
@@ -508,8 +510,6 @@ class _prefetched:
         self._worker.start()
 
     def _offer(self, message) -> bool:  # False once the caller has stopped listening
-        import queue
-
         while not self._stop.is_set():
             try:
                 self._ahead.put(message, timeout=0.1)

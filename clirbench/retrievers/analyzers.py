@@ -23,9 +23,13 @@ same way gives the same fingerprint; one that splits or stems a probe word diffe
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
+
+from ..util.optional import require
 
 __all__ = ["Analyzer", "get_analyzer", "analyze", "normalise", "base_lang", "SNOWBALL", "CJK_LANGS",
            "analyzer_table", "require_backends", "PROBE", "probe_terms", "fingerprint"]
@@ -75,7 +79,6 @@ def base_lang(lang: str) -> str:
 
 def require_backends(purpose: str) -> None:
     """Fail now, in one line naming the ``bm25`` extra, when a library the analyzers use is missing."""
-    from ..util.optional import require
 
     for module in ("regex", "Stemmer", "bm25s"):
         require(module, extra="bm25", purpose=purpose)
@@ -83,8 +86,6 @@ def require_backends(purpose: str) -> None:
 
 @lru_cache(maxsize=None)
 def _patterns():
-    from ..util.optional import require
-
     regex = require("regex", purpose="text analysis (bm25, psq)")
 
     word = r"[\p{L}\p{M}\p{N}]"
@@ -102,23 +103,17 @@ def _patterns():
 
 @lru_cache(maxsize=None)
 def _stemmer(algorithm: str):
-    from ..util.optional import require
-
     Stemmer = require("Stemmer", purpose="text analysis (bm25, psq)")
 
     return Stemmer.Stemmer(algorithm)
 
 
 def _bm25s_stopwords(lang: str) -> frozenset[str]:
-    from ..util.optional import require
-
     stopwords = require("bm25s.stopwords", purpose="text analysis (bm25, psq)")
     return frozenset(normalise(w) for w in getattr(stopwords, _BM25S_STOPWORDS[lang]))
 
 
 def _thai():
-    from ..util.optional import require
-
     corpus = require("pythainlp.corpus", purpose="analysing Thai")
     tokenize = require("pythainlp.tokenize", purpose="analysing Thai")
     return tokenize.word_tokenize, corpus.thai_stopwords
@@ -262,8 +257,6 @@ def probe_terms() -> dict[str, list[list[str]]]:
 def fingerprint() -> str:
     """16 hex digits of SHA-256 over :func:`probe_terms` and the stop word list of every language
     with its own analyzer: equal when the analyzers analyse alike, whatever the library versions."""
-    import hashlib
-    import json
 
     stop = {}
     for code in sorted(set(SNOWBALL) | CJK_LANGS | {"th"}):

@@ -20,12 +20,21 @@ provenance (``library_versions``). A patch release that scores the probe alike i
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import time
+from importlib.metadata import PackageNotFoundError, version
 from typing import Iterator, Sequence
 
 import numpy as np
 
+from ..cache.cost import EncodeCost, EncodeReport, cpu_name
 from ..collection import Text
+from ..rank.table import tie_keys
+from ..util.errors import UnknownNameError
+from .analyzers import PROBE, analyzer_table, get_analyzer, require_backends
+from .analyzers import fingerprint as analysis
+from .pyserini_bm25 import from_spec as pyserini_from_spec
 
 __all__ = ["BM25Retriever", "from_spec", "fingerprint", "K1", "B", "METHOD", "FINGERPRINT_PREFIX"]
 
@@ -35,8 +44,6 @@ FINGERPRINT_PREFIX = "fingerprint:"
 
 
 def _version(dist: str) -> str | None:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version(dist)
     except PackageNotFoundError:
@@ -48,7 +55,6 @@ class BM25Retriever:
 
     def __init__(self, k1: float = K1, b: float = B, method: str = METHOD, top_k: int | None = None,
                  spec: str = "bm25") -> None:
-        from .analyzers import require_backends
 
         require_backends("retriever bm25")  # fail at construction, not at the first pool
 
@@ -63,8 +69,6 @@ class BM25Retriever:
         self._index_seconds = 0.0  # building the kept index (its documents' analysis apart)
 
     def describe(self) -> dict:
-        from .analyzers import analyzer_table
-
         versions = {d: _version(d) for d in ("bm25s", "PyStemmer", "pythainlp", "regex")}
         return {
             "spec": self.spec,
@@ -80,7 +84,6 @@ class BM25Retriever:
 
     def terms(self, texts: Sequence[Text]) -> list[tuple[str, ...]]:
         """Index terms of each text, analysed with the analyzer of its ``lang`` (memoised)."""
-        from .analyzers import get_analyzer
 
         out = []
         for t in texts:
@@ -119,7 +122,6 @@ class BM25Retriever:
         """``results.cost.EncodeReport`` of the last scored pool: documents per second of analysis and
         indexing, queries per second of analysis (each distinct text's analysis timed once, when first
         analysed), and the bytes of the bm25s index's arrays (its sparse score matrix)."""
-        from ..cache.cost import EncodeCost, EncodeReport, cpu_name
 
         def encoding(keys, extra: float = 0.0) -> EncodeCost:
             keys = list(dict.fromkeys(keys))
@@ -140,8 +142,6 @@ class BM25Retriever:
         step = max(1, MAX_BLOCK_BYTES // max(1, 4 * n_d))
         keys = None
         if self.top_k is not None and n_d:
-            from ..rank.table import tie_keys
-
             keys = tie_keys([d.id for d in docs])
         for start in range(0, n_q, step):
             stop = min(start + step, n_q)
@@ -161,10 +161,6 @@ def fingerprint(k1: float = K1, b: float = B, method: str = METHOD, top_k: int |
     """``fingerprint:<16 hex>``: SHA-256 of the analyzers' fingerprint (``analyzers.fingerprint``)
     and of the scores (4 significant digits) of one query per probe language (its second sentence's
     first words) over every probe sentence, indexed as a pool. Library versions are not in it."""
-    import hashlib
-    import json
-
-    from .analyzers import PROBE, fingerprint as analysis
 
     docs = [Text(f"{lang}-{i}", text, lang) for lang, texts in sorted(PROBE.items()) for i, text in enumerate(texts)]
     queries = [Text(f"q-{lang}", " ".join(texts[1].split()[:4]), lang) for lang, texts in sorted(PROBE.items())]
@@ -196,10 +192,8 @@ def _keep_top_k(block: np.ndarray, keys: np.ndarray, k: int) -> np.ndarray:
 
 def from_spec(arg: str, options: dict):
     """``bm25`` (embedded) or ``bm25:pyserini`` (Lucene through Pyserini)."""
-    from ..util.errors import UnknownNameError
 
     if arg == "pyserini":
-        from .pyserini_bm25 import from_spec as pyserini_from_spec
         return pyserini_from_spec("", options)
     if arg:
         raise UnknownNameError(f"unknown BM25 backend {arg!r}: expected bm25 (embedded) or bm25:pyserini")

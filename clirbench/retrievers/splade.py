@@ -12,6 +12,7 @@ of one text share one vector and one score column, so they tie exactly.
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata as md
 import json
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -23,7 +24,8 @@ from ..cache.layout import SPARSE, retriever_dir
 from ..cache.store import ShardStore, SpaceCache, distinct_rows, fill, text_digest
 from ..collection import Text, check_role, texts_of
 from ..util.errors import ClirbenchError
-from .encoders import batches, locate_model, saved_prompts, default_device
+from ..util.optional import require
+from .encoders import batches, default_device, locate_model, saved_prompts
 
 __all__ = ["SparseEncoderModel", "SparseVectorCache", "SpladeRetriever", "from_spec"]
 
@@ -78,7 +80,6 @@ class SparseEncoderModel:
     def _load(self):
         if self._model is not None:
             return self._model
-        from ..util.optional import require
 
         SparseEncoder = getattr(require("sentence_transformers", extra="splade", purpose="splade retrievers"),
                                 "SparseEncoder", None)
@@ -140,8 +141,6 @@ class SparseEncoderModel:
         return f"max_active_dims={self.max_active_dims}"
 
     def describe(self) -> dict:
-        import importlib.metadata as md
-
         out = {
             "model_id": self.model_id,
             "revision": self.revision,

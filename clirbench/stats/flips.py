@@ -16,12 +16,12 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from ..measures import direction
+from ..results.files import RankedDoc, read_per_query, read_ranks, read_result
+from ..tasks import get_task
 from ..util.checks import check_int
 from ..util.errors import ClirbenchError
 from ..util.plural import plural
-from ..measures import direction
-from ..tasks import get_task
-from ..results.files import RankedDoc, read_per_query, read_ranks, read_result
 
 __all__ = ["DEFAULT_FLIP_MEASURE", "Flip", "Flips", "flips", "default_flip_measure", "query_texts",
            "format_flips", "flips_tsv", "change"]

@@ -13,20 +13,20 @@ import dataclasses
 import json
 import math
 import os
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Mapping, NamedTuple, Sequence
 
 import numpy as np
 
+from ..identity import labels, split_pool_stem
+from ..measures import direction
+from ..results import Result, read_per_query, read_result
 from ..util.atomic import write_text_atomic
 from ..util.checks import check_correction, check_float, check_resamples, check_seed
 from ..util.errors import ClirbenchError
 from ..util.plural import plural
 from ..util.table import format_table
-from ..identity import labels, split_pool_stem
-from ..measures import direction
-from ..results import Result, read_per_query, read_result
 from .bootstrap import paired_bootstrap
 from .correction import adjust, describe, family_size
 from .significance_tests import DEFAULT_TEST, paired_test

@@ -14,7 +14,9 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from ..identity import PoolKey
 from ..rank.table import RankTable
+from .summary import summarise
 
 __all__ = ["PARTS", "preference_columns", "preference_row", "pool_preference", "preference_matrix"]
 
@@ -47,7 +49,6 @@ def preference_row(table: RankTable, doc_langs: Sequence[str], resamples: int = 
                    seed: int = 42) -> dict[str, dict[str, Any]]:
     """``{"mean_rank": {L: MeasureValue}, "best_share": {L: MeasureValue}}``: one row of the matrix,
     each cell the mean over queries with a percentile bootstrap interval (``stats.summary``)."""
-    from .summary import summarise
 
     columns = preference_columns(table, doc_langs)
     summary = summarise(list(columns), columns, resamples, seed)
@@ -71,7 +72,6 @@ def preference_matrix(records: Iterable[Any]) -> list[dict]:
     row: one per set of documents (task, subset, pool mode, document languages), rows the query
     languages in document-language order. Each matrix is ``{"pool", "doc_langs", "query_langs",
     "mean_rank", "best_share"}``, the last two lists of rows of ``{value, ci_low, ci_high, n}``."""
-    from ..identity import PoolKey
 
     groups: dict[PoolKey, dict[str, Mapping]] = {}
     for record in map(_plain, records):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import importlib.util
 import itertools
 import json
 import os
@@ -16,10 +17,12 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from ..identity import DIRECTION_ALIASES, SystemKey
 from ..run_config import DEFAULT_OUTPUT, EXECUTORS, DataOptions, RunConfig
+from ..tasks import get_task
 from ..util.checks import CORRECTIONS, MAX_BATCH_SIZE, MAX_RESAMPLES, MAX_SEED, MAX_SHARDS, MAX_WORKERS
-from ..identity import DIRECTION_ALIASES
-from ..util.errors import ClirbenchError
+from ..util.errors import ClirbenchError, MalformedDataError, UnknownNameError
+from ..util.strict import json_kind, load_yaml
 
 __all__ = ["SweepConfig", "TaskEntry", "Translation", "Cell", "SweepConfigError", "load_config",
            "parse_config", "cells", "RUN_KEYS", "ALIASES"]
@@ -143,7 +146,6 @@ class Cell:
     def system(self):
         """The cell's system as far as the config knows it (``identity.SystemKey``: model spec and
         translation; the revision is known once the model is loaded)."""
-        from ..identity import SystemKey
 
         tr = self.translation
         return SystemKey(self.model, translation=None if tr.direction is None else (tr.direction, tr.translator))
@@ -178,8 +180,6 @@ def cells(config: SweepConfig) -> list[Cell]:
 
 def load_config(path: str | os.PathLike) -> SweepConfig:
     """Read and validate a YAML sweep config; raises SweepConfigError (one line) when malformed."""
-    from ..util.errors import MalformedDataError
-    from ..util.strict import load_yaml
 
     origin = str(path)
     try:
@@ -201,8 +201,6 @@ def parse_config(data: Any, origin: str = "<config>") -> SweepConfig:
         raise SweepConfigError(f"{origin}: {key}: {message}")
 
     if not isinstance(data, Mapping):
-        from ..util.strict import json_kind
-
         raise SweepConfigError(f"{origin}: a sweep config must be a mapping with keys models, tasks, ..., "
                                f"got {json_kind(data, yaml=True)}")
     _check_keys(data, _TOP_KEYS, "", fail)
@@ -260,7 +258,7 @@ def _measures(raw: Any, fail) -> tuple[str, ...] | None:
     if raw is None:
         return None
     measures = _string_list(raw, "measures", fail, nonempty=True)
-    from ..measures import parse
+    from ..measures import parse  # lazy: numpy
 
     for i, name in enumerate(measures):
         try:
@@ -318,8 +316,7 @@ def _string_list(value: Any, key: str, fail, nonempty: bool = False) -> tuple[st
 
 def _check_models(models: Sequence[str], fail) -> None:
     """The family of each spec must be known and its syntax valid (no model is loaded here)."""
-    from ..util.errors import ClirbenchError
-    from ..retrievers.spec import canonical_family
+    from ..retrievers.spec import canonical_family  # lazy: numpy
 
     for i, spec in enumerate(models):
         try:
@@ -382,16 +379,12 @@ def _task_options(options: Any, key: str, fail) -> tuple[tuple[str, str], ...]:
 
 def _card(task: str, key: str, fail):
     """The registered card of ``task``; None for bring-your-own ``<kind>:<arg>`` tasks."""
-    import importlib.util
-
-    from ..util.errors import UnknownNameError
 
     if ":" in task:
         kind = task.split(":", 1)[0]
         if importlib.util.find_spec(f"clirbench.tasks.{kind}_data") is None:
             fail(key, f"unknown task kind {kind!r} in {task!r}")
         return None
-    from ..tasks import get_task
 
     try:
         return get_task(task).card

@@ -1,13 +1,19 @@
 """``run_sweep``: every cell of a config through an executor, then the leaderboard."""
 from __future__ import annotations
 
+import inspect
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..util.atomic import write_text_atomic
+from ..util.checks import check_correction
+from ..util.errors import MalformedDataError
+from ..util.strict import expect_json, loads_json
 from .config import SweepConfig, cells
-from .executors import CellOutcome, LocalExecutor, finished
+from .executors import STATE_DIR, CellOutcome, LocalExecutor, finished
 
 __all__ = ["SweepReport", "run_sweep", "build_leaderboard", "sweep_gaps", "GAPS_FILE"]
 
@@ -33,9 +39,7 @@ class SweepReport:
 
 def _read_gap(path: Path):
     """A ``*.gap.json`` beside the results; one line naming the file when it is not one."""
-    from ..util.errors import MalformedDataError
-    from ..stats.paired import Gap
-    from ..util.strict import expect_json, loads_json
+    from ..stats.paired import Gap  # lazy: numpy
 
     try:
         raw = path.read_bytes()
@@ -56,7 +60,6 @@ def run_sweep(config: SweepConfig, executor=None, overwrite: bool = False, progr
     ``correction`` (default: the config's, holm) and written to ``<output>/_sweep/sweep.gap.json``
     (``sweep_gaps``). ``leaderboard`` (default: the config's) then builds the leaderboards from the
     output into ``config.leaderboard_dir``, recording ``command``."""
-    from ..util.checks import check_correction
 
     correction = check_correction(config.run.statistics.correction if correction is None else correction)
     t0 = time.perf_counter()
@@ -88,13 +91,9 @@ def sweep_gaps(output, outcomes, correction: str = "holm"):
     p-values adjusted as one family (every measure of every gap of the sweep: ``correct_gaps``, as
     ``run`` does for one run), written to ``<output>/_sweep/sweep.gap.json``: ``(gaps, family line,
     path)``; no gap: ``((), "", None)``."""
-    import json
-    from pathlib import Path
 
-    from ..util.atomic import write_text_atomic
-    from ..stats.correction import describe, family_size
+    from ..stats.correction import describe, family_size  # lazy: numpy
     from ..stats.paired import correct_gaps
-    from .executors import STATE_DIR
 
     out = Path(output)
     files = sorted({p for o in outcomes for rel in o.results for p in (out / rel).parent.glob("*.gap.json")})
@@ -115,10 +114,11 @@ def sweep_gaps(output, outcomes, correction: str = "holm"):
 def build_leaderboard(results_dir, **options) -> tuple[Any, str]:
     """``clirbench.leaderboard.build(results_dir, **options)`` when that module exists (options its
     signature lacks are left out); (its value, a note)."""
-    import inspect
 
     try:
-        from ..leaderboard import build
+        from ..leaderboard import (
+            build,  # lazy: looked up when called (a build without the leaderboard package skips it)
+        )
     except ImportError:
         return None, "leaderboard not built: clirbench.leaderboard is not available"
     try:

@@ -10,13 +10,19 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import socket
 import time
 import traceback
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Iterator, Sequence
 
+from ..rank.ray_cluster import ray_session
+from ..translate.spec import TranslationOptions
+from ..util.atomic import write_text_atomic
 from ..util.errors import ClirbenchError
+from ..util.optional import require
+from ..util.redact import redact, redact_data
 from .config import Cell, SweepConfig, Translation
 
 __all__ = ["CellOutcome", "LocalExecutor", "RayExecutor", "run_cell", "finished", "translation_kwargs", "cell_config",
@@ -63,7 +69,6 @@ def translation_kwargs(translation: Translation, cache_dir: str | None = None) -
     """``{"translation": TranslationOptions(...)}`` for ``runner.run`` (empty for no translation)."""
     if translation.direction is None:
         return {}
-    from ..translate.spec import TranslationOptions
 
     return {"translation": TranslationOptions(translation.direction, translation.translator, cache_dir,
                                               translation.quality)}
@@ -84,7 +89,7 @@ def run_cell(cell: Cell, config: SweepConfig, overwrite: bool = False, progress:
         done = finished(cell, config)
         if done is not None:
             return done
-    from ..runner import run
+    from ..runner import run  # lazy: numpy
 
     key, t0 = cell.key(config), time.perf_counter()
     state = Path(config.output) / STATE_DIR
@@ -92,13 +97,9 @@ def run_cell(cell: Cell, config: SweepConfig, overwrite: bool = False, progress:
     try:
         report = run(cell.model, task=entry.task, config=cell_config(cell, config, overwrite, progress))
     except Exception as exc:  # one cell's failure must not lose the others
-        from ..util.redact import redact
-
         message = redact(str(exc).strip().splitlines()[0]) if str(exc).strip() else ""
         error = message if isinstance(exc, ClirbenchError) else f"{type(exc).__name__}: {message}".rstrip(": ")
         try:
-            from ..util.atomic import write_text_atomic
-
             write_text_atomic(state / f"{key}.failed", redact(f"{cell.label()}\n\n{traceback.format_exc()}"))
         except OSError:
             pass
@@ -114,17 +115,10 @@ def run_cell(cell: Cell, config: SweepConfig, overwrite: bool = False, progress:
 
 
 def _worker() -> str:
-    import socket
-
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
 def _write_marker(path: Path, cell: Cell, results: Sequence[str]) -> None:
-    from dataclasses import asdict
-
-    from ..util.atomic import write_text_atomic
-    from ..util.redact import redact_data
-
     # a translator URL's key, a task option's token: never in the output folder
     data = {**redact_data({"cell": cell.label(), "model": cell.model, "task": asdict(cell.entry),
                            "translation": asdict(cell.translation)}),
@@ -177,7 +171,6 @@ class RayExecutor:
                  init_kwargs: dict | None = None):
         if cpus_per_cell <= 0 or gpus_per_cell < 0:
             raise ClirbenchError("--cpus-per-cell must be > 0 and --gpus-per-cell >= 0")
-        from ..util.optional import require
 
         require("ray", purpose="--executor ray", load=False)  # before any cell is considered
         self.address, self.cpus_per_cell, self.gpus_per_cell = address, cpus_per_cell, gpus_per_cell
@@ -185,7 +178,6 @@ class RayExecutor:
 
     def map(self, cells: Sequence[Cell], config: SweepConfig, overwrite: bool = False,
             progress: bool = True) -> Iterator[CellOutcome]:
-        from ..rank.ray_cluster import ray_session
 
         # one line when ray is missing or the cluster unreachable; a Ray this executor starts is shut down
         with ray_session(self.address, purpose="--executor ray", init_kwargs=self.init_kwargs) as ray:

@@ -10,16 +10,21 @@ task from the user's own files.
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import re
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
+from importlib.metadata import entry_points
 from typing import Any, Callable, Mapping, Sequence
 
 from ..collection import ParallelCollection, Pool
 from ..identity import join_langs, join_scenario, query_id, query_of, split_langs, split_scenario
+from ..scenarios import POOL_MODES, SCENARIOS, build_pools, check_group, parse_langs, parse_scenarios
 from ..util.errors import ClirbenchError, UnknownNameError
-from ..scenarios import POOL_MODES, SCENARIOS
+from ..util.strict import shown
 from .card import TaskCard, load_cards, parse_card
-from .loader import BaseLoader, ParallelLoader, RetrievalLoader, TaskLoader
+from .loader import BaseLoader, ParallelLoader, RetrievalLoader, TaskLoader, missing_hook
 
 __all__ = ["Task", "TaskCard", "TaskLoader", "ParallelLoader", "RetrievalLoader", "BaseLoader",
            "get_task", "list_tasks", "register_task", "ENTRY_POINT_GROUP", "SCENARIOS", "POOL_MODES"]
@@ -56,7 +61,6 @@ class Task:
 
     def loader(self) -> TaskLoader:
         """The loader object, its required hook checked against the task kind."""
-        from .loader import missing_hook
 
         spec = self.loader_spec or f"{__name__}.{self.card.id.replace('-', '_')}:LOADER"
         loader = _resolve(spec, f"task {self.card.id!r} has no loader ({spec.removesuffix(':LOADER')})") if isinstance(spec, str) else spec
@@ -87,7 +91,6 @@ class Task:
               **options) -> list[Pool]:
         """Every distinct pool of a sweep over language groups (pairs, or k >= 3 languages: ``en,zh,ar``,
         ``all``), scenarios and query languages."""
-        from ..scenarios import build_pools, check_group, parse_langs, parse_scenarios
 
         langs, scenarios, query_langs, pool_mode = self._restricted(langs, scenarios, query_langs, pool_mode)
         langs, query_langs = self.canonical_languages(langs), self.canonical_languages(query_langs)
@@ -159,7 +162,6 @@ class Task:
     def canonical_languages(self, spec):
         """``spec`` (``en,zh``, ``en+all`` or a list) with each code mapped by the loader's
         ``canonical_language(card, code)`` (Belebele: ``ko`` → ``kor_Hang``)."""
-        import re
 
         if not spec:
             return spec
@@ -181,7 +183,6 @@ def _check_takes_options(loader, card: TaskCard, options: Mapping) -> None:
 
 def _resolve(spec: str, error: str):
     """The object ``"module:attribute"`` names."""
-    import importlib
 
     module, _, attribute = spec.partition(":")
     try:
@@ -232,8 +233,6 @@ def _load_entry_points() -> None:
     if _PLUGINS_LOADED:
         return
     _PLUGINS_LOADED = True
-    import sys
-    from importlib.metadata import entry_points
 
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         try:
@@ -284,7 +283,6 @@ def get_task(task_id: str) -> Task:
 
 def _not_a_path(task_id: str) -> None:
     """Refuse a task id that reads as a path (``../../pwn``, ``/data/x``, ``a//b``), naming all of it."""
-    from ..util.strict import shown
 
     parts = task_id.replace("\\", "/").split("/")
     if task_id.startswith(("/", "~")) or "\\" in task_id or any(p in ("", ".", "..") for p in parts):

@@ -9,15 +9,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..util.errors import DataNotFoundError, MalformedDataError
-from ..scenarios import RETRIEVAL
-from ..util.strict import language_tag, loads_json
+from ..formats.beir import (
+    UNDETERMINED,
+    check_qrels,
+    check_scenarios,
+    no_options,
+    pools_by_query_lang,
+    qrels_path,
+    read_corpus,
+    read_qrels,
+    read_queries,
+    split_option,
+)
 from ..formats.jsonl import numbered_lines
+from ..scenarios import RETRIEVAL
+from ..util.errors import DataNotFoundError, MalformedDataError
+from ..util.strict import language_tag, loads_json
 from . import Task
-from .hub import is_dir, is_file, sha256_file
-from ..formats.beir import (UNDETERMINED, check_qrels, check_scenarios, no_options, pools_by_query_lang,
-                          qrels_path, read_corpus, read_qrels, read_queries, split_option)
 from .card import TaskCard, parse_card
+from .hub import is_dir, is_file, sha256_file
 from .loader import BaseLoader
 
 _FILES = "corpus.jsonl, queries.jsonl and qrels/<split>.tsv"

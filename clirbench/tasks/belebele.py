@@ -5,18 +5,19 @@ Items are keyed by a hash of the passage's ``link`` (``b<10 hex>``), questions b
 """
 from __future__ import annotations
 
+import datetime
 import hashlib
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
 from ..collection import ParallelCollection, Text
-from ..util.errors import MalformedDataError, UnknownNameError
-from .card import TaskCard
-from .loader import BaseLoader
 from ..formats.jsonl import json_objects
+from ..util.errors import MalformedDataError, UnknownNameError
 from ..util.strict import check_id
+from .card import TaskCard
 from .hub import check_counts, find_local_dir, hub_rows, plain_value, require_file, sha256_file, source_record
+from .loader import BaseLoader
 
 FIELDS = ("link", "question_number", "flores_passage", "question", "mc_answer1", "mc_answer2",
           "mc_answer3", "mc_answer4", "correct_answer_num", "dialect", "ds")
@@ -98,7 +99,6 @@ def _date(value: Any, where: str) -> Any:
     with ``Dataset.to_json`` it is milliseconds since the epoch (pandas' default) or an ISO date-time:
     both are turned back into the ISO date (with the time only when it is not midnight).
     """
-    import datetime
 
     if isinstance(value, int) and not isinstance(value, bool):
         try:

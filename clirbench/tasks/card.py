@@ -5,9 +5,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..util.errors import MalformedDataError
-from ..util.strict import shown
 from ..scenarios import MAIN_MEASURES, POOL_MODES, RETRIEVAL, SCENARIOS
+from ..util.errors import MalformedDataError
+from ..util.strict import json_kind, load_yaml, shown
+
 _REQUIRED = ("id", "name", "description", "kind", "source", "languages", "scenarios", "license", "citation")
 
 
@@ -40,8 +41,6 @@ def cards_dir() -> Path:
 def parse_card(data: Mapping[str, Any], origin: str) -> TaskCard:
     """Validate one card's fields and build a TaskCard; errors name the file and the field."""
     if not isinstance(data, Mapping):
-        from ..util.strict import json_kind
-
         raise MalformedDataError(f"{origin}: a task card must be a mapping, got {json_kind(data, yaml=True)}")
     missing = [k for k in _REQUIRED if k not in data]
     if missing:
@@ -94,7 +93,6 @@ def parse_card(data: Mapping[str, Any], origin: str) -> TaskCard:
 
 def read_card_yaml(path: Path) -> Any:
     """The parsed YAML of a card file: no anchors/aliases, no duplicate keys (one-line errors)."""
-    from ..util.strict import load_yaml
 
     try:
         text = path.read_text(encoding="utf-8")

@@ -25,13 +25,21 @@ from types import MappingProxyType
 from typing import Mapping
 
 from ..collection import Pool, Text
-from ..util.errors import DataNotFoundError, MalformedDataError, UnknownNameError
-from .hub import is_file, load_hub_split, sha256_file
+from ..formats.beir import (
+    check_scenarios,
+    local_dir,
+    no_options,
+    parse_int_option,
+    parse_lang_list,
+    pools_by_query_lang,
+    truncate_tokens,
+)
 from ..formats.jsonl import numbered_lines
+from ..util.errors import DataNotFoundError, MalformedDataError, UnknownNameError
+from ..util.optional import require
 from ..util.strict import check_id, first_duplicate
-from ..formats.beir import (check_scenarios, local_dir, no_options, parse_int_option, parse_lang_list,
-                          pools_by_query_lang, truncate_tokens)
 from .card import TaskCard
+from .hub import is_file, load_hub_split, sha256_file
 from .loader import BaseLoader
 
 __all__ = ["pools", "locate", "query_groups", "breakdown_groups", "gold_translations", "LAYOUT"]
@@ -69,8 +77,6 @@ def locate(card: TaskCard, data_dir=None) -> str:
 
 
 def _read(folder: Path | None, card: TaskCard, part: str, hashes: dict):
-    from ..util.optional import require
-
     pa = require("pyarrow", purpose="task clirudit (its parquet files)")
     pq = require("pyarrow.parquet", purpose="task clirudit (its parquet files)")
 
@@ -118,8 +124,6 @@ def _disciplines(path: str) -> dict[str, tuple[str, ...]]:
         raise DataNotFoundError(f"clirudit: disciplines file {p} not found")
     out: dict[str, list[str]] = {}
     if p.suffix == ".parquet":
-        from ..util.optional import require
-
         pq = require("pyarrow.parquet", purpose="a parquet disciplines file")
 
         t = pq.read_table(p)

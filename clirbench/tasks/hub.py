@@ -11,13 +11,18 @@ original files record the same hashes. An explicit ``data_dir`` never falls back
 """
 from __future__ import annotations
 
-import hashlib
+import datetime
 import errno
+import hashlib
+import lzma
 import os
+import socket
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
+from urllib.parse import urlparse
 
 from ..util.errors import DataNotFoundError, MalformedDataError
+from ..util.optional import MissingDependencyError, require
 from ..util.strict import shown
 from .card import TaskCard
 
@@ -163,7 +168,6 @@ def read_bytes(card: TaskCard, path: Path, key: str) -> tuple[bytes, str]:
 
     An embedded file must match the hash the card pins for ``key``; any other is refused.
     """
-    import lzma
 
     try:
         data = path.read_bytes()
@@ -207,8 +211,6 @@ def hub_reachable(timeout: float = 5.0) -> bool:
     Checked first so that an offline machine gets its one-line message at once instead of
     minutes of retries.
     """
-    import socket
-    from urllib.parse import urlparse
 
     if os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE"):
         return False
@@ -223,7 +225,6 @@ def hub_reachable(timeout: float = 5.0) -> bool:
 def load_hub_split(repo: str, config: str | None, split: str, revision: str | None, what: str,
                    local_help: str) -> Iterable[Mapping[str, Any]]:
     """Rows of one hub split through ``datasets`` (the thin hub path); any failure is one line."""
-    from ..util.optional import MissingDependencyError, require
 
     try:
         datasets = require("datasets", purpose=f"reading {repo} from the hub")
@@ -246,7 +247,6 @@ def plain_value(value: Any) -> Any:
     (a ``datetime``), integers may be numpy scalars, sequences numpy arrays. Timestamps become ISO
     strings (``2023-05-03`` at midnight), numpy scalars and arrays Python values; the rest is unchanged.
     """
-    import datetime
 
     if isinstance(value, datetime.datetime):
         if value.tzinfo is None and value.time() == datetime.time(0):

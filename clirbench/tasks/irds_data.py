@@ -1,5 +1,8 @@
 """``irds:<dataset id>``: an `ir_datasets <https://ir-datasets.com>`_ collection as a task.
 
+Over 500 lines because ir_datasets' API has one reader per record kind (docs, queries, qrels,
+languages), each with its own checks, and they only make sense together.
+
 Docs, queries, qrels and languages come from the ir_datasets API (``docs_iter``, ``queries_iter``,
 ``qrels_iter``, ``docs_lang``, ``queries_lang``); downloading, verifying and locating the files is
 ir_datasets' business (``$IR_DATASETS_HOME``, default ``~/.ir_datasets``; files already placed where
@@ -38,20 +41,22 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import logging
 import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from types import MappingProxyType
 
 from ..collection import ParallelCollection, Pool, Text
-from ..util.errors import DataNotFoundError, MalformedDataError, UnknownNameError
 from ..formats.beir import UNDETERMINED, check_qrels, check_scenarios, no_options, pools_by_query_lang
+from ..scenarios import RETRIEVAL, SCENARIOS, check_group, doc_id, parse_langs, parse_scenarios, pool_specs
+from ..util.errors import DataNotFoundError, MalformedDataError, UnknownNameError
 from ..util.optional import require
-from ..scenarios import RETRIEVAL, SCENARIOS, doc_id, parse_langs, parse_scenarios
 from ..util.strict import first_duplicate
 from . import Task
-from .loader import BaseLoader
 from .card import TaskCard, parse_card
 from .hub import sha256_file
+from .loader import BaseLoader
 
 __all__ = ["make_task", "pools", "load", "parse_ids", "bilingual_pools", "Side"]
 
@@ -102,7 +107,6 @@ def _read(dataset_id: str, what: str, fn, dataset=None):
     ir_datasets' own log lines (download attempts, retries) are muted meanwhile, so that a failure
     ends in this one line; its download progress bars still show.
     """
-    import logging
 
     muted = logging.root.manager.disable
     logging.disable(logging.WARNING)
@@ -121,7 +125,6 @@ def _read(dataset_id: str, what: str, fn, dataset=None):
 
 def _missing_files(dataset) -> list[str]:
     """Paths ir_datasets would read ``dataset``'s files from that do not exist (local files, downloads)."""
-    from pathlib import Path
 
     found: dict = {}
     for entity in _ENTITIES:
@@ -281,7 +284,6 @@ def _downloads(obj, found: dict, depth: int = 0, seen: set | None = None) -> Non
 def source(irds, dataset_ids: Sequence[str], datasets: Sequence) -> dict:
     """The data record: dataset ids, ir_datasets version (which pins the MD5 of every download it
     verifies) and the SHA-256 of the local files (``LocalDownload``) the datasets read."""
-    from pathlib import Path
 
     found: dict = {}
     for dataset in datasets:
@@ -392,7 +394,6 @@ def bilingual_pools(task: str, sides: Mapping[str, Side], pairs, scenarios: Sequ
     language without queries (neuMARCO's translated passages come with English queries only) is a
     query language of no pool. Mono pools shared by groups appear once.
     """
-    from ..scenarios import check_group, pool_specs
 
     out: dict[str, Pool] = {}
     texts = {lang: tuple(Text(doc_id(lang, p), text, lang, p) for p, text in side.docs.items())

@@ -25,11 +25,21 @@ from types import MappingProxyType
 from typing import Iterable, Mapping
 
 from ..collection import Pool, Text
+from ..formats.beir import (
+    check_qrels,
+    check_scenarios,
+    no_options,
+    parse_lang_list,
+    qrels_path,
+    read_corpus,
+    read_qrels,
+    read_queries,
+)
 from ..util.errors import DataNotFoundError, MalformedDataError, UnknownNameError
-from .hub import is_dir, is_file, load_hub_split, plain_rows, sha256_file
-from ..formats.beir import (check_qrels, check_scenarios, no_options, parse_lang_list,
-                          qrels_path, read_corpus, read_qrels, read_queries)
+from ..util.table import format_table
+from . import get_task
 from .card import TaskCard
+from .hub import is_dir, is_file, load_hub_split, plain_rows, sha256_file
 from .loader import BaseLoader
 
 __all__ = ["pools", "locate", "summary_table", "table_rows", "SUBSETS", "DIRECTIONS"]
@@ -73,8 +83,6 @@ def _relabel(pool: Pool, subset: str, source: Mapping[str, object]) -> Pool:
 
 
 def _belebele_pools(root: Path | None) -> list[Pool]:
-    from . import get_task
-
     folder = root / "belebele" if root is not None and is_dir(root / "belebele") else None
     found = get_task("belebele").pools("eng_Latn,kor_Hang", scenarios="mono-same,mono-cross", data_dir=folder)
     out = []
@@ -208,7 +216,6 @@ def summary_table(records: Iterable[Mapping], measure: str = "nDCG@10", scale: f
     fmt = lambda v: "-" if v is None else f"{v * scale:.2f}"
     body = [[r["subset"]] + [fmt(r[c]) for c in cols] for r in rows]
     header = [f"ko-en {measure} x{scale:g}"] + cols
-    from ..util.table import format_table
 
     return "\n".join(format_table(header, body))
 

@@ -23,12 +23,12 @@ from types import MappingProxyType
 from typing import Iterable, Iterator, Mapping
 
 from ..collection import Pool, Text
-from ..util.errors import DataNotFoundError, MalformedDataError, UnknownNameError
-from ..formats.jsonl import json_objects
-from ..util.strict import MAX_GRADE, check_id, loads_json
-from .hub import is_file, sha256_file
 from ..formats.beir import check_scenarios, no_options, parse_lang_list, split_option
+from ..formats.jsonl import json_objects
+from ..util.errors import DataNotFoundError, MalformedDataError, UnknownNameError
+from ..util.strict import MAX_GRADE, check_id, loads_json
 from .card import TaskCard
+from .hub import is_file, sha256_file
 from .loader import BaseLoader
 
 __all__ = ["pools", "locate", "read_records", "summary_table", "LOCALES", "FILES"]

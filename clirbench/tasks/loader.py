@@ -11,6 +11,7 @@ from typing import Any, Iterable, Mapping, Protocol, Sequence, runtime_checkable
 from ..collection import ParallelCollection, Pool
 from ..util.errors import UnknownNameError
 from .card import TaskCard
+from .hub import locate
 
 __all__ = ["TaskLoader", "ParallelLoader", "RetrievalLoader", "BaseLoader", "REQUIRED_HOOK"]
 
@@ -57,8 +58,6 @@ class BaseLoader:
     """Defaults of the optional hooks; ``takes_options`` is true when ``select`` is overridden."""
 
     def locate(self, card: TaskCard, data_dir=None) -> str:
-        from .hub import locate
-
         return locate(card, data_dir)
 
     def canonical_language(self, card: TaskCard, code: str) -> str:

@@ -28,13 +28,14 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..collection import ParallelCollection, Text
-from ..util.errors import DataNotFoundError, MalformedDataError
-from ..scenarios import MAIN_MEASURES, POOL_MODES, SCENARIOS
-from .card import TaskCard
-from .loader import BaseLoader
 from ..formats.jsonl import json_objects, numbered_lines
+from ..scenarios import MAIN_MEASURES, POOL_MODES, SCENARIOS
+from ..util.errors import DataNotFoundError, MalformedDataError
 from ..util.strict import bad_character, check_id, first_duplicate, language_tag
+from . import Task
+from .card import TaskCard
 from .hub import is_file, sha256_file
+from .loader import BaseLoader
 
 _ID = re.compile(r"^[^\s/]+$")
 
@@ -193,7 +194,6 @@ def read_items(path: str | Path) -> _Items:
 
 def make_task(argument: str):
     """The task ``parallel:<argument>``: a card built from the file, loaded by this module."""
-    from . import Task
 
     path = Path(argument).expanduser()
     items = read_items(path)

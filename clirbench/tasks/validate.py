@@ -5,8 +5,11 @@ import itertools
 import os
 from pathlib import Path
 
-from . import Task
+from ..util.errors import DataNotFoundError
+from . import Task, hub
+from . import card as cards  # cards.cards_dir is looked up at call time (tests point it elsewhere)
 from .card import parse_card, read_card_yaml
+from .hub import is_dir, unusable_files
 
 __all__ = ["validate"]
 
@@ -23,9 +26,6 @@ def validate(data_dir=None, load_data: bool = True, folder=None) -> tuple[list[s
     card. Problems fail ``clirbench validate``; notes (no local data, a file the card has no hash
     for) do not.
     """
-    from ..util.errors import DataNotFoundError
-    from .card import cards_dir  # looked up at call time (tests point it elsewhere)
-    from .hub import is_dir, unusable_files
 
     if data_dir is not None and not is_dir(data_dir):  # else every task would be "not found locally"
         raise DataNotFoundError(f"--data-dir {data_dir}: not a folder (of <task id>/ subfolders)")
@@ -38,7 +38,7 @@ def validate(data_dir=None, load_data: bool = True, folder=None) -> tuple[list[s
         if problems:  # the loaders would only say it again
             load_data = False
             notes.append(f"task data not loaded: {len(problems)} file(s) under {root} cannot be read")
-    for path in sorted(Path(folder or cards_dir()).glob("*.yaml")):
+    for path in sorted(Path(folder or cards.cards_dir()).glob("*.yaml")):
         name = path.stem
         try:
             card = parse_card(read_card_yaml(path), str(path))
@@ -55,7 +55,7 @@ def validate(data_dir=None, load_data: bool = True, folder=None) -> tuple[list[s
 
 def _check_card(card, path, problems: list[str]):
     """Problems with one parsed card; the Task when its loader is usable, else None."""
-    from ..measures import parse
+    from ..measures import parse  # lazy: numpy
 
     start = len(problems)
     if card.id != path.stem:
@@ -86,9 +86,6 @@ def _check_card(card, path, problems: list[str]):
 
 
 def _check_data(task, data_dir, problems: list[str], notes: list[str]) -> None:
-    from ..util.errors import DataNotFoundError
-    from . import hub
-
     card = task.card
     try:
         if card.kind == "parallel":

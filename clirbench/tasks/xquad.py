@@ -12,7 +12,6 @@ evaluated on passages and questions it never saw. Results record it as the subse
 from __future__ import annotations
 
 import functools
-
 from pathlib import Path
 from typing import Sequence
 
@@ -20,9 +19,8 @@ from ..collection import ParallelCollection, Text
 from ..util.errors import MalformedDataError, UnknownNameError
 from ..util.strict import check_id, first_duplicate, loads_json
 from .card import TaskCard
-from .loader import BaseLoader
 from .hub import check_counts, find_local_dir, hub_rows, read_bytes, require_file, source_record
-
+from .loader import BaseLoader
 
 #: the article split: articles [0, 24) are "train", [24, 48) "test" (0-based, file order)
 ARTICLE_SPLITS = {"train": range(0, 24), "test": range(24, 48)}

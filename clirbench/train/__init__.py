@@ -13,22 +13,22 @@ Everything here imports torch / sentence-transformers lazily (``clirbench[train]
 """
 from __future__ import annotations
 
+from . import data
 from .choices import LOSSES, RECIPES
+from .config import TrainConfig
+from .merge import merge_models
+from .recipes import train
 
 __all__ = ["LOSSES", "RECIPES", "TrainConfig", "train", "merge_models", "build_composition", "from_task", "read_triplets"]
 
 
 def __getattr__(name: str):
     if name == "TrainConfig":
-        from .config import TrainConfig
         return TrainConfig
     if name == "train":
-        from .recipes import train
         return train
     if name == "merge_models":
-        from .merge import merge_models
         return merge_models
     if name in ("build_composition", "from_task", "read_triplets"):
-        from . import data
         return getattr(data, name)
     raise AttributeError(name)

@@ -25,6 +25,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from ..collection import Text
+from ..formats.jsonl import json_objects
+from ..tasks import get_task
+from ..tasks.hub import sha256_file
 from ..util.errors import ClirbenchError, MalformedDataError, UnknownNameError
 
 
@@ -48,7 +52,6 @@ class Examples:
 
 def from_task(task: str, langs: Sequence[str], task_options: Mapping | None = None, data_dir=None) -> Examples:
     """One example per question of a parallel task in ``langs``, its gold passage the positive."""
-    from ..tasks import get_task
 
     task_obj = get_task(task)
     if task_obj.card.kind != "parallel":
@@ -71,8 +74,6 @@ def from_task(task: str, langs: Sequence[str], task_options: Mapping | None = No
 
 def read_triplets(path: str | Path, langs: Sequence[str]) -> Examples:
     """Examples from a triplet JSONL; each text must have every language in ``langs``."""
-    from ..formats.jsonl import json_objects
-    from ..tasks.hub import sha256_file
 
     path = Path(path)
     if not path.is_file():
@@ -112,8 +113,7 @@ def mine_hard_negatives(data: Examples, retriever: str, lang: str, k: int, cache
     corpus in ``lang``. Needs parallel data (a corpus); triplet files bring their own negatives."""
     import numpy as np
 
-    from ..collection import Text
-    from ..retrievers import make_retriever
+    from ..retrievers import make_retriever  # lazy: numpy
 
     if not data.corpus:
         raise ClirbenchError("hard-negative mining needs parallel data (--task); a triplet file brings its own negatives")

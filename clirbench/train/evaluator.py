@@ -14,6 +14,10 @@ import numpy as np
 
 from ..collection import Pool
 from ..identity import join_langs, query_id
+from ..measures import compute, parse
+from ..rank.exact import ExactRanker
+from ..retrievers.dense import DenseRetriever
+from ..tasks import get_task
 
 try:  # the base class when sentence-transformers is installed (it is, wherever this is used)
     from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator as _Base
@@ -44,7 +48,6 @@ class PoolEvaluator(_Base):
     def __init__(self, pools: Sequence[Pool], measures: Sequence[str] = ("MaxR_norm", "MaxR", "Complete@10"),
                  name: str = "clirbench", batch_size: int = 32) -> None:
         super().__init__()
-        from ..measures import parse
 
         if not pools:
             raise ValueError("PoolEvaluator needs at least one pool")
@@ -57,7 +60,6 @@ class PoolEvaluator(_Base):
     @classmethod
     def from_task(cls, task: str, langs: Sequence[str], scenarios: str = "multi", task_options=None,
                   data_dir=None, **kwargs) -> "PoolEvaluator":
-        from ..tasks import get_task
 
         pools = get_task(task).pools(",".join(langs), scenarios, None, "unique", data_dir, **dict(task_options or {}))
         return cls(pools, **kwargs)
@@ -67,10 +69,6 @@ class PoolEvaluator(_Base):
         return "_".join([pool.scenario, join_langs(pool.doc_langs), query_id(pool.query_lang), str(measure)])
 
     def __call__(self, model, output_path: str | None = None, epoch: int = -1, steps: int = -1) -> dict[str, float]:
-        from ..rank.exact import ExactRanker
-        from ..measures import compute
-        from ..retrievers.dense import DenseRetriever
-
         retriever = DenseRetriever(_LiveEncoder(model, self.batch_size), spec="training")
         metrics = {}
         for pool in self.pools:

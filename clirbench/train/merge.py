@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..util.errors import ClirbenchError
+from ..util.optional import require
 
 MERGE_RECORD = "clirbench_merge.json"
 
@@ -67,13 +68,12 @@ def check_weights(weights: Sequence[float] | None, n: int) -> list[float]:
 def merge_models(models: Sequence[str], out: str | os.PathLike, weights: Sequence[float] | None = None,
                  device: str = "cpu") -> Path:
     """Average ``models`` (local sentence-transformers folders or hub ids) into ``out``; returns it."""
-    from ..util.optional import require
 
     require("sentence_transformers", purpose="clirbench merge")
     import torch
     from sentence_transformers import SentenceTransformer
 
-    from ..retrievers.encoders import HUB_ID, check_device, weights_hash
+    from ..retrievers.encoders import HUB_ID, check_device, weights_hash  # lazy: numpy
 
     check_device(device)
     if len(models) < 2:

@@ -16,14 +16,18 @@ from __future__ import annotations
 import json
 import os
 import platform
+import random
 import shutil
 import tempfile
 import time
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Mapping, Sequence
 
-from ..util.errors import ClirbenchError, UnknownNameError
+from ..util.errors import ClirbenchError
+from ..util.optional import require
+from . import data as D
 from .config import TrainConfig
+from .merge import quiet_loading
 
 TRAIN_RECORD = "clirbench_train.json"
 
@@ -37,27 +41,22 @@ def train(model: str, out: str | os.PathLike, config: TrainConfig | None = None,
     ``eval_every`` steps (whose values go to ``loss_history``) and the output.
     """
     c = config.with_options(**options) if config is not None else TrainConfig.from_options(**options)
-    from ..retrievers.encoders import check_device
+    from ..retrievers.encoders import check_device  # lazy: numpy
 
     check_device(c.device)
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ClirbenchError(f"--out {out}: exists and is not empty; choose a new folder")
 
-    from ..util.optional import require
-
     require("sentence_transformers", purpose="clirbench train")
     require("datasets", purpose="clirbench train")
     require("accelerate", purpose="clirbench train (sentence-transformers' trainer)")
-    from . import data as D
 
     if c.task is not None:
         examples = D.from_task(c.task, c.langs, c.task_options, c.data_dir)
     else:
         examples = D.read_triplets(c.triplets, c.langs)
     if c.max_examples is not None and c.max_examples < len(examples.examples):
-        import random
-
         keep = sorted(random.Random(c.seed).sample(range(len(examples.examples)), c.max_examples))
         examples = D.Examples(tuple(examples.examples[i] for i in keep), examples.corpus,
                               dict(examples.source, max_examples=c.max_examples))
@@ -73,15 +72,16 @@ def train(model: str, out: str | os.PathLike, config: TrainConfig | None = None,
         raise ClirbenchError(f"only {len(dataset)} training rows for a batch of {c.batch_size}: lower --batch-size")
 
     import torch
-    from sentence_transformers import (SentenceTransformer, SentenceTransformerTrainer,
-                                       SentenceTransformerTrainingArguments)
+    from sentence_transformers import (
+        SentenceTransformer,
+        SentenceTransformerTrainer,
+        SentenceTransformerTrainingArguments,
+    )
     from sentence_transformers.base.sampler import BatchSamplers
-
-    from .merge import quiet_loading
 
     evaluator = c.evaluator
     if c.eval_every is not None and evaluator is None:
-        from .evaluator import PoolEvaluator
+        from .evaluator import PoolEvaluator  # lazy: numpy, sentence_transformers
 
         evaluator = PoolEvaluator.from_task(c.task, c.langs, "multi", c.eval_task_options, c.data_dir)
     on_gpu = (c.device or ("cuda" if torch.cuda.is_available() else "cpu")).startswith("cuda")
@@ -89,7 +89,7 @@ def train(model: str, out: str | os.PathLike, config: TrainConfig | None = None,
         st = SentenceTransformer(str(Path(model).expanduser()) if Path(model).expanduser().is_dir() else model,
                                  device=c.device)
     if c.recipe == "align":
-        from .losses import AlignmentLoss
+        from .losses import AlignmentLoss  # lazy: torch
 
         loss_module = AlignmentLoss(st, loss=c.loss, scale=c.scale)
         loss_record = loss_module.get_config_dict()
@@ -143,8 +143,6 @@ def train(model: str, out: str | os.PathLike, config: TrainConfig | None = None,
 
 
 def _versions() -> dict:
-    from importlib.metadata import PackageNotFoundError, version
-
     out = {}
     for dist in ("clirbench", "sentence-transformers", "transformers", "torch", "datasets", "accelerate"):
         try:

@@ -5,7 +5,9 @@ import re
 from typing import Protocol, Sequence, runtime_checkable
 
 from ..collection import Text
-from ..identity import DIRECTION_ALIASES, TRANSLATION_DIRECTIONS as DIRECTIONS
+from ..identity import DIRECTION_ALIASES
+from ..identity import TRANSLATION_DIRECTIONS as DIRECTIONS
+from ..util.errors import UnknownNameError
 
 __all__ = ["Translator", "KeyedTranslator", "split_sentences", "join_sentences", "language_name",
            "nllb_code", "DIRECTIONS", "canonical_direction"]
@@ -13,7 +15,6 @@ __all__ = ["Translator", "KeyedTranslator", "split_sentences", "join_sentences",
 
 def canonical_direction(name: str) -> str:
     """``query`` or ``docs`` (accepts ``document(s)``, ``qt``, ``dt``)."""
-    from ..util.errors import UnknownNameError
 
     try:
         return DIRECTION_ALIASES[str(name).strip().lower()]
@@ -73,8 +74,6 @@ def nllb_code(code: str) -> str:
     try:
         return _NLLB[code]
     except KeyError:
-        from ..util.errors import UnknownNameError
-
         raise UnknownNameError(f"no NLLB code known for language {code!r}; pass it as e.g. fra_Latn") from None
 
 

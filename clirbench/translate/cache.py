@@ -14,8 +14,8 @@ import os
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from ..util.atomic import remove_stale_temps, write_bytes_atomic
 from ..cache.shards import find_shards, new_name, set_aside, write_shard
+from ..util.atomic import remove_stale_temps, write_bytes_atomic
 
 __all__ = ["TranslationCache", "text_key"]
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 from typing import Callable, Mapping, Sequence
 
 from ..collection import Text
+from ..formats.jsonl import json_objects
+from ..tasks.hub import sha256_file
 from ..util.errors import ClirbenchError, MalformedDataError
+from ..util.strict import check_id, language_tag
 
 __all__ = ["FileTranslator", "GoldTranslator", "parallel_gold"]
 
@@ -16,10 +19,6 @@ class FileTranslator:
     """
 
     def __init__(self, path: str) -> None:
-        from ..formats.jsonl import json_objects
-        from ..util.strict import check_id, language_tag
-        from ..tasks.hub import sha256_file
-
         self.path, self.spec = path, f"file:{path}"
         self.table: dict[tuple[str, str], str] = {}
         for line, obj in json_objects(path):

@@ -27,6 +27,7 @@ import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ..util.errors import ClirbenchError
 from ..util.redact import redact, redact_url
@@ -46,7 +47,6 @@ _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
 
 def _split_userinfo(url: str) -> tuple[str, str | None]:
     """(url without ``user:password@``, base64 of ``user:password`` or None)."""
-    from urllib.parse import unquote, urlsplit, urlunsplit
 
     try:
         parts = urlsplit(url)

@@ -8,10 +8,14 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping, Sequence
 
+from ..cache.layout import translations_dir
 from ..collection import Pool, Text
 from ..util.errors import ClirbenchError
+from ..util.optional import require
 from .base import canonical_direction
 from .cache import TranslationCache
+from .keyed import GoldTranslator
+from .spec import TranslationOptions, make_translator
 
 __all__ = ["translate_texts", "translate_pool", "TranslationPlan", "translation_quality", "CHUNK"]
 
@@ -104,7 +108,6 @@ def translation_quality(hypotheses: Sequence[str], references: Sequence[str], la
 
     BLEU uses sacrebleu's ``zh`` tokenizer for Chinese targets, ``13a`` otherwise.
     """
-    from ..util.optional import require
 
     metrics = require("sacrebleu.metrics", purpose="--translation-quality")
     BLEU, CHRF = metrics.BLEU, metrics.CHRF
@@ -131,7 +134,6 @@ class TranslationPlan:
     @classmethod
     def create(cls, options, task=None, data_dir=None, task_options: Mapping | None = None) -> "TranslationPlan":
         """The plan for ``options`` (a ``TranslationOptions``, or its mapping form)."""
-        from .spec import TranslationOptions, make_translator
 
         options = TranslationOptions.of(options)
         direction, translator, cache_dir, quality = (options.direction, options.translator, options.cache_dir,
@@ -140,15 +142,11 @@ class TranslationPlan:
             translator = make_translator(translator, task=task, data_dir=data_dir, task_options=task_options,
                                          **options.translator_options)
         if cache_dir is None:
-            from ..cache.layout import translations_dir
-
             cache_dir = translations_dir()
         gold = None
         if quality:
             if direction != "docs":
                 raise ClirbenchError("--translation-quality needs --translate docs (a gold reference for documents)")
-            from ..util.optional import require
-            from .keyed import GoldTranslator
 
             require("sacrebleu", purpose="--translation-quality")  # now, not after the translation
 

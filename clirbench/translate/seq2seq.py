@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from ..util.errors import DataNotFoundError
+from ..util.errors import DataNotFoundError, UnknownNameError
 from ..util.optional import require
 from .base import join_sentences, nllb_code, split_sentences
 
@@ -25,7 +25,6 @@ DEFAULT_MAX_INPUT_TOKENS = 512  # when neither the model nor its tokenizer state
 
 def parse_unit(arg: str) -> tuple[str, str]:
     """``model#sentence`` -> (``model``, ``sentence``); no suffix -> ``document``."""
-    from ..util.errors import UnknownNameError
 
     model, sep, unit = arg.partition("#")
     unit = unit if sep else "document"

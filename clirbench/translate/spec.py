@@ -6,6 +6,11 @@ from typing import Any, Mapping
 
 from ..util.errors import ClirbenchError, UnknownNameError
 from ..util.optional import MissingDependencyError
+from ..util.redact import redact
+from .base import canonical_direction
+from .keyed import FileTranslator, GoldTranslator
+from .llm import OpenAITranslator
+from .seq2seq import CT2Translator, HFTranslator, parse_unit
 
 __all__ = ["make_translator", "TranslationOptions", "USAGE"]
 
@@ -27,8 +32,6 @@ class TranslationOptions:
     translator_options: Mapping = field(default_factory=dict)
 
     def __post_init__(self):
-        from .base import canonical_direction
-
         object.__setattr__(self, "direction", canonical_direction(self.direction))
         if not self.translator:
             raise ClirbenchError("a translation needs a translator spec, e.g. gold")
@@ -71,26 +74,17 @@ def make_translator(spec: str, *, task=None, data_dir=None, task_options: Mappin
         if prefix == "gold" and not sep:
             if task is None:
                 raise ClirbenchError("the gold translator needs the task")
-            from .keyed import GoldTranslator
-
             return GoldTranslator(task, data_dir, task_options)
         if prefix == "file" and arg:
-            from .keyed import FileTranslator
-
             return FileTranslator(arg)
         if prefix in ("hf", "ct2") and arg:
-            from .seq2seq import CT2Translator, HFTranslator, parse_unit
-
             model, unit = parse_unit(arg)
             return (HFTranslator if prefix == "hf" else CT2Translator)(model, unit=unit, **options)
         if prefix == "openai" and arg:
-            from .llm import OpenAITranslator
-
             return OpenAITranslator(arg, **options)
     except MissingDependencyError:
         raise
     except ImportError as exc:
         raise ClirbenchError(f"translator {prefix}: is not available here: it needs {exc.name or exc!r}") from None
-    from ..util.redact import redact
 
     raise UnknownNameError(f"unknown translator {redact(spec)!r}; available: {', '.join(USAGE)}")

@@ -8,7 +8,11 @@ nicknames, print order), ``engine`` runs the query loop and summaries, ``report`
 """
 from __future__ import annotations
 
+import math
+
+from ..stats import bootstrap_ci
 from .engine import Options, Report, evaluate
+from .inputs import read_qrels, read_run
 from .registry import MEASURES, NICKNAMES, select
 
 __all__ = ["Options", "Report", "evaluate", "evaluate_files", "intervals", "select", "MEASURES", "NICKNAMES"]
@@ -16,7 +20,6 @@ __all__ = ["Options", "Report", "evaluate", "evaluate_files", "intervals", "sele
 
 def evaluate_files(qrels_path, run_path, measures=("official",), options: Options = Options()) -> Report:
     """``trec_eval [options] -m ... qrels run`` as a ``Report`` (values per query and summaries)."""
-    from .inputs import read_qrels, read_run
 
     selected = select(list(measures))  # unknown names fail before any file is read
     qrels = read_qrels(qrels_path)
@@ -26,11 +29,8 @@ def evaluate_files(qrels_path, run_path, measures=("official",), options: Option
 
 def intervals(report: Report, resamples: int = 1000, seed: int = 42) -> dict[str, tuple[float, float]]:
     """95% percentile bootstrap interval of each averaged summary (gm_*: exp of the log-mean's interval)."""
-    import math
 
     import numpy as np
-
-    from ..stats import bootstrap_ci
 
     cols = [c for c in report.columns if c.summary_rule in ("mean", "gm") and c.kind == "double"]
     if not cols or resamples == 0:

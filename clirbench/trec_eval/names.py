@@ -17,6 +17,9 @@ from dataclasses import dataclass
 
 from ..measures.families import TREC_EVAL, TREC_EVAL_ALIASES
 from ..util.errors import UnknownNameError
+from .engine import Options, evaluate
+from .ranked import NOT_POOLED, rank_query
+from .registry import MEASURES, select
 
 __all__ = ["Spec", "lookup", "per_query", "IR_MEASURES"]
 
@@ -87,15 +90,12 @@ def _params(name: str, text: str | None, allowed: tuple[str, ...]) -> dict:
 
 
 def _summary(measure: str) -> str:
-    from .registry import MEASURES
-
     return {"gm": "gm", "sum": "sum", "count": "count"}.get(MEASURES[measure].summary, "mean")
 
 
 def lookup(name: str) -> Spec | None:
     """The ``Spec`` of an ir_measures or trec_eval name; None if neither; ``UnknownNameError`` for an
     ir_measures family with a parameter or cutoff clirbench does not take."""
-    from .registry import MEASURES
 
     m = _IR.fullmatch(name)
     family = m and TREC_EVAL_ALIASES.get(m.group("family"), m.group("family"))
@@ -136,8 +136,6 @@ def per_query(qrels, run, names) -> tuple[tuple[str, ...], dict[str, list[float]
     """(query ids, ``{name: values}``) of ``lookup``-able names on the queries with judgements and
     results, computed by trec_eval's rules (one pass per set of options). gm_map and gm_bpref give
     trec_eval's per-query value, log(max(value, 0.00001))."""
-    from .engine import Options, evaluate
-    from .registry import select
 
     specs = {n: lookup(n) for n in names}
     ids = tuple(sorted(q for q in qrels if q in run))  # trec_eval's queries, in its order
@@ -167,7 +165,6 @@ def per_query(qrels, run, names) -> tuple[tuple[str, ...], dict[str, list[float]
 def _judged(judged, scores, cutoff: int | None) -> float:
     """ir_measures' Judged@k of one query: judged documents (any grade) in the top min(k, retrieved),
     over min(k, retrieved); ranked by trec_eval's rule (score, then document id, descending)."""
-    from .ranked import NOT_POOLED, rank_query
 
     r = rank_query(judged, scores, max_ret=cutoff)
     return int((r.rels != NOT_POOLED).sum()) / r.num_ret if r.num_ret else 0.0

@@ -15,6 +15,8 @@ import socket
 import time
 from pathlib import Path
 
+from .filenames import NAME_MAX, fit_name
+
 __all__ = ["write_bytes_atomic", "write_text_atomic", "is_temp", "is_stale_temp", "remove_stale_temps",
            "STALE_AFTER"]
 
@@ -29,7 +31,6 @@ def _host() -> str:
 def _temp_target(name: str) -> str:
     """``name`` as its temp files spell it: shortened with a hash (``identity.fit_name``) when the
     temp name would be over the file system's 255-byte limit."""
-    from .filenames import NAME_MAX, fit_name
 
     return fit_name(name, NAME_MAX - 60)  # dots, host (32), pid, random part and .tmp
 

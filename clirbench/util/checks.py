@@ -9,6 +9,9 @@ import argparse
 import math
 import numbers
 
+from .errors import UnknownNameError
+from .strict import ascii_int
+
 __all__ = ["MAX_RESAMPLES", "MAX_SEED", "MAX_COUNT", "MAX_BATCH_SIZE", "MAX_WORKERS", "MAX_SHARDS", "MAX_ITERATIONS", "MAX_LONG",
            "check_int", "check_float", "check_resamples", "check_seed", "int_in", "float_in",
            "positive_int", "nonnegative_int", "resample_count", "seed", "probability", "finite_float",
@@ -68,8 +71,6 @@ def check_resamples(value, name: str = "resamples") -> int:
 def check_correction(method: str) -> str:
     """``method`` if it is one of ``CORRECTIONS``; else an UnknownNameError naming them."""
     if method not in CORRECTIONS:
-        from .errors import UnknownNameError
-
         raise UnknownNameError(f"unknown correction {method!r}; expected {', '.join(CORRECTIONS)}")
     return method
 
@@ -99,8 +100,6 @@ def _argtype(convert, check, label: str):
 
 
 def _int(text: str) -> int:
-    from .strict import ascii_int
-
     return ascii_int(text.strip())
 
 

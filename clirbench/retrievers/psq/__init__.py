@@ -36,8 +36,17 @@ Modules: ``table`` (table files, pruning, analyzer check), ``train`` (IBM Model 
 from __future__ import annotations
 
 from .retriever import MAX_BLOCK_BYTES, PSQRetriever, from_spec
-from .table import (ANALYZER, DEFAULTS, META_FORMAT, PSQTable, analyzer_record, load_table, meta_path,
-                    prune_translations, write_table)
+from .table import (
+                    ANALYZER,
+                    DEFAULTS,
+                    META_FORMAT,
+                    PSQTable,
+                    analyzer_record,
+                    load_table,
+                    meta_path,
+                    prune_translations,
+                    write_table,
+)
 
 __all__ = ["PSQTable", "PSQRetriever", "from_spec", "load_table", "write_table", "prune_translations", "meta_path",
            "analyzer_record", "ANALYZER", "DEFAULTS", "META_FORMAT", "MAX_BLOCK_BYTES"]

@@ -15,6 +15,8 @@ import numpy as np
 from ...collection import Text
 from ...util.errors import ClirbenchError, DataNotFoundError
 from ...util.strict import ascii_int
+from ..analyzers import require_backends
+from ..spec import spec_params
 from .table import DEFAULTS, PSQTable, analyze_fn, load_table
 
 __all__ = ["PSQRetriever", "from_spec", "MAX_BLOCK_BYTES"]
@@ -211,8 +213,6 @@ _RANGES = {"alpha": (0.0, 1.0, True, True), "min_prob": (0.0, 1.0, False, False)
 
 
 def _parse_options(text: str) -> dict[str, float]:
-    from ..spec import spec_params
-
     out: dict[str, float] = {}
     for key, value in spec_params(text, "&", "psq").items():
         name = key.replace("-", "_")
@@ -310,7 +310,6 @@ def from_spec(arg: str, options: dict) -> PSQRetriever:
     for p in paths:  # a wrong path is the likelier mistake: say so before any missing package
         if not Path(p).expanduser().is_file():
             raise DataNotFoundError(f"psq table {Path(p).expanduser()} not found")
-    from ..analyzers import require_backends
 
     require_backends("retriever psq:")
     tables = [load_table(p, **pruning) for p in paths]

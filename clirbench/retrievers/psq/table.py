@@ -7,17 +7,20 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import zlib
 import math
 import os
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
+from ...util.atomic import write_bytes_atomic
 from ...util.errors import ClirbenchError, DataNotFoundError, MalformedDataError
 from ...util.optional import require
+from ...util.strict import expect_json, language_tag, loads_json
+from ..analyzers import get_analyzer
 
 __all__ = ["PSQTable", "load_table", "write_table", "prune_translations", "meta_path", "analyzer_record",
            "analyze_fn", "ANALYZER", "DEFAULTS", "META_FORMAT"]
@@ -43,7 +46,7 @@ _PROBE = (
 def analyze_fn(name: str) -> Callable[[str, str], list[str]]:
     if name != ANALYZER:
         raise ClirbenchError(f"psq: unknown analyzer {name!r}; this version knows only {ANALYZER!r}")
-    from ..analyzers import analyze
+    from ..analyzers import analyze  # lazy: a local name
 
     return analyze
 
@@ -56,7 +59,6 @@ def _fingerprint(analyze: Callable[[str, str], list[str]], lang: str) -> str:
 def analyzer_record(langs: Sequence[str], name: str = ANALYZER) -> dict:
     """What a table's sidecar records about its analyzer: name, settings and fingerprint per language."""
     analyze = analyze_fn(name)
-    from ..analyzers import get_analyzer
 
     return {"name": name,
             "languages": {lang: {"fingerprint": _fingerprint(analyze, lang), **get_analyzer(lang).describe()}
@@ -135,7 +137,6 @@ def write_table(path: str | os.PathLike, table: Mapping[str, Mapping[str, float]
                 query_lang: str, query_counts: Mapping[str, int] | None = None,
                 query_counts_source: str | None = None, extra: Mapping | None = None) -> tuple[Path, Path]:
     """Write ``table`` (gzipped JSON) and its sidecar; returns both paths. Written atomically."""
-    from ...util.atomic import write_bytes_atomic
 
     path = Path(path)
     body = json.dumps({f: dict(t) for f, t in table.items()}, ensure_ascii=False, sort_keys=True).encode()
@@ -165,7 +166,6 @@ def load_table(path: str | os.PathLike, *, min_prob: float = DEFAULTS["min_prob"
             f"psq table {path} has no sidecar {side.name}: it must record the languages and the analyzer "
             f"the table was built with (tables from clirbench psq train have one; for another table, build "
             f"one with the same analysis, or write the sidecar yourself if you know they agree)")
-    from ...util.strict import expect_json, language_tag, loads_json
 
     try:
         meta = loads_json(side.read_bytes(), str(side))

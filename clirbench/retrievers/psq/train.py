@@ -15,7 +15,9 @@ The table keeps p >= ``min_prob`` and, in its sidecar, the target-side token cou
 """
 from __future__ import annotations
 
+import gzip
 import os
+import zlib
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,8 +25,12 @@ from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
+from ...formats.jsonl import decode_lines
+from ...util.checks import MAX_ITERATIONS, check_float, check_int
 from ...util.errors import ClirbenchError, DataNotFoundError, MalformedDataError
 from ...util.strict import language_tag
+from ..analyzers import analyze
+from .table import ANALYZER, write_table
 
 __all__ = ["IBM1Result", "train_ibm1", "train_table", "read_bitext"]
 
@@ -79,7 +85,6 @@ def _triples(A, B):
 def train_ibm1(source: Sequence[Sequence[str]], target: Sequence[Sequence[str]], iterations: int = 10,
                min_prob: float = 1e-4) -> IBM1Result:
     """IBM Model 1 t(e|f) from token lists (source = document language, target = query language)."""
-    from ...util.checks import MAX_ITERATIONS, check_float, check_int
 
     iterations = check_int(iterations, "iterations", 1, MAX_ITERATIONS)
     min_prob = check_float(min_prob, "min_prob", 0.0, 1.0)
@@ -130,10 +135,6 @@ def train_ibm1(source: Sequence[Sequence[str]], target: Sequence[Sequence[str]],
 def _bitext_lines(path: Path) -> Iterator[tuple[int, str]]:
     """Numbered lines of a bitext file, gzip when it ends in ``.gz``; a BOM at the start is dropped;
     a corrupt or truncated gzip stream or text that is not UTF-8 is one line naming the file."""
-    import gzip
-    import zlib
-
-    from ...formats.jsonl import decode_lines
 
     try:
         with (gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")) as fh:
@@ -176,8 +177,6 @@ def train_table(source_texts: Iterable[str], target_texts: Iterable[str], src_la
                 out: str | os.PathLike, *, iterations: int = 10, min_prob: float = 1e-4,
                 corpus_name: str = "bitext") -> IBM1Result:
     """Analyse both sides, train IBM Model 1 and write ``out`` + its sidecar (see ``psq.write_table``)."""
-    from ..analyzers import analyze
-    from .table import ANALYZER, write_table
 
     src_lang, tgt_lang = language_tag(src_lang, "psq train --src"), language_tag(tgt_lang, "psq train --tgt")
     if src_lang == tgt_lang:
