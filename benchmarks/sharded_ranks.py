@@ -100,7 +100,7 @@ def main(argv=None) -> None:
 
         dev = xp.device(args.device)
     dense = DenseShards(Q, D, np.arange(args.docs), block, dev)
-    score_shard = dense.scorer(bounded=dev is None)
+    score_shard = dense.scorer(bounded=dense.counts_bounded())  # as rank_pool_sharded: exact near-ties on a GPU too
     print(f"pool {args.docs:,} docs x {args.queries:,} queries x {args.dim} dims, {args.relevant} relevant/query; "
           f"{len(parts)} shards of ~{args.docs // len(parts):,} docs, query blocks of {block}; "
           f"data made in {t_gen:.1f}s; device {args.device or 'numpy (cpu)'}", flush=True)
@@ -108,8 +108,9 @@ def main(argv=None) -> None:
     def floor():
         total = 0.0
         if dev is not None:
+            raw = dense.scorer(bounded=False)  # the bare products: the floor under any counting
             for cols in parts:
-                for _, S in score_shard(cols):
+                for _, S in raw(cols):
                     total += float(S[0, 0])  # touch the result (and sync a GPU)
             return total
         for cols in parts:
