@@ -32,6 +32,7 @@ from .util.errors import MalformedDataError, UnknownNameError
 
 if TYPE_CHECKING:
     from .collection import Pool
+    from .rank.head import Head
     from .rank.table import RankTable
     from .results import MeasureValue
 
@@ -59,6 +60,7 @@ class PoolEvaluation:
     summary: Mapping[str, "MeasureValue"]
     ranking: Mapping | None = None  # how the ranks were obtained (Ranked.info in the record's form)
     seconds: Mapping[str, float] | None = None  # {"search": ranking, "measure": values and bootstrap}
+    head: "Head | None" = None  # each query's top-K documents (Ranked.head); None where the ranker gave none
 
     @property
     def query_ids(self) -> tuple[str, ...]:
@@ -104,7 +106,7 @@ def evaluate_pool(retriever, pool: "Pool", measures: Sequence, resamples: int = 
     t1 = time.perf_counter()
     evaluation = evaluate_table(ranked.table, measures, resamples, seed)
     info = ranked.info.to_dict() if isinstance(ranked.info, RankingInfo) else ranked.info  # the record's form
-    return dataclasses.replace(evaluation, ranking=info,
+    return dataclasses.replace(evaluation, ranking=info, head=ranked.head,
                                seconds={"search": t1 - t0, "measure": time.perf_counter() - t1})
 
 

@@ -1,4 +1,4 @@
-"""What a ranker is and answers: the ``Ranker`` protocol, ``Ranked(table, info)``, and ``RankingInfo``,
+"""What a ranker is and answers: the ``Ranker`` protocol, ``Ranked(table, info, head)``, and ``RankingInfo``,
 how the ranks were obtained (recorded as the result's ``retriever.settings.ranking``)."""
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Mapping, Protocol, Sequence, runtime_checkable
 
 if TYPE_CHECKING:
     from ..collection import Pool
+    from .head import Head
     from .table import RankTable
 
 __all__ = ["RankingInfo", "Ranked", "Ranker"]
@@ -42,11 +43,13 @@ class RankingInfo:
 
 @dataclass(frozen=True)
 class Ranked:
-    """A ranker's answer: the ranks of the relevant documents, and how they were obtained (None:
-    full score rows, nothing to record)."""
+    """A ranker's answer: the ranks of the relevant documents, how they were obtained (None: full
+    score rows, nothing to record), and the head of the ranking, each query's top-K documents
+    (``head.Head``; None where the path cannot give it)."""
 
     table: "RankTable"
     info: RankingInfo | None = None
+    head: "Head | None" = None
 
 
 @runtime_checkable
