@@ -4,7 +4,9 @@ The rank of a relevant document is 1 + the number of non-excluded pool documents
 before it under the tie rule of ``table.py`` (float32 score descending, then doc id descending
 byte-wise; -inf = not returned, sorts last). That is a sum over document shards: each shard is
 scored against a block of queries and, per (query, relevant doc), the shard documents sorting
-before it are counted. Memory is O(queries x relevant + block x shard), never queries x pool.
+before it are counted. Memory is O(queries x relevant + block x shard), never queries x pool. Beside
+the count, the shard documents with exactly the relevant document's score are counted
+(``RankTable.tied``), and those of them sorting before it (``tied_before``): they add up as the rest.
 
 A shard scored before the shard holding a relevant document cannot compare against that
 document's score yet. Three ways to know it, all exact:
@@ -33,7 +35,7 @@ from .pairs import judged_pairs
 from .parts import BlockParts
 from .products import BoundedBlock, BoundedScores
 from .shards import shards_of
-from .table import RankTable, as_trec_scores, tie_keys
+from .table import RankTable, TiedRanks, as_trec_scores, tie_keys
 
 __all__ = ["rank_relevant_sharded", "ShardCounts", "count_shard", "ranks_from_counts", "ShardCounter", "to_numpy"]
 
@@ -45,6 +47,8 @@ class ShardCounter:
         self.p, self.keys, self.n_docs, self.check_nan = pairs, keys, n_docs, check_nan
         m = len(pairs.rel_row)
         self.count = np.zeros(m, dtype=np.int64)
+        self.tied = np.zeros(m, dtype=np.int64)  # documents with exactly the pair's score
+        self.tied_before = np.zeros(m, dtype=np.int64)  # those of them sorting before it (in ``count`` too)
         self.lo = np.full(m, -np.inf, dtype=np.float32)
         self.hi = np.full(m, np.inf, dtype=np.float32)
         self.known = np.zeros(m, dtype=bool)  # exact score known (lo == hi == score)
@@ -194,6 +198,8 @@ class ShardCounter:
             k = np.flatnonzero(known)
             before = kcols[c[k]] > self.keys[self.p.rel_col[pt[k]]]
             self.count += np.bincount(pt[k][before], minlength=len(self.count))
+            self.tied += np.bincount(pt[k], minlength=len(self.count))
+            self.tied_before += np.bincount(pt[k][before], minlength=len(self.count))
         if not known.all():
             u = np.flatnonzero(~known)
             self.held.append((pt[u], kcols[c[u]], score[u]))
@@ -203,7 +209,8 @@ class ShardCounter:
         held = [np.concatenate([h[i] for h in self.held]) for i in range(3)] if self.held else \
             [np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)]
         known = np.flatnonzero(self.known)
-        return ShardCounts(self.count.copy(), self.columns.copy(), known, self.hi[known].copy(), *held)
+        return ShardCounts(self.count.copy(), self.columns.copy(), known, self.hi[known].copy(), *held,
+                           self.tied.copy(), self.tied_before.copy())
 
     def absorb(self, part: "ShardCounts") -> None:
         """Add the counts of a shard counted elsewhere (with the same pairs and bounds)."""
@@ -211,6 +218,9 @@ class ShardCounter:
             raise ValueError("shard counts of another pool")
         self.count += part.count
         self.columns += part.columns
+        if part.tied is not None:
+            self.tied += part.tied
+            self.tied_before += part.tied_before
         if len(part.known):
             again = self.known[part.known]
             if np.any(self.hi[part.known][again] != part.exact[again]):
@@ -219,7 +229,8 @@ class ShardCounter:
         if len(part.held_pair):
             self.held.append((part.held_pair, part.held_key, part.held_score))
 
-    def ranks(self, query_ids: Sequence[str]) -> np.ndarray:
+    def ranks(self, query_ids: Sequence[str]) -> TiedRanks:
+        """1 + the count of every relevant pair, with its tie counts (``pairs.finish`` reads both)."""
         p = self.p
         ev = np.asarray(p.evaluated, dtype=np.int64)
         short = ev[self.columns[ev] != self.n_docs]
@@ -233,18 +244,23 @@ class ShardCounter:
             key = np.concatenate([h[1] for h in self.held])
             score = np.concatenate([h[2] for h in self.held])
             s, krel = self.hi[pair], self.keys[p.rel_col[pair]]
-            before = (score > s) | ((score == s) & (key > krel))
+            tie = score == s
+            before = (score > s) | (tie & (key > krel))
             self.count += np.bincount(pair[before], minlength=len(self.count))
+            self.tied += np.bincount(pair[tie], minlength=len(self.count))
+            self.tied_before += np.bincount(pair[tie & (key > krel)], minlength=len(self.count))
             self.held = []
-        return 1.0 + self.count
+        return TiedRanks.of(1.0 + self.count, self.tied, self.tied_before)
 
 
 @dataclass
 class ShardCounts:
     """One shard's part of the ranks (bounds mode): per relevant pair the shard documents surely
     sorting before it (``count``), the exact scores of the pairs whose document is in the shard
-    (``known`` pair indices, ``exact`` float32), and the documents scored inside a pair's bound
-    (``held_*``: pair index, tie key, float32 score), resolved once every exact score is known."""
+    (``known`` pair indices, ``exact`` float32), the documents scored inside a pair's bound
+    (``held_*``: pair index, tie key, float32 score), resolved once every exact score is known, and
+    per pair the documents with exactly its score and those of them sorting before it (``tied``,
+    ``tied_before``; None in counts made before they were kept)."""
 
     count: np.ndarray
     columns: np.ndarray  # per query row, the documents scored
@@ -253,6 +269,8 @@ class ShardCounts:
     held_pair: np.ndarray
     held_key: np.ndarray
     held_score: np.ndarray
+    tied: np.ndarray | None = None
+    tied_before: np.ndarray | None = None
 
     def arrays(self) -> dict[str, np.ndarray]:
         return {f: getattr(self, f) for f in self.__dataclass_fields__}
@@ -300,9 +318,9 @@ def _count_shards(counter: ShardCounter, score_shard, shards: Sequence, xp) -> N
 
 
 def ranks_from_counts(parts: Iterable[ShardCounts], pairs, keys: np.ndarray, n_docs: int, lo: np.ndarray,
-                      hi: np.ndarray, query_ids: Sequence[str]) -> np.ndarray:
-    """The rank of every relevant pair (``pairs.finish`` makes the RankTable) from the counts of
-    shards partitioning the pool, computed with the same ``lo``/``hi``."""
+                      hi: np.ndarray, query_ids: Sequence[str]) -> TiedRanks:
+    """The rank of every relevant pair with its tie counts (``pairs.finish`` makes the RankTable) from
+    the counts of shards partitioning the pool, computed with the same ``lo``/``hi``."""
     counter = ShardCounter(pairs, keys, n_docs)
     counter.set_bounds(lo, hi)
     for part in parts:

@@ -1,8 +1,10 @@
 """Exact ranks of relevant documents from score rows over a whole pool (``rank_relevant``), under the
 tie rule of ``table.py``: plain rows, or a float32 product with its error bound (``products``),
-whose near-ties are scored exactly. Also a ``{qid: {docid: score}}`` run laid over a pool as rows."""
+whose near-ties are scored exactly; with each rank its tie counts (``RankTable.tied``). Also a
+``{qid: {docid: score}}`` run laid over a pool as rows (documents it lacks all tie at the bottom)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Collection, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -11,7 +13,7 @@ from .bands import NOT_IEEE, band_limits, count_band
 from .pairs import JudgedPairs, judged_pairs
 from .parts import BlockParts
 from .products import BoundedBlock, BoundedScores
-from .table import RankTable, as_trec_scores, tie_keys
+from .table import RankTable, TiedRanks, as_trec_scores, tie_keys
 
 if TYPE_CHECKING:
     from ..collection import Pool
@@ -21,6 +23,28 @@ __all__ = ["rank_relevant", "rank_blocks", "run_blocks", "RUN_ROWS"]
 RUN_ROWS = 256  # score rows per block when a {qid: {docid: score}} run is laid over a pool
 
 _CHUNK = 1 << 20  # elements per temporary: small enough for malloc to reuse (no fresh page faults)
+
+
+@dataclass(frozen=True)
+class _Counts:
+    """Per relevant pair: its rank, the other documents with exactly its score, those sorting before it."""
+
+    rank: np.ndarray
+    tied: np.ndarray
+    before: np.ndarray
+
+    @classmethod
+    def empty(cls, m: int) -> "_Counts":
+        return cls(np.full(m, np.nan), np.zeros(m, np.int64), np.zeros(m, np.int64))
+
+    def put(self, a: int, b: int, greater: np.ndarray, tied: np.ndarray, before: np.ndarray) -> None:
+        """Pairs ``a:b``: ``greater`` documents score higher, ``tied`` tie, ``before`` of those sort first."""
+        self.rank[a:b] = 1 + greater + before
+        self.tied[a:b] = tied
+        self.before[a:b] = before
+
+    def ranks(self) -> TiedRanks:
+        return TiedRanks.of(self.rank, self.tied, self.before)
 
 
 def rank_relevant(
@@ -42,20 +66,20 @@ def rank_relevant(
     doc_ids, query_ids = list(doc_ids), list(query_ids)
     p = judged_pairs(doc_ids, query_ids, qrels, exclusions, doc_langs)
     keys = tie_keys(doc_ids)
-    rank = np.full(len(p.rel_row), np.nan)
+    out = _Counts.empty(len(p.rel_row))
     seen = np.zeros(len(query_ids), dtype=bool)
     with BlockParts() as parts:
         for start, scores in blocks:
-            _rank_block(start, scores, p, keys, rank, seen, parts)
+            _rank_block(start, scores, p, keys, out, seen, parts)
     missing = [query_ids[i] for i in p.evaluated if not seen[i]]
     if missing:
         raise ValueError(f"no scores for {len(missing)} evaluated queries, e.g. {missing[0]!r}")
-    return p.finish(rank, doc_langs, query_lang)
+    return p.finish(out.ranks(), doc_langs, query_lang)
 
 
-def _rank_block(start: int, scores, p: JudgedPairs, keys: np.ndarray, rank: np.ndarray, seen: np.ndarray,
+def _rank_block(start: int, scores, p: JudgedPairs, keys: np.ndarray, out: _Counts, seen: np.ndarray,
                 parts: BlockParts) -> None:
-    """``rank_relevant``'s work for one block: the ranks of its relevant pairs, into ``rank``."""
+    """``rank_relevant``'s work for one block: the ranks of its relevant pairs, into ``out``."""
     n_q, n_docs = len(seen), len(keys)
     bounded = isinstance(scores, (BoundedScores, BoundedBlock))
     scores = scores if bounded else np.asarray(scores)
@@ -68,10 +92,10 @@ def _rank_block(start: int, scores, p: JudgedPairs, keys: np.ndarray, rank: np.n
         raise ValueError(f"score block rows {start}:{stop} overlap an earlier block")
     seen[start:stop] = True
     if isinstance(scores, BoundedBlock):  # rows still to compute
-        parts.submit(scores, lambda part, a: _rank_bounded(part, start + a, p, keys, rank))
+        parts.submit(scores, lambda part, a: _rank_bounded(part, start + a, p, keys, out))
         return
     if bounded:  # a float32 product + error bound (BoundedScores)
-        _rank_bounded(scores, start, p, keys, rank)
+        _rank_bounded(scores, start, p, keys, out)
         return
     if np.issubdtype(scores.dtype, np.floating) and np.isnan(scores).any():
         raise ValueError(f"NaN score in rows {start}:{stop}")
@@ -83,8 +107,11 @@ def _rank_block(start: int, scores, p: JudgedPairs, keys: np.ndarray, rank: np.n
         block = as_trec_scores(scores[rows - start])  # a copy: the caller's array is untouched
         _exclude(block, rows, p)
         s = block[np.arange(len(rows)), cols][:, None]
-        beats = (block > s) | ((block == s) & (keys[None, :] > keys[cols][:, None]))
-        rank[a:b] = 1 + np.count_nonzero(beats, axis=1)
+        tie = block == s  # the pair's own document included
+        greater = np.count_nonzero(block > s, axis=1)
+        tied = np.count_nonzero(tie, axis=1) - 1
+        tie &= keys[None, :] > keys[cols][:, None]
+        out.put(a, b, greater, tied, np.count_nonzero(tie, axis=1))
 
 
 def _exclude(block: np.ndarray, rows: np.ndarray, p: JudgedPairs) -> None:
@@ -97,7 +124,7 @@ def _exclude(block: np.ndarray, rows: np.ndarray, p: JudgedPairs) -> None:
         block[r, p.ex_col[e]] = np.nan
 
 
-def _rank_bounded(block, start: int, p: JudgedPairs, keys: np.ndarray, rank: np.ndarray) -> None:
+def _rank_bounded(block, start: int, p: JudgedPairs, keys: np.ndarray, out: _Counts) -> None:
     """``rank_relevant`` over one ``BoundedScores`` block: the float32 product decides every document
     farther than its error bound from the relevant one's exact score; the rest are scored exactly."""
     A = block.approx
@@ -127,8 +154,10 @@ def _rank_bounded(block, start: int, p: JudgedPairs, keys: np.ndarray, rank: np.
         keep = c != cols[i]
         i, c = i[keep], c[keep]
         ex = block.exact(local[i], c)
-        before = (ex > s[i]) | ((ex == s[i]) & (keys[c] > keys[cols[i]]))
-        rank[a:b] = 1 + gt + np.bincount(i[before], minlength=b - a)
+        tie = ex == s[i]
+        before = tie & (keys[c] > keys[cols[i]])
+        out.put(a, b, gt + np.bincount(i[ex > s[i]], minlength=b - a), np.bincount(i[tie], minlength=b - a),
+                np.bincount(i[before], minlength=b - a))
 
 
 def rank_blocks(blocks: Iterable[tuple[int, np.ndarray]], pool: "Pool") -> RankTable:

@@ -238,7 +238,7 @@ class _Ranker:
         self.qrels = qrels
         self.run_queries: list[str] = []
         self.seen: set[str] = set()
-        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (t, rank, grade)
+        self.parts: list[tuple[np.ndarray, ...]] = []  # (t, rank, grade, tied, tied_before)
         self.evaluated: list[str] = []
 
     def add(self, q, d, score: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> None:
@@ -278,6 +278,7 @@ class _Ranker:
         if not row_doc:
             return
         rank = np.full(len(row_doc), np.inf)
+        tied, tied_before = np.zeros(len(row_doc), np.int64), np.zeros(len(row_doc), np.int64)
         entry, row = self._find_relevant(pc, d, seg, fp, _string_array(self.pa, row_doc),
                                          np.asarray(row_seg, dtype=np.int64))
         if len(entry):
@@ -285,11 +286,13 @@ class _Ranker:
                 before = np.zeros(len(a), dtype=bool)  # byte-wise
                 before[_numpy(pc.indices_nonzero(pc.greater(_take(d, a), _take(d, b))), np.uint64)] = True
                 return before
-            rank[row] = rank_in_segments(score, starts, ends, entry, seg[entry], doc_before)
+            got = rank_in_segments(score, starts, ends, entry, seg[entry], doc_before)
+            rank[row], tied[row], tied_before[row] = got, got.tied, got.tied_before
         t_of_seg = np.full(len(qids), -1, dtype=np.int64)
         evaluated_here = [i for i, qid in enumerate(qids) if self.qrels.get(qid)]
         t_of_seg[evaluated_here] = np.arange(len(self.evaluated) - len(evaluated_here), len(self.evaluated))
-        self.parts.append((t_of_seg[np.asarray(row_seg)], rank, np.asarray(grade, dtype=np.float64)))
+        self.parts.append((t_of_seg[np.asarray(row_seg)], rank, np.asarray(grade, dtype=np.float64), tied,
+                           tied_before))
 
     def _find_relevant(self, pc, d, seg: np.ndarray, fp: np.ndarray, rel_docs, rel_seg: np.ndarray
                        ) -> tuple[np.ndarray, np.ndarray]:
@@ -348,9 +351,11 @@ class _Ranker:
             pairs.add((s, doc))
 
     def table(self) -> RankTable:
-        parts = self.parts or [(np.zeros(0, np.int64), np.zeros(0), np.zeros(0))]
-        t, rank, grade = (np.concatenate(x) for x in zip(*parts))
-        return finish_table(self.evaluated, np.full(len(self.evaluated), np.nan), t, rank, grade, None)
+        parts = self.parts or [(np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0, np.int64),
+                                np.zeros(0, np.int64))]
+        t, rank, grade, tied, tied_before = (np.concatenate(x) for x in zip(*parts))
+        return finish_table(self.evaluated, np.full(len(self.evaluated), np.nan), t, rank, grade, None,
+                            tied=tied, tied_before=tied_before)
 
 
 def rank_run_file(path: str | os.PathLike, qrels: Mapping[str, Mapping[str, int]] | Callable[[], Mapping]

@@ -1,13 +1,15 @@
 """Ranks of relevant documents in a run: a ``{qid: {docid: score}}`` dict (``rank_run``), flat arrays
 (``rank_run_arrays``), or a run grouped by query (``rank_in_segments``); the pool is unknown, so
-relevant documents the run lacks get rank inf and |D| is NaN (the tie rule: ``table.py``)."""
+relevant documents the run lacks get rank inf and |D| is NaN (the tie rule: ``table.py``). Each rank
+comes with its tie counts: the run's entries of its query with exactly its score (``RankTable.tied``)
+and those of them sorting before it; a relevant document the run lacks has none (rank inf)."""
 from __future__ import annotations
 
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from .table import RankTable, as_trec_scores, chunk_slices, finish_table, tie_keys
+from .table import RankTable, TiedRanks, as_trec_scores, chunk_slices, finish_table, tie_keys
 
 __all__ = ["rank_run", "rank_run_arrays", "rank_in_segments"]
 
@@ -16,7 +18,8 @@ _TIE_PAIRS = 1 << 20  # tied (entry, relevant doc) pairs held before switching t
 
 
 class _Ties:
-    """Counts, per relevant row, tied entries whose doc id sorts first (byte-wise greater).
+    """Counts, per relevant row, tied entries (``tied``: the relevant entry itself included) and those
+    whose doc id sorts first (byte-wise greater).
 
     Ids are compared only for the docs that tie (usually few); past a size, it switches to the
     tie keys of the whole vocabulary.
@@ -29,8 +32,11 @@ class _Ties:
         self.docs: list[np.ndarray] = []
         self.pending = 0
         self.extra = np.zeros(n_rows, dtype=np.int64)
+        self.tied = np.zeros(n_rows, dtype=np.int64)
 
-    def add(self, rows: np.ndarray, docs: np.ndarray) -> None:
+    def add(self, rows: np.ndarray, docs: np.ndarray, counted: bool = False) -> None:
+        if not counted:
+            self.tied += np.bincount(rows, minlength=len(self.tied))
         if self.keys is not None:
             k = self.keys
             self.extra += np.bincount(rows[k[docs] > k[self.rel_col[rows]]], minlength=len(self.extra))
@@ -42,7 +48,7 @@ class _Ties:
             self.keys = tie_keys(self.doc_ids)
             rows, docs = np.concatenate(self.rows), np.concatenate(self.docs)
             self.rows, self.docs = [], []
-            self.add(rows, docs)
+            self.add(rows, docs, counted=True)
 
     def counts(self) -> np.ndarray:
         if self.rows:
@@ -137,13 +143,16 @@ def rank_run_arrays(
         raise ValueError(f"duplicate (query, doc) pair in run: ({query_ids[int(rel_row[twice])]!r}, "
                          f"{doc_ids[int(rel_col[twice])]!r})")
     if len(entry):
-        _rank_entries(qidx, doc, score, run_len, entry, which, _Ties(doc_ids, rel_col, len(rank)), rank)
+        rank = _rank_entries(qidx, doc, score, run_len, entry, which, _Ties(doc_ids, rel_col, len(rank)), rank)
+    else:
+        rank = TiedRanks.of(rank, np.zeros(len(rank), np.int64), np.zeros(len(rank), np.int64))
     num_docs = np.full(len(evaluated), np.nan)
     return finish_table([query_ids[i] for i in evaluated], num_docs, t_of_row[rel_row], rank, rel_grade, None)
 
 
-def _rank_entries(qidx, doc, score, run_len, entry, which, ties: _Ties, rank: np.ndarray) -> None:
-    """rank[which[i]] = 1 + number of entries of its query sorting before relevant entry[i]."""
+def _rank_entries(qidx, doc, score, run_len, entry, which, ties: _Ties, rank: np.ndarray) -> TiedRanks:
+    """rank[which[i]] = 1 + number of entries of its query sorting before relevant entry[i]; with the
+    tie counts."""
     n, n_q = len(qidx), len(run_len)
     ent_q, ent_s = qidx[entry].astype(np.int64), score[entry]
     # slot j = j-th retrieved relevant doc of its query; one pass per slot
@@ -181,7 +190,11 @@ def _rank_entries(qidx, doc, score, run_len, entry, which, ties: _Ties, rank: np
             if len(tie):
                 ties.add(row_of_q[cq[tie]], doc[pos][tie])
         rank[which[sel]] = 1 + counts[ent_q[sel]]
-    rank += ties.counts()
+    before = ties.counts()
+    rank += before
+    tied = ties.tied
+    tied[which] -= 1  # the relevant entry ties with itself
+    return TiedRanks.of(rank, tied, before)
 
 
 def rank_run(run: Mapping[str, Mapping[str, float]], qrels: Mapping[str, Mapping[str, int]]) -> RankTable:
@@ -207,8 +220,10 @@ def rank_in_segments(
     entry: np.ndarray,
     segment: np.ndarray,
     doc_before: Callable[[np.ndarray, np.ndarray], np.ndarray],
-) -> np.ndarray:
-    """1 + number of entries of its segment sorting before each ``entry`` (a run grouped by query).
+) -> TiedRanks:
+    """1 + number of entries of its segment sorting before each ``entry`` (a run grouped by query),
+    with the tie counts (the other entries of its segment with exactly its score, and those of them
+    sorting before it).
 
     ``score`` holds trec_eval scores (float32, see ``as_trec_scores``); entry i belongs to the
     segment ``starts[segment[i]]:ends[segment[i]]``. ``doc_before(a, b)`` says, for entry positions
@@ -217,6 +232,7 @@ def rank_in_segments(
     """
     entry, segment = np.asarray(entry, dtype=np.int64), np.asarray(segment, dtype=np.int64)
     rank = np.ones(len(entry), dtype=np.float64)
+    tied, tied_before = np.zeros(len(entry), np.int64), np.zeros(len(entry), np.int64)
     seg_len = (ends - starts).astype(np.int64)
     width = int(seg_len.max()) if len(seg_len) else 0
     if len(seg_len) * width <= 2 * int(seg_len.sum()) + _CHUNK:  # rows of a padded matrix (NaN: no entry)
@@ -239,8 +255,9 @@ def rank_in_segments(
             if keep.any():
                 ti, pos = ti[keep], pos[keep]
                 before = np.asarray(doc_before(pos, e[ti]), dtype=bool)
-                rank[lo:lo + step] += np.bincount(ti[before], minlength=len(e))
-        return rank
+                tied[lo:lo + step] = np.bincount(ti, minlength=len(e))
+                tied_before[lo:lo + step] = np.bincount(ti[before], minlength=len(e))
+        return TiedRanks.of(rank + tied_before, tied, tied_before)
     lens = seg_len[segment]
     lo = 0
     while lo < len(entry):  # chunks of entries whose segments hold about _CHUNK positions together
@@ -254,6 +271,7 @@ def rank_in_segments(
         tie = np.flatnonzero((s == thr) & (pos != entry[lo:hi][owner]))
         if len(tie):
             before = np.asarray(doc_before(pos[tie], entry[lo:hi][owner[tie]]), dtype=bool)
-            rank[lo:hi] += np.bincount(owner[tie][before], minlength=hi - lo)
+            tied[lo:hi] = np.bincount(owner[tie], minlength=hi - lo)
+            tied_before[lo:hi] = np.bincount(owner[tie][before], minlength=hi - lo)
         lo = hi
-    return rank
+    return TiedRanks.of(rank + tied_before, tied, tied_before)

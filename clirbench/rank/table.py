@@ -7,6 +7,11 @@ so "equal" means equal after rounding to float32 (0.3 and 0.30000000000000004 ti
 1e20 and 1.000000000001e20): every function here rounds scores to float32 before comparing.
 Rank = 1 + number of documents sorting before.
 
+Tie counts (optional, ``tied`` and ``tied_before``): per relevant judgement, the other ranked documents
+of its query with exactly its score, and how many of them sort before it by the doc-id rule. They give
+the language-bias measures their value under uniformly random tie-breaking (docs/measures.md): the
+tie group starts at ``rank - tied_before`` and the expected rank is its start + ``tied / 2``.
+
 Evaluated queries follow pytrec_eval: a query is evaluated when it has a non-empty qrels entry
 (judged, even if every grade is 0) and was ranked (pool path: it is in ``query_ids``; run path:
 it is a key of the run, even with no documents). Queries outside the qrels are dropped. A query
@@ -20,7 +25,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-__all__ = ["RankTable", "tie_keys", "as_trec_scores", "finish_table", "chunk_slices", "CHUNK"]
+__all__ = ["RankTable", "TiedRanks", "tie_keys", "as_trec_scores", "finish_table", "chunk_slices", "CHUNK"]
 
 CHUNK = 1 << 20  # elements per temporary: small enough for malloc to reuse (no fresh page faults)
 
@@ -37,12 +42,15 @@ class RankTable:
     same_lang: np.ndarray | None = None  # (m,) bool: doc language == query language
     doc_lang: np.ndarray | None = None  # (m,) str: language tag of the judged document (PEER)
     doc_id: np.ndarray | None = None  # (m,) str: the judged document's id (a pool's ranks file)
+    tied: np.ndarray | None = None  # (m,) int64: other ranked documents of the query with exactly its score
+    tied_before: np.ndarray | None = None  # (m,) int64: those of them sorting before it (doc id rule)
 
     def __post_init__(self) -> None:
         n, m = len(self.query_ids), len(self.qidx)
         if self.num_docs.shape != (n,):
             raise ValueError(f"num_docs has shape {self.num_docs.shape}, expected ({n},)")
-        optional = tuple(a for a in ("same_lang", "doc_lang", "doc_id") if getattr(self, a) is not None)
+        optional = tuple(a for a in ("same_lang", "doc_lang", "doc_id", "tied", "tied_before")
+                         if getattr(self, a) is not None)
         for name in ("rank", "grade") + optional:
             if getattr(self, name).shape != (m,):
                 raise ValueError(f"{name} has shape {getattr(self, name).shape}, expected ({m},)")
@@ -50,6 +58,34 @@ class RankTable:
             raise ValueError("qidx must be sorted ascending and index query_ids")
         if m and not np.all(self.grade > 0):
             raise ValueError("RankTable holds relevant judgements only (grade > 0)")
+        if (self.tied is None) != (self.tied_before is None):
+            raise ValueError("tied and tied_before come together")
+        if self.tied is not None and m and not np.all((0 <= self.tied_before) & (self.tied_before <= self.tied)):
+            raise ValueError("tie counts must satisfy 0 <= tied_before <= tied")
+
+    @property
+    def tie_start(self) -> np.ndarray:
+        """(m,) the rank of the first document of each judgement's tie group (its rank without tie counts)."""
+        return self.rank if self.tied is None else self.rank - self.tied_before
+
+    @property
+    def tie_size(self) -> np.ndarray:
+        """(m,) the documents of each judgement's tie group, itself included (1 without tie counts)."""
+        return np.ones(len(self.qidx)) if self.tied is None else self.tied + 1.0
+
+    @property
+    def expected_rank(self) -> np.ndarray:
+        """(m,) the mean rank over uniformly random orders of tied documents: the tie group's start +
+        ``tied / 2`` (its mean position); ``rank`` without tie counts."""
+        return self.rank if self.tied is None else self.tie_start + self.tied / 2.0
+
+    @property
+    def tie_share(self) -> float | None:
+        """The % of relevant judgements whose rank a tie decided (another document of the query has
+        exactly its score); None without tie counts or judgements."""
+        if self.tied is None or not len(self.qidx):
+            return None
+        return 100.0 * float(np.count_nonzero(self.tied)) / len(self.qidx)
 
     @property
     def num_rel(self) -> np.ndarray:
@@ -86,8 +122,31 @@ def as_trec_scores(a: np.ndarray) -> np.ndarray:
 
 
 
-def finish_table(query_ids, num_docs, t, rank, grade, same, doc_lang=None, doc_id=None) -> RankTable:
-    """The RankTable of rows ``t`` (query index), ``rank``, ``grade``, ... sorted by query, then rank; read-only."""
+class TiedRanks(np.ndarray):
+    """Ranks (float64) that carry their tie counts (``tied``, ``tied_before``, or None), so that a caller
+    handing ranks on to ``finish_table`` (``JudgedPairs.finish``) hands the counts on too. A view or
+    copy of it drops the counts (they belong to these ranks, in this order)."""
+
+    tied: np.ndarray | None = None
+    tied_before: np.ndarray | None = None
+
+    @classmethod
+    def of(cls, rank: np.ndarray, tied: np.ndarray, tied_before: np.ndarray) -> "TiedRanks":
+        out = np.asarray(rank, dtype=np.float64).view(cls)
+        out.tied = np.asarray(tied, dtype=np.int64)
+        out.tied_before = np.asarray(tied_before, dtype=np.int64)
+        return out
+
+    def __array_finalize__(self, obj) -> None:
+        self.tied = self.tied_before = None
+
+
+def finish_table(query_ids, num_docs, t, rank, grade, same, doc_lang=None, doc_id=None, tied=None,
+                 tied_before=None) -> RankTable:
+    """The RankTable of rows ``t`` (query index), ``rank``, ``grade``, ... sorted by query, then rank;
+    read-only. The tie counts default to those ``rank`` carries (``TiedRanks``)."""
+    if tied is None and tied_before is None:
+        tied, tied_before = getattr(rank, "tied", None), getattr(rank, "tied_before", None)
     order = np.lexsort((np.asarray(rank, dtype=np.float64), t))
     arrays = dict(
         num_docs=np.array(num_docs, dtype=np.float64),
@@ -97,6 +156,8 @@ def finish_table(query_ids, num_docs, t, rank, grade, same, doc_lang=None, doc_i
         same_lang=None if same is None else np.asarray(same, dtype=bool)[order],
         doc_lang=None if doc_lang is None else np.asarray(doc_lang, dtype=str)[order],
         doc_id=None if doc_id is None else np.asarray(doc_id, dtype=object)[order],
+        tied=None if tied is None else np.asarray(tied, dtype=np.int64)[order],
+        tied_before=None if tied_before is None else np.asarray(tied_before, dtype=np.int64)[order],
     )
     for a in arrays.values():
         if a is not None:
