@@ -317,6 +317,8 @@ class Result:
     # {"mean_rank": {doc lang: MeasureValue}, "best_share": {doc lang: MeasureValue}} (stats.preference)
     preference: Mapping[str, Mapping[str, MeasureValue]] | None = None
     cost: Cost | None = None  # optional: the system's cold cost on this pool (results/cost.py)
+    # optional: the % of relevant judgements whose rank a tie decided (rank.table.RankTable.tie_share)
+    tie_share: float | None = None
     clirbench_version: str = __version__
     schema_version: int = SCHEMA_VERSION
 
@@ -352,6 +354,7 @@ class Result:
         if self.preference is not None:
             object.__setattr__(self, "preference", check_preference(self.preference, self.doc_langs,
                                                                     self.pool_size))
+        object.__setattr__(self, "tie_share", _percentage("tie_share", self.tie_share))
 
     @classmethod
     def of(cls, pool, retriever: RetrieverRef, measures: Mapping, num_queries: int, *, resamples: int, seed: int,
@@ -394,6 +397,7 @@ class Result:
             **({} if self.preference is None else {"preference": {
                 part: {lang: mv.to_dict() for lang, mv in row.items()} for part, row in self.preference.items()}}),
             **({} if self.cost is None else {"cost": self.cost.to_dict()}),
+            **({} if self.tie_share is None else {"tie_share": float(self.tie_share)}),
         }
 
     @classmethod
@@ -409,7 +413,7 @@ class Result:
         known = ("schema_version", "clirbench_version", "task", "subset", "qrels_sha256", "scenario", "pool_mode",
                  "pool_size", "doc_langs", "query_lang", "num_queries", "retriever", "translation",
                  "measures", "bootstrap", "timings_s", "hardware", "created_at", "per_query_file", "breakdown",
-                 "preference", "cost")
+                 "preference", "cost", "tie_share")
         _no_extra(data, known, "")
         doc_langs = _get(data, "doc_langs", (list,), "")
         if not all(isinstance(l, str) for l in doc_langs):
@@ -442,6 +446,7 @@ class Result:
             breakdown=_get(data, "breakdown", (Mapping, type(None)), "", None),
             preference=_get(data, "preference", (Mapping, type(None)), "", None),
             cost=_cost(data),
+            tie_share=_get(data, "tie_share", (float, type(None)), "", None),
             clirbench_version=_get(data, "clirbench_version", (str,), ""),
             schema_version=version,
         )
@@ -464,6 +469,15 @@ def _count(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
         raise ValueError(f"{name} must be a non-negative int, got {value!r}")
     return int(value)
+
+
+def _percentage(name: str, value: Any) -> float | None:
+    """``value`` as a float, refused unless a number in [0, 100] (a bool is not one); None stays None."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)) or not 0 <= value <= 100:
+        raise ValueError(f"{name} must be a percentage in [0, 100], got {value!r}")
+    return float(value)
 
 
 def _cost(data: Mapping) -> Cost | None:
@@ -490,19 +504,21 @@ def _check_breakdown(value: Mapping) -> Mapping:
 #: the parts of a preference row: mean rank of the relevant passage per document language, and the
 #: percentage of queries whose best-ranked relevant passage is in that language (stats.preference)
 PREFERENCE_PARTS = ("mean_rank", "best_share")
+#: an optional part: the percentage of queries whose passage in that language a tie ranked
+PREFERENCE_OPTIONAL = ("tie_share",)
 
 
 def check_preference(value: Mapping, doc_langs, pool_size: int) -> Mapping:
-    """Validate a preference row and freeze it: exactly the parts ``mean_rank`` and ``best_share``,
-    each with exactly the pool's document languages, each cell a ``MeasureValue`` (or its dict)
-    within range (a rank in [1, pool size], a share in [0, 100], ci_low <= ci_high)."""
+    """Validate a preference row and freeze it: the parts ``mean_rank`` and ``best_share`` (and the
+    optional ``tie_share``), each with exactly the pool's document languages, each cell a
+    ``MeasureValue`` (or its dict) within range (a rank in [1, pool size], a share in [0, 100], ci_low <= ci_high)."""
     if not isinstance(value, Mapping):
         raise ValueError("preference must be an object")
     if len(set(doc_langs)) != len(doc_langs):
         raise ValueError(f"doc_langs must be distinct languages to hold a preference row, got {list(doc_langs)}")
-    _no_extra(value, PREFERENCE_PARTS, "preference.")
+    _no_extra(value, PREFERENCE_PARTS + PREFERENCE_OPTIONAL, "preference.")
     out = {}
-    for part in PREFERENCE_PARTS:
+    for part in PREFERENCE_PARTS + tuple(p for p in PREFERENCE_OPTIONAL if p in value):
         row = _get(value, part, (Mapping,), "preference.")
         if set(row) != set(doc_langs):
             raise ValueError(f"preference.{part} must have one cell per document language "
