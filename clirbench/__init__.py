@@ -1,7 +1,7 @@
 """clirbench: a benchmark harness for cross-lingual information retrieval.
 
 The public API mirrors the CLI and works in memory: ``get_task``, ``list_tasks``,
-``register_task``, ``run`` (its settings: ``RunConfig``), ``evaluate``, ``compare``, ``load_results``, the measure objects (``parse("nDCG@10")``, ``nDCG``,
+``register_task``, ``run`` (its settings: ``RunConfig``), ``evaluate``, ``compare``, ``load_results``, ``export_pools``, the measure objects (``parse("nDCG@10")``, ``nDCG``,
 ``MaxR``, …), the data types ``Text`` and ``Pool``, the ``Retriever`` protocol and
 ``RunRetriever`` (a ``{qid: {docid: score}}`` run as a retriever). See docs/python-api.md.
 ``run`` writes files only when given a results folder (``output_dir=``), as ``clirbench run
@@ -25,6 +25,7 @@ _LAZY = {
     "compare": ("clirbench.stats.paired", "compare"),
     "format_comparison": ("clirbench.stats.paired", "format_comparison"),
     "load_results": ("clirbench.api", "load_results"),
+    "export_pools": ("clirbench.tasks.export", "export_pools"),
     "RunResult": ("clirbench.api", "RunResult"),
     "PoolResult": ("clirbench.api", "PoolResult"),
     "Evaluation": ("clirbench.api", "Evaluation"),

@@ -26,7 +26,7 @@ def results(tmp_path_factory) -> Path:
 
 
 @pytest.mark.parametrize("argv", [
-    [], ["tasks"], ["validate"], ["run"], ["evaluate"], ["compare"], ["psq"], ["psq", "train"], ["sweep"],
+    [], ["tasks"], ["validate"], ["run"], ["evaluate"], ["export"], ["compare"], ["psq"], ["psq", "train"], ["sweep"],
     ["leaderboard"], ["leaderboard", "build"], ["leaderboard", "submit"], ["leaderboard", "show"],
     ["leaderboard", "html"],
 ])
@@ -164,7 +164,8 @@ def test_one_module_and_one_handler_per_subcommand(capsys):
     import argparse
     import importlib
 
-    modules = {"tasks": "tasks", "validate": "validate", "run": "run", "evaluate": "evaluate", "trec_eval": "trec_eval", "compare": "compare",
+    modules = {"tasks": "tasks", "validate": "validate", "run": "run", "evaluate": "evaluate", "export": "export",
+               "trec_eval": "trec_eval", "compare": "compare",
                "leaderboard": "leaderboard", "psq": "psq", "sweep": "sweep", "cache": "cache", "train": "train",
                "merge": "train", "plot": "plot"}
     assert main(["--help"]) == 0

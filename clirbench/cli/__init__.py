@@ -1,6 +1,6 @@
 """The ``clirbench`` command: one parser, a subparser per subcommand module, one dispatch.
 
-Each module (``run``, ``evaluate``, ``trec_eval``, ``compare``, ``tasks``, ``validate``, ``leaderboard``, ``psq``,
+Each module (``run``, ``evaluate``, ``export``, ``trec_eval``, ``compare``, ``tasks``, ``validate``, ``leaderboard``, ``psq``,
 ``sweep``, ``train``/``merge``, ``cache``, ``plot``) adds its parser and sets its handler
 (``set_defaults(handler=...)``); ``main`` calls it. User errors: one line, exit code 2.
 """
@@ -17,6 +17,7 @@ from .args import EXIT_USAGE, Parser
 from .cache import add_cache_parser
 from .compare import add_compare_parser
 from .evaluate import add_evaluate_parser
+from .export import add_export_parser
 from .leaderboard import add_leaderboard_parser
 from .plot import add_plot_parser
 from .psq import add_psq_parser
@@ -30,7 +31,8 @@ from .validate import add_validate_parser
 __all__ = ["main", "EXIT_USAGE"]
 
 # in the order `clirbench --help` lists them
-_SUBCOMMANDS = (add_tasks_parser, add_validate_parser, add_run_parser, add_evaluate_parser, add_trec_eval_parser, add_psq_parser,
+_SUBCOMMANDS = (add_tasks_parser, add_validate_parser, add_run_parser, add_evaluate_parser, add_export_parser,
+                add_trec_eval_parser, add_psq_parser,
                 add_leaderboard_parser, add_plot_parser, add_sweep_parser, add_cache_parser, add_train_parser, add_merge_parser,
                 add_compare_parser)
 

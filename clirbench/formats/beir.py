@@ -2,7 +2,9 @@
 
 BEIR layout (one folder): ``corpus.jsonl`` (``_id``, ``title``, ``text``, optional ``lang``, any
 other field kept as metadata), ``queries.jsonl`` (``_id``, ``text``, optional ``lang``) and
-``qrels/<split>.tsv`` (header ``query-id<TAB>corpus-id<TAB>score``). Files are read line by line;
+``qrels/<split>.tsv`` (header ``query-id<TAB>corpus-id<TAB>score``), and clirbench's optional
+``excluded/<split>.tsv`` (header ``query-id<TAB>corpus-id``: documents removed from that query's
+ranking, as ``multi-1`` removes the query's own-language gold). Files are read line by line;
 every error is one line naming ``file:line``. A document's text is ``title + " " + text`` (the
 convention of BEIR's and MTEB's dense evaluation) when it has a title.
 """
@@ -22,13 +24,15 @@ from ..util.strict import MAX_GRADE, ascii_int, check_id, language_tag, shown
 from .jsonl import json_objects, numbered_lines
 
 __all__ = [
-    "UNDETERMINED", "read_corpus", "read_queries", "read_qrels", "qrels_path", "check_scenarios",
+    "UNDETERMINED", "read_corpus", "read_queries", "read_qrels", "qrels_path", "read_exclusions",
+    "exclusions_path", "check_scenarios",
     "parse_lang_list", "truncate_tokens", "local_dir", "check_qrels", "pools_by_query_lang",
     "parse_int_option", "split_option", "no_options",
 ]
 
 UNDETERMINED = "und"  # BCP-47 tag for a record with no ``lang`` and no default
 _QRELS_HEADER = ("query-id", "corpus-id", "score")
+_EXCLUDED_HEADER = ("query-id", "corpus-id")
 _SPLIT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
@@ -123,27 +127,54 @@ def read_qrels(path: str | os.PathLike) -> dict[str, dict[str, int]]:
     return qrels
 
 
+def exclusions_path(folder: str | os.PathLike, split: str) -> Path:
+    return Path(folder) / "excluded" / f"{split}.tsv"
+
+
+def read_exclusions(path: str | os.PathLike) -> dict[str, frozenset[str]]:
+    """``{query id: documents removed from its ranking}`` from an ``excluded/<split>.tsv`` (header
+    ``query-id<TAB>corpus-id``, one pair a line)."""
+    path = Path(path)
+    out: dict[str, set[str]] = {}
+    for lineno, line in numbered_lines(path):
+        parts = tuple(p.strip() for p in line.rstrip("\r\n").split("\t"))
+        if lineno == 1:
+            if parts != _EXCLUDED_HEADER:
+                raise MalformedDataError(f"{path}:1: expected the header query-id<TAB>corpus-id, got {line.strip()[:60]!r}")
+            continue
+        if not line.strip():
+            continue
+        if len(parts) != 2 or not all(parts):
+            raise MalformedDataError(f"{path}:{lineno}: expected a query-id and a corpus-id, tab-separated")
+        qid, did = (check_id(p, f"{path}:{lineno}", what) for p, what in zip(parts, _EXCLUDED_HEADER))
+        out.setdefault(qid, set()).add(did)
+    return {q: frozenset(ds) for q, ds in out.items()}
+
+
 def check_qrels(qrels: Mapping[str, Mapping[str, object]], query_ids: Iterable[str], doc_ids: Iterable[str],
-                where: str) -> None:
-    """Every judged query and document must exist; one line naming the first missing id."""
+                where: str, what: str = "judged") -> None:
+    """Every judged (or ``what``) query and document must exist; one line naming the first missing id."""
     queries, docs = set(query_ids), set(doc_ids)
     for qid, judged in qrels.items():
         if qid not in queries:
-            raise MalformedDataError(f"{where}: judged query {qid!r} is not among the queries")
+            raise MalformedDataError(f"{where}: {what} query {qid!r} is not among the queries")
         for did in judged:
             if did not in docs:
-                raise MalformedDataError(f"{where}: judged document {did!r} (query {qid!r}) is not in the corpus")
+                raise MalformedDataError(f"{where}: {what} document {did!r} (query {qid!r}) is not in the corpus")
 
 
 def pools_by_query_lang(task: str, docs: Sequence[Text], queries: Iterable[Text],
                         qrels: Mapping[str, Mapping[str, int]], source: Mapping[str, object],
-                        query_langs: Sequence[str] | None = None, subset: str = "") -> list[Pool]:
-    """One ``retrieval`` pool per query language: all documents, that language's judged queries.
+                        query_langs: Sequence[str] | None = None, subset: str = "",
+                        exclusions: Mapping[str, frozenset[str]] | None = None) -> list[Pool]:
+    """One ``retrieval`` pool per query language: all documents, that language's judged queries
+    (``exclusions[qid]``: documents removed from that query's ranking).
 
     ``doc_langs`` is the sorted set of document languages, so a mixed-language collection gets
     SameLangFirst (same-language relevant document ranked first) like the bilingual pools.
     """
     doc_langs = tuple(sorted({d.lang for d in docs}))
+    exclusions = exclusions or {}
     by_lang: dict[str, list[Text]] = {}
     for q in queries:
         if qrels.get(q.id):
@@ -155,7 +186,8 @@ def pools_by_query_lang(task: str, docs: Sequence[Text], queries: Iterable[Text]
         qs = tuple(by_lang[lang])
         pools.append(Pool(task=task, scenario=RETRIEVAL, pool_mode="unique", doc_langs=doc_langs,
                           query_lang=lang, docs=tuple(docs), queries=qs,
-                          qrels=MappingProxyType({q.id: qrels[q.id] for q in qs}), source=source, subset=subset))
+                          qrels=MappingProxyType({q.id: qrels[q.id] for q in qs}), source=source, subset=subset,
+                          exclusions={q.id: exclusions[q.id] for q in qs if q.id in exclusions}))
     return pools
 
 

@@ -2,8 +2,10 @@
 
 Optional ``lang`` fields on documents and queries make it multilingual: one pool per query
 language over all documents, with ``doc_langs`` the sorted set of document languages, so a
-mixed-language corpus gets SameLangFirst. Options (``--task-option``): ``split`` (default
-``test``), ``lang`` (the tag of records without ``lang``; default ``und``).
+mixed-language corpus gets SameLangFirst. An optional ``excluded/<split>.tsv``
+(``query-id<TAB>corpus-id``, what ``clirbench export`` writes for ``multi-1``) removes documents
+from a query's ranking. Options (``--task-option``): ``split`` (default ``test``), ``lang`` (the
+tag of records without ``lang``; default ``und``).
 """
 from __future__ import annotations
 
@@ -13,10 +15,12 @@ from ..formats.beir import (
     UNDETERMINED,
     check_qrels,
     check_scenarios,
+    exclusions_path,
     no_options,
     pools_by_query_lang,
     qrels_path,
     read_corpus,
+    read_exclusions,
     read_qrels,
     read_queries,
     split_option,
@@ -93,8 +97,13 @@ def pools(card: TaskCard, langs=None, scenarios="all", query_langs=None, data_di
     check_qrels(qrels, (q.id for q in queries), (d.id for d in docs), str(qpath))
     files = {name: sha256_file(folder / name) for name in ("corpus.jsonl", "queries.jsonl")}
     files[f"qrels/{split}.tsv"] = sha256_file(qpath)
+    excluded, epath = None, exclusions_path(folder, split)
+    if is_file(epath):
+        excluded = read_exclusions(epath)
+        check_qrels(excluded, (q.id for q in queries), (d.id for d in docs), str(epath), "excluded")
+        files[f"excluded/{split}.tsv"] = sha256_file(epath)
     source = {"origin": str(folder), "revision": None, "files_sha256": files, "split": split}
-    return pools_by_query_lang(card.id, docs, queries, qrels, source, query_langs or None)
+    return pools_by_query_lang(card.id, docs, queries, qrels, source, query_langs or None, exclusions=excluded)
 
 
 class BeirDataLoader(BaseLoader):
