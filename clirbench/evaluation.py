@@ -22,6 +22,7 @@ import numpy as np
 
 from .measures import compute, parse
 from .rank.exact import ExactRanker
+from .rank.head import DEFAULT_DEPTH, head_of_run
 from .rank.ranked import Ranker, RankingInfo
 from .rank.rows import rank_blocks, run_blocks
 from .rank.runs import rank_run
@@ -112,8 +113,12 @@ def evaluate_pool(retriever, pool: "Pool", measures: Sequence, resamples: int = 
 
 def evaluate_scores(run: Mapping[str, Mapping[str, float]], pool: "Pool", measures: Sequence,
                  resamples: int = 1000, seed: int = 42) -> PoolEvaluation:
-    """Measure a ready ``{qid: {docid: score}}`` run over ``pool`` (documents it lacks rank last)."""
-    return evaluate_table(rank_blocks(run_blocks(pool, run), pool), measures, resamples, seed)
+    """Measure a ready ``{qid: {docid: score}}`` run over ``pool`` (documents it lacks rank last);
+    the evaluation's head is the run's top ``DEFAULT_DEPTH`` under the tie rule."""
+    evaluation = evaluate_table(rank_blocks(run_blocks(pool, run), pool), measures, resamples, seed)
+    head = head_of_run(run, [q.id for q in pool.queries], [d.id for d in pool.docs], [d.lang for d in pool.docs],
+                       pool.exclusions, DEFAULT_DEPTH)
+    return dataclasses.replace(evaluation, head=head)
 
 
 def evaluate_ranked_run(table: "RankTable", qrels: Mapping, run_queries: Sequence[str], measures: Sequence | None = None,

@@ -25,6 +25,7 @@ from ..util.checks import check_int
 from ..util.errors import ClirbenchError
 from .ann_index import AnnIndex, IndexSpec
 from .capabilities import Embeds, name_of
+from .head import DEFAULT_DEPTH, head_of_run
 from .ranked import Ranked, RankingInfo
 from .rows import rank_blocks, run_blocks
 from .table import tie_keys
@@ -36,7 +37,6 @@ __all__ = ["ann_run", "exact_topk", "rescore_topk", "measured_recall", "check_an
            "ann_depth", "DEFAULT_RECALL_SAMPLE", "DEFAULT_DEPTH", "AnnRanker"]
 
 DEFAULT_RECALL_SAMPLE = 200  # queries whose exact top-k is computed to measure recall
-DEFAULT_DEPTH = 1000  # k when no measure has a cutoff (trec_eval's usual run depth)
 _BLOCK_BYTES = 256 << 20  # one exact score block at most
 
 
@@ -246,15 +246,17 @@ class AnnRanker:
     """Cutoff measures from a faiss index's top-k lists (``--index faiss:<factory>``), for a retriever
     that embeds. The record gets the index and its recall against the exact top-k on a sample of
     queries. Rank-set measures (MaxR, Complete@K over a missing document, ...) are refused before
-    any work (``supports``), never approximated."""
+    any work (``supports``), never approximated. The head of its ranking is its top-k run (at most
+    ``depth`` deep; None: no head)."""
 
-    def __init__(self, spec: str, k: int, device: str | None = None) -> None:
-        self.spec, self.k, self.device = spec, k, device
+    def __init__(self, spec: str, k: int, device: str | None = None, depth: int | None = DEFAULT_DEPTH) -> None:
+        self.spec, self.k, self.device, self.depth = spec, k, device, depth
 
     @classmethod
-    def for_measures(cls, spec: str, measures, device: str | None = None) -> "AnnRanker":
+    def for_measures(cls, spec: str, measures, device: str | None = None,
+                     depth: int | None = DEFAULT_DEPTH) -> "AnnRanker":
         """A ranker whose depth k is the largest cutoff of ``measures``."""
-        return cls(spec, ann_depth(measures), device)
+        return cls(spec, ann_depth(measures), device, depth)
 
     def supports(self, measures) -> None:
         check_ann_measures(measures, self.k)
@@ -269,5 +271,9 @@ class AnnRanker:
         self.accepts(retriever)
         run, info = ann_run(retriever, seen.queries, seen.docs, self.spec, self.k, exclusions=pool.exclusions,
                             device=self.device)
+        head = None
+        if self.depth:
+            head = head_of_run(run, [q.id for q in pool.queries], [d.id for d in pool.docs],
+                               [d.lang for d in pool.docs], pool.exclusions, min(self.depth, self.k))
         return Ranked(rank_blocks(run_blocks(pool, run), pool), RankingInfo("approximate top-k", approximate=True,
-                                                                            **info))
+                                                                            **info), head)

@@ -9,6 +9,7 @@ from . import shards
 from .ann import AnnRanker
 from .distributed import RayRanker
 from .exact import ExactRanker
+from .head import DEFAULT_DEPTH
 from .ranked import Ranker
 from .sharded import ShardedRanker
 
@@ -16,22 +17,23 @@ __all__ = ["choose_ranker"]
 
 
 def choose_ranker(ranking: RankingOptions | None = None, pool_sizes: Sequence[int] = (), measures: Sequence = (),
-                  device: str | None = None, retriever=None) -> Ranker:
+                  device: str | None = None, retriever=None, depth: int | None = DEFAULT_DEPTH) -> Ranker:
     """The ranker of a run's ``RankingOptions`` (checked there): ``index`` (faiss, approximate
     top-k), else ``executor="ray"`` (exact, sharded counting on Ray), else ``shards`` (exact,
     sharded counting here), else sharded counting chosen by itself when a pool holds more than
     ``shards.AUTO_SHARD_DOCS`` documents, else ``ExactRanker`` (full rows). The ranker has checked
     ``measures``, the cluster's address and what ``retriever`` (when given) can do before it is
-    returned: before any work."""
+    returned: before any work. Every ranker also gives the head of its ranking, each query's top
+    ``depth`` documents (None: no head; an ANN ranker's is its top-k, at most ``depth`` deep)."""
     ranking = ranking or RankingOptions()
     if ranking.executor == "ray":
-        ranker = RayRanker(ranking.shards, ranking.address, ranking.workers, device)
+        ranker = RayRanker(ranking.shards, ranking.address, ranking.workers, device, depth)
     elif ranking.index is not None:
-        ranker = AnnRanker.for_measures(ranking.index, measures, device)
+        ranker = AnnRanker.for_measures(ranking.index, measures, device, depth)
     elif ranking.shards is not None or any(n > shards.AUTO_SHARD_DOCS for n in pool_sizes):
-        ranker = ShardedRanker(ranking.shards, device)
+        ranker = ShardedRanker(ranking.shards, device, depth)
     else:
-        ranker = ExactRanker()
+        ranker = ExactRanker(depth)
     ranker.supports(measures)
     if retriever is not None:
         ranker.accepts(retriever)

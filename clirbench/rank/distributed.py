@@ -31,6 +31,7 @@ from .bands import round32
 from .capabilities import EmbedsIntoCache, Rebuildable, name_of
 from .counting import ShardCounts, count_shard, ranks_from_counts
 from .dense_shards import DenseShards, dense_bounds, dense_shard_scorer
+from .head import DEFAULT_DEPTH, Head, HeadBuilder
 from .pairs import judged_pairs
 from .ranked import Ranked, RankingInfo
 from .ray_cluster import MAX_RETRIES, QUIET, check_reachable, forwarded_env, ray_get, ray_session
@@ -38,7 +39,7 @@ from .ray_encode import EncodeReport, build_retriever, check_same, encode_texts,
 from .sharded import ShardedRanks, check_shardable, rank_pool_sharded
 from .shards import SHARD_BYTES, grouped_shards, shard_counts
 from .table import tie_keys
-from .topk import merge_topk, topk_sharded
+from .topk import merge_topk
 
 if TYPE_CHECKING:
     from ..collection import Pool
@@ -107,7 +108,8 @@ class ShardTask:
 
 
 def _rank_shard(job: ShardTask, pairs, keys, lo, hi, query_texts, doc_texts, cols, shard_ids, exclusions, out):
-    """One Ray task: score one document shard against every query, count, and save the counts.
+    """One Ray task: score one document shard against every query, count, and save the counts; with
+    ``job.k``, the shard's top-k of each query kept from the same blocks (``head.HeadBuilder``).
     The large arrays come as separate arguments: Ray resolves them from its object store."""
     n_docs, k = job.n_docs, job.k
     retriever = build_retriever(job.recipe, job.cache_dir)
@@ -117,14 +119,18 @@ def _rank_shard(job: ShardTask, pairs, keys, lo, hi, query_texts, doc_texts, col
     if dense.device is not None:
         import torch as xp  # lazy: optional, counting on the device
     local = slice(0, len(doc_texts))
-    part = count_shard(dense.scorer(dense.counts_bounded()), cols, pairs, keys, n_docs, lo, hi, local=local, xp=xp,
-                       check_nan=False)
+    scorer = dense.scorer(dense.counts_bounded())
+    head = None
+    if k:  # shard-local tie keys order the shard's documents as the pool's do
+        excluded = {r: np.fromiter(sorted(c), np.int64) for r, c in (exclusions or {}).items()}
+        head = HeadBuilder(len(dense.Q), tie_keys(shard_ids), k, excluded)
+        scorer = head.scorer(scorer)
+    part = count_shard(scorer, cols, pairs, keys, n_docs, lo, hi, local=local, xp=xp, check_nan=False)
     arrays = part.arrays()
     top = None
-    if k:
+    if head is not None:
         cidx = np.arange(n_docs)[cols] if isinstance(cols, slice) else np.asarray(cols)
-        doc, score = topk_sharded(dense.scorer(), [local], shard_ids, len(dense.Q), k, exclusions or None)
-        top = (np.where(doc >= 0, cidx[np.maximum(doc, 0)], -1), score)
+        top = (np.where(head.docs >= 0, cidx[np.maximum(head.docs, 0)], -1), head.scores)
         arrays.update(top_doc=top[0], top_score=top[1])
     if out is not None:
         _save(Path(out), arrays)
@@ -146,12 +152,16 @@ def _recipe_and_cache(retriever, recipe) -> tuple[object, str]:
 
 
 def _on_the_driver(retriever, seen_pool: "Pool", pool: "Pool", shards, topk, budget_bytes: int) -> RayRanks:
-    """A retriever that does not embed through a shared cache: ``rank_pool_sharded`` here."""
+    """A retriever that does not embed through a shared cache: ``rank_pool_sharded`` here (its head
+    the top-k lists)."""
     check_shardable(retriever, "--executor ray")
+    done = rank_pool_sharded(retriever, seen_pool, pool, shards, budget_bytes=budget_bytes, depth=topk or None)
+    top = None
     if topk:
-        raise ClirbenchError("top-k lists on Ray need a dense retriever")
-    done = rank_pool_sharded(retriever, seen_pool, pool, shards, budget_bytes=budget_bytes)
-    return RayRanks(done.table, done.shards, done.path + " (on the driver)", done.exact, done.precision)
+        top = merge_topk([(done.head.docs, done.head.scores)], tie_keys(done.head.doc_ids), len(done.head.query_ids),
+                         topk)
+    return RayRanks(done.table, done.shards, done.path + " (on the driver)", done.exact, done.precision,
+                    topk=top)
 
 
 def _relevant_bounds(retriever, pairs, query_texts, doc_texts) -> tuple[np.ndarray, np.ndarray]:
@@ -173,23 +183,43 @@ def _excluded_columns(pool: "Pool", doc_ids, query_ids) -> dict:
             for qid, ex in pool.exclusions.items() if qid in qindex and ex}
 
 
-def _finished(folder: Path, parts: list, topk) -> tuple[dict, list]:
-    """The shards whose counts an earlier run left (index -> (counts, top)), and the others' (index,
-    cols, path)."""
+class TopFold:
+    """The shards' top-k lists merged as they come (``topk.merge_topk``): one (queries x k) list held,
+    not one per shard."""
+
+    def __init__(self, keys: np.ndarray, n_queries: int, k: int) -> None:
+        self.keys, self.n_queries, self.k = keys, n_queries, k
+        self.top: tuple | None = None
+
+    def __call__(self, result: tuple) -> tuple:
+        """``(counts, top)`` of a shard -> ``(counts, None)``, its top merged in."""
+        counts, top = result
+        if top is not None and self.k:
+            self.top = merge_topk([t for t in (self.top, top) if t is not None], self.keys, self.n_queries, self.k)
+        return counts, None
+
+    def merged(self) -> tuple[np.ndarray, np.ndarray]:
+        return merge_topk([self.top] if self.top is not None else [], self.keys, self.n_queries, self.k)
+
+
+def _finished(folder: Path, parts: list, topk, fold: TopFold) -> tuple[dict, list]:
+    """The shards whose counts an earlier run left (index -> (counts, None), their tops into
+    ``fold``), and the others' (index, cols, path)."""
     results, todo = {}, []
     for i, cols in enumerate(parts):
         path = folder / f"shard-{i:05d}-of-{len(parts):05d}.npz"
         old = _load(path, topk)
         if old is not None:
-            results[i] = old
+            results[i] = fold(old)
         else:
             todo.append((i, cols, path))
     return results, todo
 
 
 def _count_on_ray(ray, job: ShardTask, todo: list, shared: tuple, doc_ids, doc_texts, excl_cols: dict,
-                  workers: int | None) -> dict:
-    """Run the shard tasks ``todo`` (at most ``workers`` in flight); index -> (counts, top).
+                  workers: int | None, fold: TopFold) -> dict:
+    """Run the shard tasks ``todo`` (at most ``workers`` in flight); index -> (counts, None), the
+    tops merged into ``fold`` as they come.
     ``shared`` is (pairs, keys, lo, hi, query texts), put once into Ray's object store."""
     pairs_ref, keys_ref, lo_ref, hi_ref, queries_ref = (ray.put(x) for x in shared)
     opts = {"max_retries": MAX_RETRIES, "retry_exceptions": False, "num_cpus": 1}
@@ -214,7 +244,7 @@ def _count_on_ray(ray, job: ShardTask, todo: list, shared: tuple, doc_ids, doc_t
             i, cols, path = waiting.pop()
             refs[submit(cols, path)] = i
         ready, _ = ray.wait(list(refs), num_returns=1)
-        results[refs.pop(ready[0])] = ray_get(ray, ready[0])
+        results[refs.pop(ready[0])] = fold(ray_get(ray, ready[0]))
     return results
 
 
@@ -259,22 +289,23 @@ def rank_pool_ray(retriever, seen_pool: "Pool", pool: "Pool", shards: int | None
                            [_digest(doc_texts), _digest(query_texts)], pairs.rel_row, pairs.rel_col,
                            pairs.ex_row, pairs.ex_col, lo, hi, n, int(topk or 0), device or "numpy")
         folder = Path(cache_dir) / COUNTS_DIR / pool_key[:32]
-        results, todo = _finished(folder, parts, topk)
+        fold = TopFold(keys, len(query_ids), int(topk or 0))
+        results, todo = _finished(folder, parts, topk, fold)
         reused = len(results)
         if todo:
             folder.mkdir(parents=True, exist_ok=True)
             job = ShardTask(recipe, cache_dir, expected, len(doc_ids), block, device, int(topk or 0))
             excl_cols = _excluded_columns(pool, doc_ids, query_ids)
             results.update(_count_on_ray(ray, job, todo, (pairs, keys, lo, hi, query_texts), doc_ids, doc_texts,
-                                         excl_cols, workers))
+                                         excl_cols, workers, fold))
     ranks = ranks_from_counts((results[i][0] for i in sorted(results)), pairs, keys, len(doc_ids), lo, hi,
                               query_ids)
     table = pairs.finish(ranks, langs, pool.query_lang)
     top = None
     if topk:
-        top = merge_topk((results[i][1] for i in sorted(results)), keys, len(query_ids), topk)
-    return RayRanks(table, len(parts), "dense document shards on Ray", True, "float32", len(todo), reused, top,
-                    report)
+        top = fold.merged()
+    return RayRanks(table, len(parts), "dense document shards on Ray", True, "float32", computed=len(todo),
+                    reused=reused, topk=top, encode=report)
 
 
 class RayRanker:
@@ -282,13 +313,15 @@ class RayRanker:
     actors into the shared embedding cache, shards counted by Ray tasks (retried when a worker is
     lost; finished shards' counts kept for a rerun), counts added on the driver. Same ranks. The
     workers rebuild the retriever from its own ``recipe`` (``retrievers.spec.Recipe``). An
-    ``address`` is checked for a listener when the ranker is made: one line, before any work."""
+    ``address`` is checked for a listener when the ranker is made: one line, before any work. The
+    head (each query's top ``depth`` documents) is merged on the driver from the shards' top lists."""
 
     def __init__(self, shards: int | None = None, address: str | None = None, workers: int | None = None,
-                 device: str | None = None) -> None:
+                 device: str | None = None, depth: int | None = DEFAULT_DEPTH) -> None:
         if address:
             check_reachable(address)
         self.shards, self.address, self.workers, self.device = shards, address, workers, device
+        self.depth = depth
 
     def supports(self, measures) -> None:
         """Every measure: the ranks are exact."""
@@ -302,9 +335,16 @@ class RayRanker:
             check_shardable(retriever, "--executor ray")
 
     def rank(self, retriever, seen: "Pool", pool: "Pool") -> Ranked:
+        k = min(self.depth or 0, len(pool.docs))
         done = rank_pool_ray(retriever, seen, pool, self.shards, address=self.address, workers=self.workers,
-                             device=self.device)
-        return Ranked(done.table, RankingInfo(
+                             device=self.device, topk=k or None)
+        head = None
+        if self.depth:
+            empty = np.zeros((len(pool.queries), 0))
+            docs, scores = done.topk if k else (empty.astype(np.int64), empty.astype(np.float32))
+            head = Head(tuple(q.id for q in pool.queries), tuple(d.id for d in pool.docs),
+                        tuple(d.lang for d in pool.docs), docs, scores)
+        return Ranked(done.table, head=head, info=RankingInfo(
             "sharded counting on Ray", shards=done.shards, scoring=done.path, exact=done.exact,
             precision=done.precision, shards_computed=done.computed, shards_reused=done.reused,
             address=redact(self.address) if self.address else "local"))

@@ -324,17 +324,29 @@ def head_of_run(run: Mapping[str, Mapping[str, float]], query_ids: Sequence[str]
     of appearance; documents byte-sorted); documents outside ``doc_ids`` are left out, as the pool
     path leaves them, and so are ``exclusions`` and -inf scores."""
     query_ids = tuple(run) if query_ids is None else tuple(query_ids)
-    if doc_ids is None:
-        doc_ids = sorted({d for hits in run.values() for d in hits})
-    doc_ids = tuple(doc_ids)
-    builder = HeadBuilder(len(query_ids), tie_keys(doc_ids), max(int(depth), 1),
-                          excluded_rows(exclusions or {}, query_ids, doc_ids))
+    doc_ids = tuple(sorted({d for hits in run.values() for d in hits}) if doc_ids is None else doc_ids)
+    keys = tie_keys(doc_ids)
+    k = min(max(int(depth), 1), len(doc_ids))
     col = {d: i for i, d in enumerate(doc_ids)}
+    rows, cols, scores = [], [], []
     for row, qid in enumerate(query_ids):
         hits = [(col[d], s) for d, s in (run.get(qid) or {}).items() if d in col]
-        if hits and builder.k:
-            c = np.fromiter((h[0] for h in hits), np.int64, len(hits))
-            s = np.fromiter((h[1] for h in hits), np.float64, len(hits))
-            builder.add(row, as_trec_scores(s)[None, :], c)
-    langs = None if doc_langs is None else tuple(doc_langs)
-    return Head(query_ids, doc_ids, langs, builder.docs, builder.scores)
+        rows.append(np.full(len(hits), row, dtype=np.int64))
+        cols.append(np.fromiter((h[0] for h in hits), np.int64, len(hits)))
+        scores.append(np.fromiter((h[1] for h in hits), np.float64, len(hits)))
+    r, c = np.concatenate(rows or [np.zeros(0, np.int64)]), np.concatenate(cols or [np.zeros(0, np.int64)])
+    s = as_trec_scores(np.concatenate(scores or [np.zeros(0)]))
+    keep = s > -np.inf
+    excluded = excluded_rows(exclusions or {}, query_ids, doc_ids)
+    if excluded:
+        codes = np.concatenate([row * len(doc_ids) + cs for row, cs in excluded.items()])
+        keep &= ~np.isin(r * len(doc_ids) + c, codes)
+    r, c, s = r[keep], c[keep], s[keep]
+    order = np.lexsort((-keys[c], -s.astype(np.float64), r))
+    r, c, s = r[order], c[order], s[order]
+    pos = np.arange(len(r)) - np.searchsorted(r, r, side="left")
+    keep = pos < k
+    docs = np.full((len(query_ids), k), -1, dtype=np.int64)
+    top = np.full((len(query_ids), k), -np.inf, dtype=np.float32)
+    docs[r[keep], pos[keep]], top[r[keep], pos[keep]] = c[keep], s[keep]
+    return Head(query_ids, doc_ids, None if doc_langs is None else tuple(doc_langs), docs, top)
