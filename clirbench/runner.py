@@ -285,7 +285,8 @@ def _evaluate_pool(pool: Pool, settings: _Settings, hardware, groups: Mapping | 
         len(evaluation.query_ids), resamples=settings.resamples, seed=settings.seed, hardware=hardware,
         timings_s=Timings(encode=t1 - t0, translate=t_translate, search=t_search, measure=t_measure,
                           total=time.perf_counter() - t0 + t_translate),
-        translation=translation, breakdown=breakdown, preference=preference, cost=cost)
+        translation=translation, breakdown=breakdown, preference=preference, cost=cost,
+        tie_share=evaluation.table.tie_share)
     return result, evaluation
 
 

@@ -3,7 +3,8 @@
 The measures of the k-language scenarios are checked against a direct computation written here
 from the retriever's raw scores (embeddings for the dense model): ranks by the tie rule (score
 descending as float32, equal scores by document id descending), Max@R, Max@R_norm with |R| = k,
-Complete@10, SameLangFirst and the preference matrix.
+Complete@10; SameLangFirst and the preference matrix under random tie-breaking (expected ranks, the
+first relevant passage uniform among the relevant ones with the highest score).
 """
 from __future__ import annotations
 
@@ -63,33 +64,39 @@ def _scores(retriever, pool) -> np.ndarray:
 
 
 def _direct(retriever, pool) -> dict:
-    """Per query: the rank of each relevant document by a plain loop over the pool."""
+    """Per query: the rank of each relevant document by a plain loop over the pool, |D|, and under
+    random tie-breaking: each one's expected rank (1 + the documents scoring higher + half of the
+    others scoring the same), the others tied with it, and the relevant documents of the highest score."""
     scores = _scores(retriever, pool)
     ids = [d.id for d in pool.docs]
     out = {}
     for i, q in enumerate(pool.queries):
         excluded = pool.exclusions.get(q.id, frozenset())
         kept = [j for j, d in enumerate(ids) if d not in excluded]
-        ranks = {}
+        ranks, expected, tied = {}, {}, {}
         for rel in pool.qrels[q.id]:
             r = ids.index(rel)
             s = scores[i, r]
             ranks[rel] = 1 + sum(1 for j in kept if scores[i, j] > s or (scores[i, j] == s and ids[j] > rel))
-        out[q.id] = (ranks, len(kept))
+            tied[rel] = sum(1 for j in kept if scores[i, j] == s and j != r)
+            expected[rel] = 1 + sum(1 for j in kept if scores[i, j] > s) + tied[rel] / 2
+        top_score = max(scores[i, ids.index(rel)] for rel in ranks)
+        top = [rel for rel in ranks if scores[i, ids.index(rel)] == top_score]
+        out[q.id] = (ranks, len(kept), expected, tied, top)
     return out
 
 
 def _expected(pool, direct) -> dict:
     maxr, norm, complete, same = [], [], [], []
     for q in pool.queries:
-        ranks, n_docs = direct[q.id]
+        ranks, n_docs, _, _, top = direct[q.id]
         m = max(ranks.values())
         maxr.append(m)
         norm.append(100 * (math.log2(n_docs) - math.log2(m)) / (math.log2(n_docs) - math.log2(len(ranks))))
         complete.append(100.0 * (m <= 10))
         own = f"{pool.query_lang}/{q.item}"
-        if own in ranks:
-            same.append(100.0 * all(ranks[own] < r for d, r in ranks.items() if d != own))
+        if own in ranks:  # the first relevant passage is uniform among the top-scored ones
+            same.append(100.0 * (own in top) / len(top))
     return {"MaxR": np.mean(maxr), "MaxR_norm": np.mean(norm), "Complete@10": np.mean(complete),
             "SameLangFirst": np.mean(same) if same else None}
 
@@ -115,13 +122,17 @@ def _check_against_direct(retriever, pools, tmp_path):
 
 
 def _check_preference(record, pool, direct):
-    """The record's preference row: mean rank per document language, share of first places, with
-    the bootstrap interval of each column (same resamples and seed as the run)."""
+    """The record's preference row: mean (expected) rank per document language, share of first
+    places, share of tied passages, with the bootstrap interval of each column (same resamples and
+    seed as the run)."""
     langs = pool.doc_langs
-    rank = np.array([[direct[q.id][0][f"{l}/{q.item}"] for l in langs] for q in pool.queries], dtype=float)
-    best = np.argmin(rank, axis=1)
+    rank = np.array([[direct[q.id][2][f"{l}/{q.item}"] for l in langs] for q in pool.queries], dtype=float)
+    first = np.array([[(f"{l}/{q.item}" in direct[q.id][4]) / len(direct[q.id][4]) for l in langs]
+                      for q in pool.queries])
+    tied = np.array([[direct[q.id][3][f"{l}/{q.item}"] > 0 for l in langs] for q in pool.queries])
     for j, lang in enumerate(langs):
-        for part, column in (("mean_rank", rank[:, j]), ("best_share", 100.0 * (best == j))):
+        for part, column in (("mean_rank", rank[:, j]), ("best_share", 100.0 * first[:, j]),
+                             ("tie_share", 100.0 * tied[:, j])):
             cell = record.preference[part][lang]
             low, high = bootstrap_ci(column, record.bootstrap.resamples, record.bootstrap.seed)
             assert (cell.value, cell.n) == (pytest.approx(column.mean(), rel=1e-12), len(column)), (part, lang)
@@ -238,7 +249,8 @@ def test_leaderboard_keeps_the_matrix_and_refuses_a_broken_one(tmp_path):
                  "--command", "clirbench run --model bm25 --langs en,zh,ar --scenario multi"]) == 0
     board = store.load(tmp_path / "lb" / "xquad.json")
     entry = board["systems"]["bm25"]["results"]["multi/en-zh-ar/q-ar"]
-    assert set(entry["preference"]) == {"mean_rank", "best_share"} and set(entry["preference"]["mean_rank"]) == set(LANGS)
+    assert set(entry["preference"]) == {"mean_rank", "best_share", "tie_share"}
+    assert set(entry["preference"]["mean_rank"]) == set(LANGS)
     entry["preference"]["mean_rank"]["en"]["value"] = 0.5  # below rank 1
     with pytest.raises(ValueError, match="preference.mean_rank.en out of range"):
         store.validate(board, "board")

@@ -158,8 +158,9 @@ def test_rank_relevant_fills_doc_lang_and_keeps_same_lang():
 
 def test_end_to_end_on_real_xquad(tmp_path, bag_retriever):
     retriever, _ = bag_retriever()
-    report = run(retriever, task="xquad", langs="en,de", scenarios="multi", measures=["PEER@10", "MaxR"],
-                 data_dir=XQUAD, output_dir=tmp_path, resamples=50, progress=False)
+    report = run(retriever, task="xquad", langs="en,de", scenarios="multi",
+                 measures=["PEER@10", "MaxR", "SameLangFirst"], data_dir=XQUAD, output_dir=tmp_path, resamples=50,
+                 progress=False)
     assert len(report.pools) == 2
     two_docs = math.erfc(math.sqrt(0.5))  # N = 2, distinct values: H = 1, p = 0.3173 (the least possible)
     for outcome in report.pools:
@@ -168,6 +169,10 @@ def test_end_to_end_on_real_xquad(tmp_path, bag_retriever):
         _, per_q = read_per_query(outcome.path)
         v, maxr = per_q["PEER@10"], per_q["MaxR"]
         assert len(v) == 1190 and value == pytest.approx(np.mean(v))
-        # one en + one de relevant doc per query: p = 1 only when both are outside the top 10
+        # one en + one de relevant doc per query: p = 1 only when both are outside the top 10, or when
+        # their scores tie (expected ranks, docs/measures.md: equal, so no language is ranked first;
+        # SameLangFirst then says 50)
         assert np.all(np.isclose(v, two_docs) | (v == 1.0))
-        assert np.all(maxr[v == 1.0] > 10) and (v < 1).any() and (v == 1).any()
+        tied = per_q["SameLangFirst"] == 50.0
+        assert np.all((maxr[v == 1.0] > 10) | tied[v == 1.0]) and (v < 1).any() and (v == 1).any()
+        assert np.all(v[tied] == 1.0)

@@ -6,7 +6,7 @@ from typing import NamedTuple
 from ..measures import direction, parse
 from ..scenarios import RETRIEVAL, SCENARIOS
 from ..stats.correction import describe, family_size
-from ..stats.preference import preference_matrix
+from ..stats.preference import TIE_NOTE_AT, preference_matrix, tie_note
 from ..stats.significance_tests import paired_test
 from ..tasks import get_task
 from ..util.errors import ClirbenchError
@@ -126,9 +126,29 @@ def format_preference(matrix: dict) -> list[str]:
 
     header = ["q \\ docs", *matrix["doc_langs"]]
     body = [[q, *(cell(i, j) for j in range(len(matrix["doc_langs"])))] for i, q in enumerate(matrix["query_langs"])]
+    note = tie_note(matrix)
     return ([f"== language preference {matrix['pool']}: mean rank of the relevant passage in each document "
              f"language / % of queries whose best-ranked relevant passage is in it (CIs in the result files)"]
-            + format_table(header, body, right=tuple(range(1, len(header)))) + [""])
+            + format_table(header, body, right=tuple(range(1, len(header)))) + ([note] if note else []) + [""])
+
+
+def _pool_label(record: dict) -> str:
+    """A pool in a note: its documents, pool mode (when not unique) and query language."""
+    docs, query = seen_languages(record)
+    mode = "" if record.get("pool_mode", "unique") == "unique" else f" ({record['pool_mode']})"
+    return f"{docs}{mode} q {query}"
+
+
+def tie_lines(records: list[dict], label) -> list[str]:
+    """A note for the pools whose ranks ties decided for ``TIE_NOTE_AT`` % or more of the relevant
+    passages (``tie_share``; ``label(record)`` names a pool); [] when none."""
+    tied = [(label(r), r["tie_share"]) for r in records if (r.get("tie_share") or 0) >= TIE_NOTE_AT]
+    if not tied:
+        return []
+    pools = ", ".join(f"{name} {share:.0f}%" for name, share in tied)
+    return [f"ties: equal scores decided the rank of many relevant passages ({pools}); SameLangFirst, PEER and "
+            f"the preference matrix average over random orders of tied documents, the other measures keep "
+            f"trec_eval's order (doc id)"]
 
 
 def _columns(report, scenario: str, rows: list) -> list[str]:
@@ -191,7 +211,9 @@ def format_outcomes(report) -> str:
             body.append([f"{task}/{scenario}{mode}", *seen_languages(r),
                          str(r["pool_size"]), str(r["num_queries"])]
                         + [_cell(r["measures"].get(n)) for n in names])
-        lines += [f"== {scenario}"] + format_table(header, body) + [""]
+        lines += [f"== {scenario}"] + format_table(header, body)
+        lines += tie_lines([o.record for o in rows], _pool_label)
+        lines += [""]
         if scenario == "multi":
             for matrix in preference_matrix(o.record for o in rows):
                 lines += format_preference(matrix)

@@ -3,7 +3,9 @@
 A matrix is ``stats.preference.preference_matrix``'s: rows are query languages, columns document
 languages; a cell's colour is the share of queries whose best-ranked relevant passage is in the
 column's language (white 0% to dark blue 100%), its text that share and the mean rank of the
-relevant passage in that language; its tooltip gives both with their 95% intervals.
+relevant passage in that language; its tooltip gives both with their 95% intervals, and the share
+of queries whose passage there a tie ranked. Ranks and shares are means over random orders of tied
+documents (docs/measures.md); where ties decided many cells, a note under the heatmaps says so.
 """
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import html
 import math
 from typing import Mapping
 
-from ..stats.preference import preference_matrix
+from ..stats.preference import preference_matrix, tie_note
 
 __all__ = ["preference_svg", "preference_section", "share_colour"]
 
@@ -64,7 +66,8 @@ def preference_svg(matrix: Mapping, system: str = "") -> str:
             ink = "#ffffff" if share is not None and share > 55 else "#000000"  # inline style: the page's CSS sets text fill
             tip = (f"queries in {q}, passages in {d}: best-ranked in {d} for {_num(share)}% "
                    f"[{_num(_value(share_cell, 'ci_low'))}, {_num(_value(share_cell, 'ci_high'))}] of the queries; "
-                   f"mean rank {_num(rank)} [{_num(_value(rank_cell, 'ci_low'))}, {_num(_value(rank_cell, 'ci_high'))}]")
+                   f"mean rank {_num(rank)} [{_num(_value(rank_cell, 'ci_low'))}, {_num(_value(rank_cell, 'ci_high'))}]"
+                   + _tie_tip(matrix, i, j))
             parts.append(f'<g class="cell"><rect x="{x}" y="{y}" width="{_CELL_W - 2}" height="{_CELL_H - 2}" '
                          f'fill="{share_colour(share)}"><title>{esc(tip)}</title></rect>'
                          f'<text x="{x + (_CELL_W - 2) / 2:.0f}" y="{y + 14}" text-anchor="middle" style="fill:{ink}">'
@@ -78,19 +81,32 @@ def preference_svg(matrix: Mapping, system: str = "") -> str:
     return "".join(parts)
 
 
+def _tie_tip(matrix: Mapping, i: int, j: int) -> str:
+    """The tooltip's tie part: the % of queries whose passage in this cell a tie ranked ("" if unknown)."""
+    rows = matrix.get("tie_share")
+    tie = _value(rows[i][j]) if rows else None
+    return "" if tie is None else f"; tied with another document for {_num(tie)}% of the queries"
+
+
 def preference_section(data: Mapping, pool_ids) -> str:
     """The page's "Language preference" block for a board's pools (``pool_ids``) of leaderboard
     ``data``: one heatmap per system and set of documents whose results hold preference rows; ""
     when none does."""
 
-    svgs = []
+    svgs, notes = [], []
     for system, sysd in sorted(data["systems"].items()):
         records = []
         for pid in pool_ids:
             res = sysd["results"].get(pid)
             if res and res.get("preference"):
                 records.append({**data["pools"][pid], "task": data["task"], "preference": res["preference"]})
-        svgs += [preference_svg(matrix, system) for matrix in preference_matrix(records)]
+        for matrix in preference_matrix(records):
+            svgs.append(preference_svg(matrix, system))
+            note = tie_note(matrix)
+            if note:
+                text = f"{matrix['pool']} · {system}: {note}"
+                notes.append(f'<p class="note tie-note">{html.escape(text)}</p>')
     if not svgs:
         return ""
-    return '<h3>Language preference</h3><div class="plots preference-plots">' + "".join(svgs) + "</div>"
+    return ('<h3>Language preference</h3><div class="plots preference-plots">' + "".join(svgs) + "</div>"
+            + "".join(notes))

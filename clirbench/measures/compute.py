@@ -7,6 +7,11 @@ with judgements but no relevant document. RR@k is 1/rank of the first relevant d
 The rank-set measures (MaxR, MaxR_norm, Complete@K, SameLangFirst) are NaN for such a query.
 PEER@k (language fairness) lives in ``peer.py``. Each function takes (Prep, cutoff or None); the
 family records (families.py) bind them to names.
+
+Ties: the standard measures read trec_eval's ranks (equal scores ordered by doc id). The language
+measures (SameLangFirst, PEER, the preference matrix) read their value under uniformly random
+tie-breaking from the table's tie counts (``best_tie_group``, ``expected_best_rank``, ``first_share``;
+docs/measures.md#ranks-and-the-tie-rule); a table without tie counts gives trec_eval's ranks to both.
 """
 from __future__ import annotations
 
@@ -21,7 +26,8 @@ if TYPE_CHECKING:  # annotations only: the measures read a RankTable and need no
     from ..rank.table import RankTable
 
 __all__ = ["Prep", "maxr_norm_of_mean", "ndcg", "ap", "rr", "recall", "precision", "success", "complete",
-           "max_rank", "maxr_norm", "same_lang_first", "peer_at"]
+           "max_rank", "maxr_norm", "same_lang_first", "peer_at", "best_tie_group", "expected_best_rank",
+           "first_share"]
 
 
 def maxr_norm_of_mean(mean_maxr, num_docs, num_rel):
@@ -116,24 +122,49 @@ def complete(p: Prep, k: int) -> np.ndarray:
     return np.where(p.has, 100.0 * (p.max_rank <= k), np.nan)
 
 
+def best_tie_group(table: RankTable, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per query (n,): the best-ranked tie group holding a judgement of ``mask`` (m,) bool: the rank
+    of its first document (inf: none, or not ranked), its documents, and ``mask``'s judgements in it.
+    Judgements of one query with one tie start share a score, hence a group."""
+    n = len(table.query_ids)
+    start, q = table.tie_start, table.qidx
+    first = np.full(n, np.inf)
+    np.minimum.at(first, q[mask], start[mask])
+    inside = mask & (start == first[q])
+    size = np.ones(n)
+    size[q[inside]] = table.tie_size[inside]
+    return first, size, np.bincount(q[inside], minlength=n)
+
+
+def expected_best_rank(table: RankTable, mask: np.ndarray) -> np.ndarray:
+    """Per query, the mean over random tie orders of the best rank among ``mask``'s judgements (inf:
+    none): c of them in a tie group of g documents starting at rank s come first at s - 1 + (g+1)/(c+1)."""
+    first, size, count = best_tie_group(table, mask)
+    with np.errstate(invalid="ignore"):
+        return np.where(count > 0, first - 1.0 + (size + 1.0) / (count + 1.0), np.inf)
+
+
+def first_share(table: RankTable, mask: np.ndarray, among: np.ndarray) -> np.ndarray:
+    """Per query, the probability over random tie orders that its best-ranked judgement of ``among``
+    is one of ``mask``'s: the share of ``mask`` among ``among``'s judgements in ``among``'s best tie
+    group (0 or 1 without ties); NaN where ``among`` has no ranked judgement."""
+    first, _, count = best_tie_group(table, among)
+    q = table.qidx
+    hit = np.bincount(q[among & mask & (table.tie_start == first[q])], minlength=len(first))
+    return np.where(np.isfinite(first), hit / np.maximum(count, 1), np.nan)
+
+
 def same_lang_first(p: Prep, k: None) -> np.ndarray:
-    """100 when the query's best-ranked same-language relevant document outranks every relevant
-    document in another language, else 0 (k languages: neutral at 100/k); NaN without both kinds."""
-    rank, _, _, same = p.by_rank
+    """100 × the probability (over random orders of tied documents) that the query's best-ranked
+    same-language relevant document outranks every relevant document in another language: 100 or 0
+    without ties (k languages: neutral at 100/k); NaN without both kinds."""
+    same = p.t.same_lang
     if same is None:
         return np.full(p.n, np.nan)
-
-    def best(mask: np.ndarray) -> np.ndarray:
-        out = np.full(p.n, np.inf)
-        q, r = p.t.qidx[mask], rank[mask]  # still sorted by (query, rank)
-        first = np.flatnonzero(np.r_[True, np.diff(q) != 0]) if len(q) else np.zeros(0, np.int64)
-        out[q[first]] = r[first]
-        return out
-
-    s, o = best(same), best(~same)
-    ok = np.isfinite(np.minimum(s, o)) & (np.bincount(p.t.qidx, weights=same, minlength=p.n) > 0) \
+    share = first_share(p.t, same, np.ones(len(same), dtype=bool))
+    ok = (np.bincount(p.t.qidx, weights=same, minlength=p.n) > 0) \
         & (np.bincount(p.t.qidx, weights=~same, minlength=p.n) > 0)
-    return np.where(ok, 100.0 * (s < o), np.nan)
+    return np.where(ok, 100.0 * share, np.nan)
 
 
 def recall(p: Prep, k: int) -> np.ndarray:

@@ -2,7 +2,9 @@
 
 Per query and relevance level r, a Kruskal–Wallis test of whether the ranks of the level's relevant
 documents differ by document language; PEER_q = Σ_r w_r p_r / Σ_r w_r over the levels the query has
-(default: equal weights), higher is fairer. Relevant documents outside the top k are tied at
+(default: equal weights), higher is fairer. The ranks are expected ranks under random tie-breaking
+(``RankTable.expected_rank``: documents with equal scores share the mean of their positions, so the
+test sees them tied, never ordered by document id). Relevant documents outside the top k are tied at
 (2k+U+1)/2 (any tied value above k gives the same test); the test ranks the values (mid-ranks) and
 corrects H for ties as ``scipy.stats.kruskal`` does. A level with one language (hence one document),
 or whose values are all tied (e.g. none in the top k), gets p = 1, as in the reference
@@ -60,7 +62,8 @@ def peer(table: RankTable, k: int, weights: Mapping[float, float] | None = None)
     n_lang = int(lang.max()) + 1
     if n_lang == 1:  # every judged document in one language: no languages to be fair between
         return out
-    value = np.where(table.rank <= k, table.rank, np.inf)  # inf: the tie at (2k+U+1)/2 (rank-equivalent)
+    rank = table.expected_rank  # tied documents share the mean of their positions (random tie-breaking)
+    value = np.where(rank <= k, rank, np.inf)  # inf: the tie at (2k+U+1)/2 (rank-equivalent)
     order = np.lexsort((value, table.grade, table.qidx))
     q, g, v, lg = table.qidx[order], table.grade[order], value[order], lang[order]
 
