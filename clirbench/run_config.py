@@ -25,10 +25,12 @@ from .util.checks import (
 from .util.errors import ClirbenchError
 
 __all__ = ["RunConfig", "DataOptions", "RetrievalOptions", "RankingOptions", "StatisticsOptions",
-           "OutputOptions", "DEFAULT_OUTPUT", "EXECUTORS"]
+           "OutputOptions", "DEFAULT_OUTPUT", "EXECUTORS", "DEFAULT_DEPTH", "MAX_DEPTH"]
 
 DEFAULT_OUTPUT = "results"  # the results folder of `clirbench run --output` and of a sweep when none is given
 EXECUTORS = ("local", "ray")
+DEFAULT_DEPTH = 1000  # the head of each ranking: top-K documents per query (rank.head.DEFAULT_DEPTH)
+MAX_DEPTH = 1_000_000  # the deepest head (and saved run, results.saved_run)
 
 
 @dataclass(frozen=True)
@@ -77,13 +79,15 @@ class RetrievalOptions:
 class RankingOptions:
     """How pools are ranked: in full rows (default), by sharded counting (``shards``), on Ray
     (``executor="ray"``, a cluster's ``address`` or a local Ray with ``workers`` CPUs), or from an
-    approximate index's top-k lists (``index="faiss:<factory>"``)."""
+    approximate index's top-k lists (``index="faiss:<factory>"``); ``depth``: the head every
+    ranking keeps, each query's top ``depth`` documents (what ``save_run`` writes; None: none)."""
 
     shards: int | None = None
     index: str | None = None
     executor: str = "local"
     address: str | None = None
     workers: int | None = None
+    depth: int | None = DEFAULT_DEPTH
 
     def __post_init__(self) -> None:
         if self.executor not in EXECUTORS:
@@ -97,6 +101,8 @@ class RankingOptions:
             object.__setattr__(self, "shards", check_int(self.shards, "shards", 1, MAX_SHARDS))
         if self.workers is not None:
             object.__setattr__(self, "workers", check_int(self.workers, "workers", 1, MAX_WORKERS))
+        if self.depth is not None:
+            object.__setattr__(self, "depth", check_int(self.depth, "depth", 1, MAX_DEPTH))
 
 
 @dataclass(frozen=True)
@@ -121,11 +127,14 @@ class StatisticsOptions:
 class OutputOptions:
     """Where results go (``output_dir``; None, the default: nothing written, nothing reused; the
     CLI and the sweep pass ``DEFAULT_OUTPUT`` unless told otherwise), whether finished pools are
-    recomputed (``overwrite``), and progress bars."""
+    recomputed (``overwrite``), whether each pool's ranked list is saved beside its record as a
+    gzipped TREC run (``save_run``: the head of ``RankingOptions.depth`` documents per query),
+    and progress bars."""
 
     output_dir: Any = None
     overwrite: bool = False
     progress: bool = True
+    save_run: bool = False
 
 
 _GROUPS = {"data": DataOptions, "retrieval": RetrievalOptions, "ranking": RankingOptions,
@@ -141,6 +150,13 @@ class RunConfig:
     ranking: RankingOptions = field(default_factory=RankingOptions)
     statistics: StatisticsOptions = field(default_factory=StatisticsOptions)
     output: OutputOptions = field(default_factory=OutputOptions)
+
+    def __post_init__(self) -> None:
+        if self.output.save_run and self.output.output_dir is None:
+            raise ClirbenchError("save_run needs a results folder (output_dir): each run file is written beside "
+                                 "its pool's record")
+        if self.output.save_run and self.ranking.depth is None:
+            raise ClirbenchError("save_run needs a depth (the documents per query to save)")
 
     @classmethod
     def of(cls, **options) -> "RunConfig":

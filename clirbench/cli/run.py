@@ -4,7 +4,9 @@ from __future__ import annotations
 import argparse
 
 from ..run_config import (
+    DEFAULT_DEPTH,
     DEFAULT_OUTPUT,
+    MAX_DEPTH,
     DataOptions,
     OutputOptions,
     RankingOptions,
@@ -45,6 +47,11 @@ def add_run_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--correction", choices=checks.CORRECTIONS, default=checks.CORRECTIONS[0],
                    help="multiple-testing correction of the query-language gaps' p-values (one family per run)")
     p.add_argument("--overwrite", action="store_true", help="recompute finished pools")
+    p.add_argument("--save-run", action="store_true",
+                   help="also write each pool's ranked list (its top --depth documents per query) as a gzipped "
+                        "TREC run <record>.run.gz beside its record")
+    p.add_argument("--depth", type=checks.int_in(1, MAX_DEPTH), default=DEFAULT_DEPTH, metavar="K",
+                   help=f"documents per query in the head of each ranking, what --save-run writes (default: {DEFAULT_DEPTH})")
     p.add_argument("--no-progress", action="store_true")
     add_translation_arguments(p)
     scale = p.add_argument_group("large pools (exact ranks by sharded counting, approximate top-k, Ray)")
@@ -94,8 +101,9 @@ def run_config(args):
         retrieval=RetrievalOptions(cache_dir=args.cache_dir, query_prompt=args.query_prompt, doc_prompt=args.doc_prompt,
                                    batch_size=args.batch_size, device=args.device, **translation_options(args)),
         ranking=RankingOptions(shards=args.shards, index=args.index, executor=args.executor, address=args.address,
-                               workers=args.workers),
+                               workers=args.workers, depth=args.depth),
         statistics=StatisticsOptions(measures=split_list(args.measures, "--measures"), resamples=args.resamples,
                                      correction=args.correction,
                                      seed=args.seed),
-        output=OutputOptions(output_dir=args.output, overwrite=args.overwrite, progress=not args.no_progress))
+        output=OutputOptions(output_dir=args.output, overwrite=args.overwrite, progress=not args.no_progress,
+                             save_run=args.save_run))

@@ -24,6 +24,7 @@ from ..identity import PoolKey, SystemKey
 from ..util.checks import check_int, check_resamples, check_seed
 from ..util.strict import json_kind
 from .cost import Cost, cpu_name
+from .saved_run import RunFile
 
 __all__ = ["SCHEMA_VERSION", "TaskRef", "RetrieverRef", "MeasureValue", "BootstrapSettings", "Timings",
            "Hardware", "Cost", "Result", "PREFERENCE_PARTS", "check_preference"]
@@ -319,6 +320,7 @@ class Result:
     cost: Cost | None = None  # optional: the system's cold cost on this pool (results/cost.py)
     # optional: the % of relevant judgements whose rank a tie decided (rank.table.RankTable.tie_share)
     tie_share: float | None = None
+    run: RunFile | None = None  # optional: the saved run beside the record (results/saved_run.py, --save-run)
     clirbench_version: str = __version__
     schema_version: int = SCHEMA_VERSION
 
@@ -338,10 +340,8 @@ class Result:
             object.__setattr__(self, "translation", _freeze(self.translation))
         if self.breakdown is not None:
             object.__setattr__(self, "breakdown", _check_breakdown(self.breakdown))
-        if isinstance(self.cost, Mapping):
-            object.__setattr__(self, "cost", Cost.from_dict(self.cost))
-        if self.cost is not None and not isinstance(self.cost, Cost):
-            raise ValueError("cost must be a Cost, a dict or None")
+        for name, cls in (("cost", Cost), ("run", RunFile)):
+            object.__setattr__(self, name, _optional_part(name, cls, getattr(self, name)))
         for name, cls in (*_COERCE.items(), ("hardware", Hardware)):
             if not isinstance(getattr(self, name), cls):
                 raise ValueError(f"{name} must be a {cls.__name__} or a dict")
@@ -398,6 +398,7 @@ class Result:
                 part: {lang: mv.to_dict() for lang, mv in row.items()} for part, row in self.preference.items()}}),
             **({} if self.cost is None else {"cost": self.cost.to_dict()}),
             **({} if self.tie_share is None else {"tie_share": float(self.tie_share)}),
+            **({} if self.run is None else {"run": self.run.to_dict()}),
         }
 
     @classmethod
@@ -413,7 +414,7 @@ class Result:
         known = ("schema_version", "clirbench_version", "task", "subset", "qrels_sha256", "scenario", "pool_mode",
                  "pool_size", "doc_langs", "query_lang", "num_queries", "retriever", "translation",
                  "measures", "bootstrap", "timings_s", "hardware", "created_at", "per_query_file", "breakdown",
-                 "preference", "cost", "tie_share")
+                 "preference", "cost", "tie_share", "run")
         _no_extra(data, known, "")
         doc_langs = _get(data, "doc_langs", (list,), "")
         if not all(isinstance(l, str) for l in doc_langs):
@@ -447,6 +448,7 @@ class Result:
             preference=_get(data, "preference", (Mapping, type(None)), "", None),
             cost=_cost(data),
             tie_share=_get(data, "tie_share", (float, type(None)), "", None),
+            run=_get(data, "run", (Mapping, type(None)), "", None),
             clirbench_version=_get(data, "clirbench_version", (str,), ""),
             schema_version=version,
         )
@@ -462,6 +464,15 @@ class Result:
         """The system this result is of (``identity.SystemKey``)."""
 
         return SystemKey.of_record(self)
+
+
+def _optional_part(name: str, cls: type, value: Any) -> Any:
+    """An optional section (``cost``, ``run``): None, a ``cls``, or its dict read by ``cls.from_dict``."""
+    if isinstance(value, Mapping):
+        value = cls.from_dict(value)
+    if value is not None and not isinstance(value, cls):
+        raise ValueError(f"{name} must be a {cls.__name__}, a dict or None")
+    return value
 
 
 def _count(name: str, value: Any) -> int:

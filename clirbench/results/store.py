@@ -1,20 +1,26 @@
 """A results folder (docs/results.md): where each pool's record lies, whether a finished one is
-reused, the atomic write of a record with its tables, and reading records back.
+reused, the atomic write of a record with its tables (and its saved run, ``--save-run``), and
+reading records back.
 
 ``ResultStore(None)`` is a run in memory: no path, nothing reused, nothing written.
 """
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
 from ..identity import PoolKey, SystemKey
+from ..util.atomic import write_bytes_atomic
 from ..util.errors import ClirbenchError
 from .files import PerQuery, read_per_query, read_result, result_path, write_result
 from .records import Result
 from .run import PoolResult
+from .saved_run import RunFile, file_sha256, run_bytes, run_id_of, run_name
 
 __all__ = ["ResultStore", "RunIdentity"]
 
@@ -77,11 +83,17 @@ def data_mismatch(task_ref, source: Mapping) -> str | None:
 
 class ResultStore:
     """The results folder ``folder`` (None: in memory only). ``overwrite``: finished records are
-    recomputed and replaced, never reused nor refused."""
+    recomputed and replaced, never reused nor refused. ``save_run``: each record is written with
+    its saved run (the head of its ranking, ``depth`` documents per query, as a gzipped TREC run
+    beside it); a finished record without one (or whose run file is missing, changed or of another
+    depth) is then ranked again, with a one-line note."""
 
-    def __init__(self, folder: str | os.PathLike | None = None, overwrite: bool = False):
+    def __init__(self, folder: str | os.PathLike | None = None, overwrite: bool = False, save_run: bool = False,
+                 depth: int | None = None):
         self.folder = folder
         self.overwrite = overwrite
+        self.save_run = save_run
+        self.depth = depth
 
     def path(self, system: SystemKey, pool) -> Path | None:
         """Where the record of ``system`` on ``pool`` lies (``results.files.result_path``); None in memory."""
@@ -89,8 +101,9 @@ class ResultStore:
 
     def reuse(self, pool, path: Path | None, identity: RunIdentity) -> PoolResult | None:
         """The finished record at ``path`` when ``identity`` on ``pool`` made it; None to compute
-        (none there, half-written or damaged, or ``overwrite``). A finished record made with other
-        settings is refused, never overwritten silently."""
+        (none there, half-written or damaged, ``overwrite``, or no saved run to keep when
+        ``save_run``). A finished record made with other settings is refused, never overwritten
+        silently."""
         if self.overwrite or path is None or not path.exists():
             return None
         try:
@@ -102,7 +115,26 @@ class ResultStore:
         if why is not None:
             raise ClirbenchError(f"{path} exists with different {why}; pass --overwrite to replace it "
                                  f"or --output to write elsewhere")
+        missing = self._run_missing(result, path)
+        if missing is not None:
+            print(f"clirbench: note: {path}: {missing}; ranked again to save its run (--save-run)",
+                  file=sys.stderr, flush=True)
+            return None
         return PoolResult(pool.name, result, per_query, Path(path), True)
+
+    def _run_missing(self, result: Result, path: Path) -> str | None:
+        """Why the finished record at ``path`` lacks the run ``save_run`` asks for (None: it has it, or none is asked)."""
+        if not self.save_run:
+            return None
+        run = result.run
+        if run is None:
+            return "no saved run"
+        if self.depth is not None and run.depth != self.depth:
+            return f"its saved run is {run.depth} deep, not {self.depth}"
+        found = file_sha256(Path(path).parent / run.file)
+        if found is None:
+            return f"its run file {run.file} is missing"
+        return None if found == run.sha256 else f"its run file {run.file} changed (SHA-256)"
 
     def check_new(self, path: Path) -> None:
         """Refuse to replace a record at ``path`` unless ``overwrite`` (for records converted from
@@ -110,13 +142,31 @@ class ResultStore:
         if path.exists() and not self.overwrite:
             raise ClirbenchError(f"{path} exists; pass overwrite=True to replace it")
 
-    def save(self, name: str, result: Result, per_query: PerQuery, path: Path | None, ranks=None) -> PoolResult:
-        """Write the record, its per-query table and its ranks table (a ``rank.table.RankTable`` with
-        document ids; a stale one is removed when there is none) at ``path``, atomically, tables
-        first; in memory (``path`` None) nothing is written. Returns the pool's result as written."""
+    def save(self, name: str, result: Result, per_query: PerQuery, path: Path | None, ranks=None,
+             head=None) -> PoolResult:
+        """Write the record, its per-query table, its ranks table (a ``rank.table.RankTable`` with
+        document ids; a stale one is removed when there is none) and, with ``save_run``, its saved
+        run (``head``, a ``rank.head.Head``; a stale run file is removed otherwise) at ``path``,
+        atomically, the files beside it first; in memory (``path`` None) nothing is written.
+        Returns the pool's result as written."""
         if path is not None:
+            result = self._save_run(result, path, head)
             result = write_result(result, per_query, path, ranks=ranks)
         return PoolResult(name, result, per_query, path, False)
+
+    def _save_run(self, result: Result, path: Path, head) -> Result:
+        """``result`` naming its run file, written beside ``path`` (``save_run``), or without one (a stale file removed)."""
+        run_path = Path(path).parent / run_name(path)
+        if not self.save_run:
+            run_path.unlink(missing_ok=True)
+            return dataclasses.replace(result, run=None)
+        if head is None:
+            raise ClirbenchError(f"{path}: the ranker gave no ranked list to save (--save-run)")
+        run_id = run_id_of(result.system_key.label)
+        data = run_bytes(head, run_id)
+        write_bytes_atomic(run_path, data)
+        depth = self.depth if self.depth is not None else head.depth
+        return dataclasses.replace(result, run=RunFile(run_path.name, hashlib.sha256(data).hexdigest(), depth, run_id))
 
     def files(self) -> list[Path]:
         """The record files under the folder (``*.gap.json`` left out), sorted."""
