@@ -63,7 +63,7 @@ def run(model, task="xquad", config: RunConfig | None = None, *, ranker=None, **
     t_start = time.perf_counter()
     task_obj, pools = _pools(task, c.data)
     settings = _Settings.of(_retriever(model, c.retrieval), pools, task_obj, c, ranker)
-    store = ResultStore(c.output.output_dir, c.output.overwrite)
+    store = ResultStore(c.output.output_dir, c.output.overwrite, c.output.save_run, c.ranking.depth)
     done, todo = _plan(pools, store, settings)
     retriever = settings.retriever
     if hasattr(retriever, "progress"):
@@ -75,7 +75,7 @@ def run(model, task="xquad", config: RunConfig | None = None, *, ranker=None, **
         groups = task_obj.breakdown_groups(pool) if task_obj is not None else {}
         result, evaluation = _evaluate_pool(pool, settings, hardware, groups)
         done.append(store.save(pool.name, result, PerQuery(tuple(evaluation.query_ids), evaluation.columns()),
-                               path, ranks=evaluation.table))
+                               path, ranks=evaluation.table, head=evaluation.head))
     order = {p.name: i for i, p in enumerate(pools)}
     done.sort(key=lambda o: order[o.name])
     gaps = write_gaps(done, resamples=c.statistics.resamples, seed=c.statistics.seed,
@@ -166,7 +166,8 @@ def _translation_plan(c: RunConfig, task_obj):
 def _ranker(given, c: RunConfig, pools: Sequence[Pool], measures, retriever):
     """``given`` (checked against the measures), else the ranker the ranking options choose."""
     if given is None:
-        return choose_ranker(c.ranking, [len(p.docs) for p in pools], measures, c.retrieval.device, retriever)
+        return choose_ranker(c.ranking, [len(p.docs) for p in pools], measures, c.retrieval.device, retriever,
+                             depth=c.ranking.depth)
     given.supports(measures)
     return given
 
