@@ -13,17 +13,19 @@ from typing import TYPE_CHECKING, Collection, Iterable, Iterator, Mapping, Seque
 
 import numpy as np
 
-from .bands import band_limits
+from .bands import band_limits, round32
 from .products import BoundedBlock, BoundedScores, exact_scores
 from .table import as_trec_scores, tie_keys
 
 if TYPE_CHECKING:
     from ..collection import Pool
 
-__all__ = ["DEFAULT_DEPTH", "Head", "HeadBuilder", "head_of_run", "excluded_rows"]
+__all__ = ["DEFAULT_DEPTH", "Head", "HeadBuilder", "head_of_run", "excluded_rows", "order_codes"]
 
 DEFAULT_DEPTH = 1000  # K: a run's usual depth (trec_eval's), capped at the pool's size
-_EXACT_ROWS = 8  # bounded blocks at most this many times K wide are scored exactly whole
+_EXACT_ROWS = 16  # bounded blocks at most this many times K wide are scored exactly whole (float64 BLAS)
+_CHUNK = 1 << 22  # scores compared at a time
+_LAST = np.uint64(2 ** 64 - 1)  # the order code of an empty slot
 
 
 @dataclass(frozen=True, eq=False)
@@ -102,6 +104,8 @@ class HeadBuilder:
             raise ValueError(f"depth must be >= 1, not {depth}")
         self.keys = np.asarray(keys, dtype=np.int64)
         self.n_docs = len(self.keys)
+        self.doc_of_key = np.empty_like(self.keys)  # keys are a permutation of 0..n-1
+        self.doc_of_key[self.keys] = np.arange(self.n_docs)
         self.k = min(int(depth), self.n_docs)
         self.excluded = {int(r): np.asarray(c, dtype=np.int64) for r, c in (excluded or {}).items() if len(c)}
         self.ex_row = np.fromiter((r for r, c in sorted(self.excluded.items()) for _ in c), np.int64)
@@ -162,7 +166,10 @@ class HeadBuilder:
         if not b or not w:
             return
         ex_r, ex_c = self._excluded_in(start, b, cidx, w)
-        rows, local, score = _block_top(block, self.k, ex_r, ex_c, self.keys if cidx is None else self.keys[cidx])
+        with self.lock:  # the k-th score so far: a block's documents below it cannot enter
+            floor = self.scores[start:start + b, -1].copy()
+        rows, local, score = _block_top(block, self.k, ex_r, ex_c, self.keys if cidx is None else self.keys[cidx],
+                                        floor)
         self._merge(start, rows, local if cidx is None else cidx[local], score)
 
     def _excluded_in(self, start: int, b: int, cidx, w: int) -> tuple[np.ndarray, np.ndarray]:
@@ -177,26 +184,39 @@ class HeadBuilder:
         return r[hit], order[pos[hit]]
 
     def _merge(self, start: int, row: np.ndarray, doc: np.ndarray, score: np.ndarray) -> None:
+        """Merge entries (``row`` ascending, best first within a row) into the lists of rows ``start:``."""
         if not len(row):
             return
         b = int(row.max()) + 1
+        pos = np.arange(len(row)) - np.searchsorted(row, row, side="left")
+        new_d = np.full((b, int(pos.max()) + 1), -1, dtype=np.int64)
+        new_s = np.full(new_d.shape, -np.inf, dtype=np.float32)
+        new_d[row, pos], new_s[row, pos] = doc, score
         with self.lock:
             old_d, old_s = self.docs[start:start + b], self.scores[start:start + b]
-            orow, oc = np.nonzero(old_d >= 0)
-            row = np.r_[row, orow]
-            doc = np.r_[doc, old_d[orow, oc]]
-            score = np.r_[score, old_s[orow, oc]].astype(np.float32)
-            order = np.lexsort((-self.keys[doc], -score.astype(np.float64), row))
-            row, doc, score = row[order], doc[order], score[order]
-            again = np.zeros(len(row), dtype=bool)  # a document seen twice
-            again[1:] = (row[1:] == row[:-1]) & (doc[1:] == doc[:-1])
-            row, doc, score = row[~again], doc[~again], score[~again]
-            pos = np.arange(len(row)) - np.searchsorted(row, row, side="left")
-            keep = pos < self.k
-            old_d[:] = -1
-            old_s[:] = -np.inf
-            old_d[row[keep], pos[keep]] = doc[keep]
-            old_s[row[keep], pos[keep]] = score[keep]
+            if (old_d[:, 0] >= 0).any():
+                new_d, new_s = np.concatenate([old_d, new_d], axis=1), np.concatenate([old_s, new_s], axis=1)
+            code = order_codes(new_s, self.keys[np.maximum(new_d, 0)])
+            code[new_d < 0] = _LAST
+            code.sort(axis=1)  # codes are unique per document: equal neighbours are one document seen twice
+            again = np.zeros(code.shape, dtype=bool)
+            again[:, 1:] = (code[:, 1:] == code[:, :-1]) & (code[:, 1:] != _LAST)
+            if again.any():
+                code[again] = _LAST
+                code.sort(axis=1)
+            code = code[:, :self.k]
+            old_d[:, :code.shape[1]], old_s[:, :code.shape[1]] = self._decode(code)
+            old_d[:, code.shape[1]:], old_s[:, code.shape[1]:] = -1, -np.inf
+
+    def _decode(self, code: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(doc, score) of ``order_codes`` (-1, -inf for the padding)."""
+        pad = code == _LAST
+        key = (np.uint64(0xFFFFFFFF) - (code & np.uint64(0xFFFFFFFF))).astype(np.int64)
+        doc = np.where(pad, -1, self.doc_of_key[np.where(pad, 0, key)])
+        up = np.uint64(0xFFFFFFFF) - (code >> np.uint64(32))
+        bits = np.where(up >= np.uint64(0x80000000), up & np.uint64(0x7FFFFFFF), ~up & np.uint64(0xFFFFFFFF))
+        score = bits.astype(np.uint32).view(np.float32)
+        return doc, np.where(pad, np.float32(-np.inf), score)
 
 
 class _TeeBlock(BoundedBlock):
@@ -212,11 +232,21 @@ class _TeeBlock(BoundedBlock):
         return scores
 
 
+def order_codes(scores: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """uint64 codes ascending in the tie rule's order: float32 score descending (-0.0 equal to 0.0),
+    then tie key descending (keys < 2**32)."""
+    bits = (np.asarray(scores, dtype=np.float32) + np.float32(0)).view(np.uint32).astype(np.uint64)
+    up = np.where(bits >= np.uint64(0x80000000), ~bits & np.uint64(0xFFFFFFFF), bits | np.uint64(0x80000000))
+    return ((np.uint64(0xFFFFFFFF) - up) << np.uint64(32)) | (np.uint64(0xFFFFFFFF) - np.asarray(keys).astype(np.uint64))
+
+
 # -- one block's top-K ---------------------------------------------------------------------------
 
 
-def _block_top(block, k: int, ex_r: np.ndarray, ex_c: np.ndarray, keys: np.ndarray):
-    """(row, column, float32 score) of each row's top-k in one block, excluded pairs and -inf left out."""
+def _block_top(block, k: int, ex_r: np.ndarray, ex_c: np.ndarray, keys: np.ndarray, floor: np.ndarray):
+    """(row, column, float32 score) of each row's top-k in one block, best first, excluded pairs and
+    -inf left out. ``floor[i]``: a score k documents seen before reach (-inf: none yet), so only the
+    block's documents at or above it can enter; rows without one find the block's own k-th best."""
     bounded = isinstance(block, BoundedScores)
     A = block.approx if bounded else block
     b, w = A.shape
@@ -224,85 +254,109 @@ def _block_top(block, k: int, ex_r: np.ndarray, ex_c: np.ndarray, keys: np.ndarr
         A, bounded = exact_scores(block.Q, block.D), False
     elif not bounded and isinstance(A, np.ndarray):
         A = A if A.dtype == np.float32 else as_trec_scores(np.asarray(A))
-    per_row = np.bincount(ex_r, minlength=b) if len(ex_r) else np.zeros(b, np.int64)
-    kk = min(k + int(per_row.max()) + 1, w)
-    top, vals = _top_columns(A, kk)  # (b, kk) columns and approximate scores, unordered
-    ex_code = ex_r * w + ex_c
-    valid = ~np.isin(np.arange(b)[:, None] * w + top, ex_code) if len(ex_code) else np.ones(top.shape, bool)
-    exact = _exact_of(block, top, vals, bounded)
-    valid &= exact > -np.inf
-    lo = _threshold(exact, valid, k, block.err if bounded else None)
-    # rows where a document outside the kk gathered may still reach the top k: scanned whole
-    scan = np.flatnonzero(np.isfinite(lo) & (lo <= vals.min(axis=1))) if kk < w else np.zeros(0, np.int64)
-    keep = valid & (vals >= lo[:, None])
-    keep[scan] = False
-    r, j = np.nonzero(keep)
-    c = top[r, j]
-    s = exact[r, j]
-    if len(scan):
-        r2, c2 = _scan_rows(A, scan, lo[scan])
-        ok = ~np.isin(r2 * w + c2, ex_code) if len(ex_code) else np.ones(len(r2), bool)
-        r2, c2 = r2[ok], c2[ok]
-        s2 = block.exact(r2, c2) if bounded else _gather(A, r2, c2)
-        r, c, s = np.r_[r, r2], np.r_[c, c2], np.r_[s, s2]
-    keep = s > -np.inf
-    r, c, s = r[keep], c[keep], s[keep].astype(np.float32)
-    order = np.lexsort((-keys[c], -s.astype(np.float64), r))
+    err = np.asarray(block.err, dtype=np.float64) if bounded else None
+    lo = _lower_limit(floor, err, approximate=False)
+    need = np.flatnonzero(~np.isfinite(floor))
+    if len(need):
+        kth = _kth_valid(A, need, k, ex_r, ex_c)
+        lo[need] = np.maximum(lo[need], _lower_limit(kth, None if err is None else err[need], approximate=True))
+    r, c = _at_least(A, np.maximum(lo, -np.finfo(np.float32).max))  # never -inf (not returned)
+    if len(ex_r):
+        ok = ~np.isin(r * w + c, ex_r * w + ex_c)
+        r, c = r[ok], c[ok]
+    s = _canonical_scores(block, r, c) if bounded else _gather(A, r, c)
+    order = np.lexsort((order_codes(s, keys[c]), r))
     r, c, s = r[order], c[order], s[order]
     pos = np.arange(len(r)) - np.searchsorted(r, r, side="left")
     keep = pos < k
     return r[keep], c[keep], s[keep]
 
 
-def _exact_of(block, top: np.ndarray, vals: np.ndarray, bounded: bool) -> np.ndarray:
-    """The float32 scores the ranks are decided on, of the gathered ``top`` columns."""
-    if not bounded:
-        return vals
-    rows = np.repeat(np.arange(top.shape[0]), top.shape[1])
-    return block.exact(rows, top.ravel()).reshape(top.shape)
-
-
-def _threshold(exact: np.ndarray, valid: np.ndarray, k: int, err) -> np.ndarray:
-    """Per row the least score a top-k document can have (its k-th best valid score among the
-    gathered; -inf when fewer than k: all of them are gathered), widened by ``err`` for
-    approximate scores: a document whose approximate score is below it sorts after k others."""
-    s = np.where(valid, exact, -np.inf).astype(np.float32)
-    if s.shape[1] > k:
-        kth = -np.partition(-s, k - 1, axis=1)[:, k - 1]
-    else:
-        kth = np.full(len(s), -np.inf, dtype=np.float32)
+def _lower_limit(kth: np.ndarray, err, approximate: bool) -> np.ndarray:
+    """The least score (float32) a document needs to sort at or above a document scored ``kth``:
+    ``kth`` itself, or, for approximate scores within ``err`` of the true products, the least
+    approximate score whose exact score may reach it (``bands.band_limits``); an ``approximate``
+    kth first becomes the least exact score its document can have (kth - err, rounded down)."""
+    lo = np.asarray(kth, dtype=np.float32).copy()
     if err is None:
-        return kth
-    finite = np.isfinite(kth)
-    lo = np.full(len(kth), -np.inf)
-    lo[finite] = band_limits(kth[finite], kth[finite], np.asarray(err)[finite])[0]
+        return lo
+    finite = np.isfinite(lo)
+    if finite.any():
+        sure = lo[finite]
+        if approximate:  # exact scores >= kth - err, rounded to float64 and then float32: downwards
+            down = sure.astype(np.float64) - err[finite]
+            sure = round32(down - np.abs(down) * 2.0 ** -52, up=False)
+        lo[finite] = band_limits(sure, sure, err[finite])[0]
     return lo
 
 
-def _top_columns(A, kk: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per row ``kk`` columns holding its ``kk`` largest values (any order among ties), and those values."""
+def _kth_valid(A, rows: np.ndarray, k: int, ex_r: np.ndarray, ex_c: np.ndarray) -> np.ndarray:
+    """Per row of ``rows`` the k-th largest score of ``A`` outside the excluded pairs (-inf when fewer)."""
     w = A.shape[1]
-    if not isinstance(A, np.ndarray):  # a torch tensor: chosen on its device
-        values, idx = A.topk(kk, dim=1)
-        return idx.cpu().numpy().astype(np.int64), values.float().cpu().numpy()
-    if kk >= w:
-        top = np.broadcast_to(np.arange(w), A.shape).copy()
-    else:
-        top = np.argpartition(A, w - kk, axis=1)[:, w - kk:]
-    return top, np.take_along_axis(A, top, axis=1).astype(np.float32, copy=False)
+    if k > w:
+        return np.full(len(rows), -np.inf, dtype=np.float32)
+    at = np.full(A.shape[0], -1, dtype=np.int64)
+    at[rows] = np.arange(len(rows))
+    ex = at[ex_r] >= 0
+    if not isinstance(A, np.ndarray):  # a torch tensor: on its device
+        import torch  # lazy: optional, a device's block
+
+        P = A[torch.from_numpy(rows).to(A.device)].float()
+        if ex.any():
+            P[torch.from_numpy(at[ex_r[ex]]).to(A.device), torch.from_numpy(ex_c[ex]).to(A.device)] = -np.inf
+        return P.topk(k, dim=1).values[:, -1].cpu().numpy()
+    out = np.empty(len(rows), dtype=np.float32)
+    step = max(1, _CHUNK // max(w, 1))
+    buf = np.empty((min(step, len(rows)), w), dtype=np.float32)  # reused: no fresh pages per chunk
+    for a in range(0, len(rows), step):
+        P = buf[:min(step, len(rows) - a)]
+        np.take(A, rows[a:a + len(P)], axis=0, out=P)
+        hit = ex & (at[ex_r] >= a) & (at[ex_r] < a + len(P))
+        P[at[ex_r[hit]] - a, ex_c[hit]] = -np.inf
+        P.partition(w - k, axis=1)
+        out[a:a + len(P)] = P[:, w - k]
+    return out
 
 
-def _scan_rows(A, rows: np.ndarray, lo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(row, column) of every value >= ``lo[i]`` in row ``rows[i]``."""
+def _at_least(A, lo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(row, column) of every score >= ``lo`` of its row, by row then column."""
     if not isinstance(A, np.ndarray):
         import torch  # lazy: optional, a device's block
 
-        idx = torch.from_numpy(rows).to(A.device)
-        bound = torch.from_numpy(lo.astype(np.float32)).to(A.device)
-        i, c = torch.nonzero(A[idx] >= bound[:, None], as_tuple=True)
-        return rows[i.cpu().numpy()], c.cpu().numpy().astype(np.int64)
-    i, c = np.nonzero(A[rows] >= lo[:, None].astype(np.float32))
-    return rows[i], c
+        r, c = torch.nonzero(A >= torch.from_numpy(lo).to(A.device)[:, None], as_tuple=True)
+        return r.cpu().numpy().astype(np.int64), c.cpu().numpy().astype(np.int64)
+    rows, cols = [], []
+    step = max(1, _CHUNK // max(A.shape[1], 1))
+    for a in range(0, A.shape[0], step):  # 1-d nonzero over row chunks: a 2-d one costs several times more
+        flat = np.flatnonzero(A[a:a + step] >= lo[a:a + step, None])
+        r, c = np.divmod(flat, A.shape[1])
+        rows.append(r + a), cols.append(c)
+    return np.concatenate(rows), np.concatenate(cols)
+
+
+def _canonical_scores(block: BoundedScores, r: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """``products.exact_scores``' ``fl32(fl64(q . d))`` of the pairs ``(r[i], c[i])`` (r ascending): a
+    float64 product per row, rounded to float32 where its error bound (any summation order) decides
+    the rounding, as ``ExactScores`` does; the others scored by ``block.exact``."""
+    Q = np.asarray(block.Q, dtype=np.float64)
+    D = block.D
+    out = np.empty(len(r), dtype=np.float64)
+    err = np.empty(len(r), dtype=np.float64)
+    edge = np.searchsorted(r, np.arange(len(Q) + 1))
+    dim = Q.shape[1] if Q.ndim == 2 else 0
+    gamma = (dim + 2) * 2.0 ** -53 * (1 + 2.0 ** -20)
+    buf = np.empty((int(np.diff(edge).max(initial=0)), D.shape[1] if D.ndim == 2 else 0))  # reused
+    for i in np.flatnonzero(np.diff(edge)).tolist():
+        a, b = edge[i], edge[i + 1]
+        Dc = buf[:b - a]
+        np.copyto(Dc, D[c[a:b]])  # float32 products are exact in float64
+        out[a:b] = Dc @ Q[i]
+        err[a:b] = gamma * np.sqrt(Q[i] @ Q[i]) * np.sqrt(np.einsum("ij,ij->i", Dc, Dc))
+    lo, hi = (out - err).astype(np.float32), (out + err).astype(np.float32)
+    open_ = np.flatnonzero(lo != hi)
+    if len(open_):
+        lo[open_] = block.exact(r[open_], c[open_])
+    return lo
 
 
 def _gather(A, r: np.ndarray, c: np.ndarray) -> np.ndarray:
