@@ -22,8 +22,8 @@ def run(model, task="xquad", config=None, *, ranker=None, **options) -> RunResul
     built. The settings are a ``RunConfig`` and/or its options by name (``clirbench.run_config``):
     ``langs``, ``scenarios``, ``query_langs``, ``pool_mode``, ``data_dir``, ``task_options``;
     ``cache_dir``, ``query_prompt``, ``doc_prompt``, ``batch_size``, ``device``, ``translation``;
-    ``shards``, ``index``, ``executor``, ``address``, ``workers``; ``measures``, ``resamples``,
-    ``seed``; ``output_dir``, ``overwrite``, ``progress``.
+    ``shards``, ``index``, ``executor``, ``address``, ``workers``, ``depth``; ``measures``, ``resamples``,
+    ``seed``; ``output_dir``, ``overwrite``, ``progress``, ``save_run``.
 
     Output: ``output_dir`` (an option, or ``RunConfig``'s ``output.output_dir``) defaults to None:
     nothing is written, nothing reused. With a folder (``output_dir="results"``), records are

@@ -79,6 +79,17 @@ def test_per_query_pools_and_a_shallow_depth(tmp_path, capsys):
         assert len(lines) == 1190 * 50
 
 
+def test_a_sharded_run_saves_the_same_bytes_as_full_rows(tmp_path):
+    argv = ["run", "--model", "bm25", "--task", "xquad", "--langs", "en,zh,ar", "--scenario", "multi,multi-1",
+            "--query-lang", "ar", "--data-dir", str(XQUAD), "--save-run", "--resamples", "10", "--no-progress"]
+    assert main([*argv, "--output", str(tmp_path / "full")]) == 0
+    assert main([*argv, "--shards", "3", "--output", str(tmp_path / "sharded")]) == 0
+    runs = sorted((tmp_path / "full").rglob("*.run.gz"))
+    assert len(runs) == 2
+    for run in runs:
+        assert (tmp_path / "sharded" / run.relative_to(tmp_path / "full")).read_bytes() == run.read_bytes()
+
+
 def test_the_store_keeps_reuses_and_reranks_runs(tmp_path, capsys):
     out = tmp_path / "results"
     argv = ["run", "--model", "bm25", "--task", "xquad", "--langs", "en,zh", "--scenario", "mono-cross",
