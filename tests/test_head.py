@@ -210,6 +210,27 @@ def test_near_ties_of_bounded_products_against_an_fsum_sort(seed, device, narrow
             assert_head(ShardedRanker(shards, device, depth).rank(retriever, pool, pool).head, *want)
 
 
+@pytest.mark.parametrize("device", [d for d in torch_devices() if d is not None])
+def test_half_precision_head_is_that_of_the_devices_own_scores(device):
+    """bfloat16 products on a torch device, counted in two passes (each shard holding relevant
+    documents scored twice: seen once by the head): the head of exactly those scores."""
+    from clirbench.rank.dense_shards import dense_shard_scorer
+    from clirbench.rank.sharded import rank_pool_sharded
+    from clirbench.rank.shards import grouped_shards
+
+    Q, D, pool = near_tie_pool(0)
+    retriever = DenseRetriever(Fixed(Q, _adversarial(0)[1]))
+    got = rank_pool_sharded(retriever, pool, pool, 3, device=device, precision="bfloat16", depth=9)
+    dense = dense_shard_scorer(retriever, pool.queries, pool.docs, 4, device=device, precision="bfloat16")
+    M = np.zeros((len(pool.queries), len(pool.docs)), dtype=np.float32)
+    for cols in grouped_shards(dense.rows, 3):
+        for start, S in dense.scorer()(cols):
+            M[start:start + S.shape[0], cols] = S.cpu().numpy()
+    assert not got.exact and len(np.unique(M)) < M.size / 4  # bfloat16: ties everywhere
+    assert_head(got.head, *sorted_head(M, [d.id for d in pool.docs], 9, pool.exclusions,
+                                       [q.id for q in pool.queries]))
+
+
 def test_ann_head_with_a_flat_index_equals_the_exact_head():
     """Integer embeddings: float32 products are exact (the index's rescoring and the exact path agree
     bit for bit) and ties at the k-th score rare, so a Flat index's top-k is the exact one."""
@@ -327,3 +348,14 @@ def test_head_builder_equals_a_sort_for_any_blocks_and_shards(nq, nd, depth, n_s
     excl = {qids[r]: {ids[c] for c in cs} for r, cs in excluded.items()}
     want = sorted_head(M, ids, min(depth, nd), excl, qids)
     assert np.array_equal(builder.docs, want[0]) and np.array_equal(builder.scores, want[1])
+
+
+def test_choose_ranker_gives_every_ranker_the_depth():
+    from clirbench.rank.choose import choose_ranker
+    from clirbench.run_config import RankingOptions
+
+    nDCG10 = [parse("nDCG@10")]
+    for options in (None, RankingOptions(shards=2), RankingOptions(index="faiss:Flat")):
+        assert choose_ranker(options, measures=nDCG10, depth=7).depth == 7
+        assert choose_ranker(options, measures=nDCG10, depth=None).depth is None
+    assert choose_ranker(measures=nDCG10).depth == DEFAULT_DEPTH

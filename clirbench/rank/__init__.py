@@ -1,7 +1,8 @@
 """Ranks of relevant documents, the contract every measure is computed from (docs/architecture.md).
 
 The public names load lazily (``from clirbench.rank import ShardedRanker`` imports only what it
-needs): ``RankTable``, ``tie_keys``, ``rank_relevant``, ``rank_run``, ``RankingInfo``, ``Ranked``,
+needs): ``RankTable``, ``tie_keys``, ``rank_relevant``, ``rank_run``, ``RankingInfo``, ``Ranked``, ``Head``
+(each query's top-K documents, ``Ranked.head``), ``HeadBuilder``, ``head_of_run``, ``DEFAULT_DEPTH``,
 ``Ranker``, ``choose_ranker``, the rankers (``ExactRanker``, ``ShardedRanker``, ``RayRanker``,
 ``AnnRanker``) and the capability protocols they ask a retriever (``ScoresRows``, ``Embeds``, ...).
 """
@@ -14,6 +15,7 @@ _LAZY = {
     "rank_relevant": "rows", "rank_blocks": "rows", "run_blocks": "rows",
     "rank_run": "runs", "rank_run_arrays": "runs",
     "RankingInfo": "ranked", "Ranked": "ranked", "Ranker": "ranked",
+    "Head": "head", "HeadBuilder": "head", "head_of_run": "head", "DEFAULT_DEPTH": "head",
     "choose_ranker": "choose",
     "ExactRanker": "exact", "ShardedRanker": "sharded", "RayRanker": "distributed", "AnnRanker": "ann",
     "ScoresRows": "capabilities", "ScoresBoundedRows": "capabilities", "Embeds": "capabilities",

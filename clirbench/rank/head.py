@@ -160,7 +160,7 @@ class HeadBuilder:
         """Merge the top-K of one block (scores, a torch tensor, or ``BoundedScores``)."""
         if not self.k:
             return
-        cidx = None if cols is None else np.arange(self.n_docs)[cols] if isinstance(cols, slice) else \
+        cidx = None if cols is None else np.arange(*cols.indices(self.n_docs)) if isinstance(cols, slice) else \
             np.asarray(cols, dtype=np.int64)
         b, w = block.shape
         if not b or not w:
