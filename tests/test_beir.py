@@ -93,7 +93,8 @@ def test_run_gives_same_language_first(tmp_path, bag_retriever):
     assert set(by_lang) == {"en", "fr"}
     for record in by_lang.values():  # one query each, with a relevant document in both languages
         assert record["measures"]["SameLangFirst"]["n"] == 1
-        assert record["measures"]["SameLangFirst"]["value"] in (0.0, 100.0)
+        # 50: the two documents' scores tie, so either comes first under random tie-breaking
+        assert record["measures"]["SameLangFirst"]["value"] in (0.0, 50.0, 100.0)
 
 
 def test_options_and_missing_files(tmp_path):
