@@ -32,7 +32,7 @@ from clirbench.results import Result
 from clirbench.stats.preference import preference_columns, preference_matrix, tie_note
 from clirbench.tasks import get_task
 
-from conftest import BagOfCharsEncoder
+from conftest import BagOfCharsEncoder, torch_devices
 from test_pytrec_eval_agreement import assert_agree, random_case
 from test_sharded import _dense_pool, column_scorer, tie_pool
 from xquad_files import XQUAD
@@ -125,7 +125,8 @@ def test_a_run_laid_over_a_pool_ties_what_it_lacks_at_the_bottom():
     assert np.isinf(alone.expected_rank).sum() == 2 and alone.tied.tolist() == [0, 0, 0]
 
 
-def test_dense_bounded_rows_and_dense_shards_keep_the_tie_counts(tmp_path):
+@pytest.mark.parametrize("device", torch_devices())
+def test_dense_bounded_rows_and_dense_shards_keep_the_tie_counts(tmp_path, device):
     from clirbench.retrievers import DenseRetriever, EmbeddingCache
 
     pool = _dense_pool()  # copies of one text: exactly equal scores
@@ -136,7 +137,7 @@ def test_dense_bounded_rows_and_dense_shards_keep_the_tie_counts(tmp_path):
     ids, qids = [d.id for d in pool.docs], [q.id for q in pool.queries]
     assert_counts(want, brute_counts(M, ids, qids, pool.qrels, pool.exclusions), ids)
     for shards in (1, 2, 7):
-        got = rank_pool_sharded(retriever, pool, pool, shards).table
+        got = rank_pool_sharded(retriever, pool, pool, shards, device=device).table
         for f in TIE_FIELDS:
             assert np.array_equal(getattr(got, f), getattr(want, f)), (shards, f)
 
