@@ -168,8 +168,8 @@ class HeadBuilder:
         ex_r, ex_c = self._excluded_in(start, b, cidx, w)
         with self.lock:  # the k-th score so far: a block's documents below it cannot enter
             floor = self.scores[start:start + b, -1].copy()
-        rows, local, score = _block_top(block, self.k, ex_r, ex_c, self.keys if cidx is None else self.keys[cidx],
-                                        floor)
+        rows, local, score = _block_top(block, self.k, ex_r, ex_c, floor,
+                                        self.keys if cidx is None else self.keys[cidx])
         self._merge(start, rows, local if cidx is None else cidx[local], score)
 
     def _excluded_in(self, start: int, b: int, cidx, w: int) -> tuple[np.ndarray, np.ndarray]:
@@ -184,7 +184,7 @@ class HeadBuilder:
         return r[hit], order[pos[hit]]
 
     def _merge(self, start: int, row: np.ndarray, doc: np.ndarray, score: np.ndarray) -> None:
-        """Merge entries (``row`` ascending, best first within a row) into the lists of rows ``start:``."""
+        """Merge entries (``row`` ascending) into the lists of rows ``start:``."""
         if not len(row):
             return
         b = int(row.max()) + 1
@@ -243,10 +243,11 @@ def order_codes(scores: np.ndarray, keys: np.ndarray) -> np.ndarray:
 # -- one block's top-K ---------------------------------------------------------------------------
 
 
-def _block_top(block, k: int, ex_r: np.ndarray, ex_c: np.ndarray, keys: np.ndarray, floor: np.ndarray):
-    """(row, column, float32 score) of each row's top-k in one block, best first, excluded pairs and
-    -inf left out. ``floor[i]``: a score k documents seen before reach (-inf: none yet), so only the
-    block's documents at or above it can enter; rows without one find the block's own k-th best."""
+def _block_top(block, k: int, ex_r: np.ndarray, ex_c: np.ndarray, floor: np.ndarray, keys: np.ndarray):
+    """(row, column, float32 score), rows ascending, of the documents of one block that may enter each
+    row's top-k (at most 2k a row: its best), excluded pairs and -inf left out. ``floor[i]``: a score
+    k documents seen before reach (-inf: none yet), so only the block's documents at or above it can
+    enter; rows without one find the block's own k-th best. ``keys``: the block columns' tie keys."""
     bounded = isinstance(block, BoundedScores)
     A = block.approx if bounded else block
     b, w = A.shape
@@ -260,16 +261,24 @@ def _block_top(block, k: int, ex_r: np.ndarray, ex_c: np.ndarray, keys: np.ndarr
     if len(need):
         kth = _kth_valid(A, need, k, ex_r, ex_c)
         lo[need] = np.maximum(lo[need], _lower_limit(kth, None if err is None else err[need], approximate=True))
-    r, c = _at_least(A, np.maximum(lo, -np.finfo(np.float32).max))  # never -inf (not returned)
-    if len(ex_r):
-        ok = ~np.isin(r * w + c, ex_r * w + ex_c)
-        r, c = r[ok], c[ok]
-    s = _canonical_scores(block, r, c) if bounded else _gather(A, r, c)
-    order = np.lexsort((order_codes(s, keys[c]), r))
-    r, c, s = r[order], c[order], s[order]
-    pos = np.arange(len(r)) - np.searchsorted(r, r, side="left")
-    keep = pos < k
-    return r[keep], c[keep], s[keep]
+    lo = np.maximum(lo, -np.finfo(np.float32).max)  # never -inf (not returned)
+    out = []
+    step = max(1, _CHUNK // max(w, 1))
+    for a in range(0, b, step):  # rows in chunks: candidates of bounded size, however many tie
+        r, c = _at_least(A[a:a + step], lo[a:a + step])
+        r += a
+        if len(ex_r):
+            ok = ~np.isin(r * w + c, ex_r * w + ex_c)
+            r, c = r[ok], c[ok]
+        s = _canonical_scores(block, r, c) if bounded else _gather(A, r, c)
+        if len(r) and np.bincount(r - a).max() > 2 * k:  # many ties at the k-th score: the best k of each row
+            order = np.lexsort((order_codes(s, keys[c]), r))
+            r, c, s = r[order], c[order], s[order]
+            keep = np.arange(len(r)) - np.searchsorted(r, r, side="left") < k
+            r, c, s = r[keep], c[keep], s[keep]
+        out.append((r, c, s))
+    r, c, s = zip(*out) if out else ([np.zeros(0, np.int64)], [np.zeros(0, np.int64)], [np.zeros(0, np.float32)])
+    return np.concatenate(r), np.concatenate(c), np.concatenate(s)
 
 
 def _lower_limit(kth: np.ndarray, err, approximate: bool) -> np.ndarray:
@@ -325,13 +334,8 @@ def _at_least(A, lo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
         r, c = torch.nonzero(A >= torch.from_numpy(lo).to(A.device)[:, None], as_tuple=True)
         return r.cpu().numpy().astype(np.int64), c.cpu().numpy().astype(np.int64)
-    rows, cols = [], []
-    step = max(1, _CHUNK // max(A.shape[1], 1))
-    for a in range(0, A.shape[0], step):  # 1-d nonzero over row chunks: a 2-d one costs several times more
-        flat = np.flatnonzero(A[a:a + step] >= lo[a:a + step, None])
-        r, c = np.divmod(flat, A.shape[1])
-        rows.append(r + a), cols.append(c)
-    return np.concatenate(rows), np.concatenate(cols)
+    flat = np.flatnonzero(A >= lo[:, None])  # 1-d: a 2-d nonzero costs several times more
+    return np.divmod(flat, A.shape[1])
 
 
 def _canonical_scores(block: BoundedScores, r: np.ndarray, c: np.ndarray) -> np.ndarray:
