@@ -139,10 +139,10 @@ def _pool_label(record: dict) -> str:
     return f"{docs}{mode} q {query}"
 
 
-def tie_lines(records: list[dict], label) -> list[str]:
+def tie_lines(records: list[dict]) -> list[str]:
     """A note for the pools whose ranks ties decided for ``TIE_NOTE_AT`` % or more of the relevant
-    passages (``tie_share``; ``label(record)`` names a pool); [] when none."""
-    tied = [(label(r), r["tie_share"]) for r in records if (r.get("tie_share") or 0) >= TIE_NOTE_AT]
+    passages (the records' ``tie_share``); [] when none."""
+    tied = [(_pool_label(r), r["tie_share"]) for r in records if (r.get("tie_share") or 0) >= TIE_NOTE_AT]
     if not tied:
         return []
     pools = ", ".join(f"{name} {share:.0f}%" for name, share in tied)
@@ -212,7 +212,7 @@ def format_outcomes(report) -> str:
                          str(r["pool_size"]), str(r["num_queries"])]
                         + [_cell(r["measures"].get(n)) for n in names])
         lines += [f"== {scenario}"] + format_table(header, body)
-        lines += tie_lines([o.record for o in rows], _pool_label)
+        lines += tie_lines([o.record for o in rows])
         lines += [""]
         if scenario == "multi":
             for matrix in preference_matrix(o.record for o in rows):
