@@ -166,8 +166,9 @@ def _translation_plan(c: RunConfig, task_obj):
 def _ranker(given, c: RunConfig, pools: Sequence[Pool], measures, retriever):
     """``given`` (checked against the measures), else the ranker the ranking options choose."""
     if given is None:
+        # the head costs time on every pool (about 2x the ranking of a large pool): kept only to be saved
         return choose_ranker(c.ranking, [len(p.docs) for p in pools], measures, c.retrieval.device, retriever,
-                             depth=c.ranking.depth)
+                             depth=c.ranking.depth if c.output.save_run else None)
     given.supports(measures)
     return given
 

@@ -145,10 +145,10 @@ def test_depth_larger_than_the_pool_is_capped():
 def test_sharded_head_equals_full_rows_on_xquad(tmp_path, xquad_pools, shards):
     retriever = bag(tmp_path)
     for pool in xquad_pools:
-        want = ExactRanker().rank(retriever, pool, pool).head
-        got = ShardedRanker(shards).rank(retriever, pool, pool).head
+        want = ExactRanker(DEFAULT_DEPTH).rank(retriever, pool, pool).head
+        got = ShardedRanker(shards, depth=DEFAULT_DEPTH).rank(retriever, pool, pool).head
         assert_head(got, want.docs, want.scores)
-        got = ShardedRanker(shards).rank(BM25Retriever(), pool, pool).head  # column split of full rows
+        got = ShardedRanker(shards, depth=DEFAULT_DEPTH).rank(BM25Retriever(), pool, pool).head  # column split of full rows
         assert_head(got, *sorted_head(full_rows(BM25Retriever(), pool), [d.id for d in pool.docs], got.depth,
                                       pool.exclusions, [q.id for q in pool.queries]))
 
@@ -243,9 +243,9 @@ def test_ann_head_with_a_flat_index_equals_the_exact_head():
     excl = {q.id: frozenset({ids[100 + i]}) for i, q in enumerate(queries) if i % 2}
     pool = Pool("t", "multi", "unique", ("en", "zh"), "en", docs, queries, qrels, excl)
     retriever = DenseRetriever(Fixed(Q, D))
-    want = ExactRanker().rank(retriever, pool, pool).head
+    want = ExactRanker(DEFAULT_DEPTH).rank(retriever, pool, pool).head
     for k in (1, 10, 50):
-        got = AnnRanker("faiss:Flat", k).rank(retriever, pool, pool)
+        got = AnnRanker("faiss:Flat", k, depth=DEFAULT_DEPTH).rank(retriever, pool, pool)
         assert got.info.boundary_ties_unresolved == 0 and got.head.depth == k
         assert_head(got.head, want.docs[:, :k], want.scores[:, :k])
     assert AnnRanker("faiss:Flat", 50, depth=20).rank(retriever, pool, pool).head.depth == 20
@@ -259,7 +259,7 @@ def with_recipe(recipe, cache_dir):
 
 def test_ray_head_equals_full_rows(tmp_path, local_ray):
     pool = ray_tie_pool()
-    want = ExactRanker().rank(bag_recipe(None), pool, pool).head
+    want = ExactRanker(DEFAULT_DEPTH).rank(bag_recipe(None), pool, pool).head
     for shards, depth in ((1, 1000), (3, 1000), (3, 4)):
         retriever = with_recipe(bag_recipe, tmp_path / f"c{shards}-{depth}")
         got = RayRanker(shards, workers=2, depth=depth).rank(retriever, pool, pool)
@@ -289,7 +289,7 @@ def test_cutoff_measures_of_the_head_equal_the_record(tmp_path, xquad_pools):
     retriever = bag(tmp_path)
     measures = [parse(m) for m in ("nDCG@10", "P@10", "Success@10", "R@100", "nDCG@100")]
     for pool in xquad_pools:
-        done = evaluate_pool(retriever, pool, measures, resamples=0)
+        done = evaluate_pool(retriever, pool, measures, resamples=0, ranker=ExactRanker(DEFAULT_DEPTH))
         assert done.head is not None and done.head.depth == min(1000, len(pool.docs)) > 100
         again = compute(measures, rank_run(done.head.to_run(), pool.qrels))
         assert again and all(np.array_equal(again[str(m)], done.per_query[str(m)]) for m in measures)
@@ -358,4 +358,4 @@ def test_choose_ranker_gives_every_ranker_the_depth():
     for options in (None, RankingOptions(shards=2), RankingOptions(index="faiss:Flat")):
         assert choose_ranker(options, measures=nDCG10, depth=7).depth == 7
         assert choose_ranker(options, measures=nDCG10, depth=None).depth is None
-    assert choose_ranker(measures=nDCG10).depth == DEFAULT_DEPTH
+    assert choose_ranker(measures=nDCG10).depth is None  # the default: the ranks only, no head

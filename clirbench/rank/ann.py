@@ -249,12 +249,12 @@ class AnnRanker:
     any work (``supports``), never approximated. The head of its ranking is its top-k run (at most
     ``depth`` deep; None: no head)."""
 
-    def __init__(self, spec: str, k: int, device: str | None = None, depth: int | None = DEFAULT_DEPTH) -> None:
+    def __init__(self, spec: str, k: int, device: str | None = None, depth: int | None = None) -> None:
         self.spec, self.k, self.device, self.depth = spec, k, device, depth
 
     @classmethod
     def for_measures(cls, spec: str, measures, device: str | None = None,
-                     depth: int | None = DEFAULT_DEPTH) -> "AnnRanker":
+                     depth: int | None = None) -> "AnnRanker":
         """A ranker whose depth k is the largest cutoff of ``measures``."""
         return cls(spec, ann_depth(measures), device, depth)
 

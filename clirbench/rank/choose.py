@@ -9,7 +9,6 @@ from . import shards
 from .ann import AnnRanker
 from .distributed import RayRanker
 from .exact import ExactRanker
-from .head import DEFAULT_DEPTH
 from .ranked import Ranker
 from .sharded import ShardedRanker
 
@@ -17,14 +16,14 @@ __all__ = ["choose_ranker"]
 
 
 def choose_ranker(ranking: RankingOptions | None = None, pool_sizes: Sequence[int] = (), measures: Sequence = (),
-                  device: str | None = None, retriever=None, depth: int | None = DEFAULT_DEPTH) -> Ranker:
+                  device: str | None = None, retriever=None, depth: int | None = None) -> Ranker:
     """The ranker of a run's ``RankingOptions`` (checked there): ``index`` (faiss, approximate
     top-k), else ``executor="ray"`` (exact, sharded counting on Ray), else ``shards`` (exact,
     sharded counting here), else sharded counting chosen by itself when a pool holds more than
     ``shards.AUTO_SHARD_DOCS`` documents, else ``ExactRanker`` (full rows). The ranker has checked
     ``measures``, the cluster's address and what ``retriever`` (when given) can do before it is
-    returned: before any work. Every ranker also gives the head of its ranking, each query's top
-    ``depth`` documents (None: no head; an ANN ranker's is its top-k, at most ``depth`` deep)."""
+    returned: before any work. Every ranker can also give the head of its ranking, each query's top
+    ``depth`` documents when asked (None, the default: no head, the ranks only; an ANN ranker's is its top-k, at most ``depth`` deep)."""
     ranking = ranking or RankingOptions()
     if ranking.executor == "ray":
         ranker = RayRanker(ranking.shards, ranking.address, ranking.workers, device, depth)

@@ -31,7 +31,7 @@ from .bands import round32
 from .capabilities import EmbedsIntoCache, Rebuildable, name_of
 from .counting import ShardCounts, count_shard, ranks_from_counts
 from .dense_shards import DenseShards, dense_bounds, dense_shard_scorer
-from .head import DEFAULT_DEPTH, Head, HeadBuilder
+from .head import Head, HeadBuilder
 from .pairs import judged_pairs
 from .ranked import Ranked, RankingInfo
 from .ray_cluster import MAX_RETRIES, QUIET, check_reachable, forwarded_env, ray_get, ray_session
@@ -317,7 +317,7 @@ class RayRanker:
     head (each query's top ``depth`` documents) is merged on the driver from the shards' top lists."""
 
     def __init__(self, shards: int | None = None, address: str | None = None, workers: int | None = None,
-                 device: str | None = None, depth: int | None = DEFAULT_DEPTH) -> None:
+                 device: str | None = None, depth: int | None = None) -> None:
         if address:
             check_reachable(address)
         self.shards, self.address, self.workers, self.device = shards, address, workers, device

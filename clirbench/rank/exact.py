@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 
 from ..util.errors import ClirbenchError
 from .capabilities import ScoresBoundedRows, ScoresRows, name_of
-from .head import DEFAULT_DEPTH, HeadBuilder
+from .head import HeadBuilder
 from .ranked import Ranked
 from .rows import rank_blocks
 
@@ -21,7 +21,7 @@ class ExactRanker:
     (memory: one block of score rows at a time), and the head of the ranking: each query's top
     ``depth`` documents from the same blocks (``head.HeadBuilder``; ``depth=None``: no head)."""
 
-    def __init__(self, depth: int | None = DEFAULT_DEPTH) -> None:
+    def __init__(self, depth: int | None = None) -> None:
         self.depth = depth
 
     def supports(self, measures) -> None:

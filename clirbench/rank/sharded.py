@@ -11,7 +11,7 @@ from ..util.errors import ClirbenchError
 from .capabilities import Embeds, ScoresRows, name_of
 from .counting import ShardCounter, rank_relevant_sharded
 from .dense_shards import dense_shard_scorer
-from .head import DEFAULT_DEPTH, Head, HeadBuilder
+from .head import Head, HeadBuilder
 from .pairs import judged_pairs
 from .ranked import Ranked, RankingInfo
 from .shards import SHARD_BYTES, grouped_shards, shard_counts, shard_slices
@@ -37,7 +37,7 @@ class ShardedRanks:
 
 def rank_pool_sharded(retriever, seen_pool: "Pool", pool: "Pool", shards: int | None = None, device: str | None = None,
                       *, precision: str = "float32", budget_bytes: int = SHARD_BYTES,
-                      depth: int | None = DEFAULT_DEPTH) -> ShardedRanks:
+                      depth: int | None = None) -> ShardedRanks:
     """Ranks of ``pool``'s relevant docs, scored by ``retriever`` on ``seen_pool`` (its texts, maybe
     translated; ids, qrels, exclusions and languages come from ``pool``), shard by shard.
 
@@ -102,7 +102,7 @@ class ShardedRanker:
     ``depth`` documents, merged across shards)."""
 
     def __init__(self, shards: int | None = None, device: str | None = None,
-                 depth: int | None = DEFAULT_DEPTH) -> None:
+                 depth: int | None = None) -> None:
         self.shards, self.device, self.depth = shards, device, depth
 
     def supports(self, measures) -> None:
