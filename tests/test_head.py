@@ -26,7 +26,7 @@ from clirbench.scenarios import build_pools
 from clirbench.tasks import get_task
 
 from conftest import BagOfCharsEncoder, torch_devices
-from test_bounded_ranks import _adversarial, _pool
+from test_bounded_ranks import Enc as Fixed, _adversarial, _pool
 from test_distributed import bag_recipe, local_ray, near_tie_recipe, tie_pool as ray_tie_pool  # noqa: F401
 from xquad_files import XQUAD  # noqa: E402
 
@@ -158,22 +158,6 @@ def test_sharded_head_on_adversarial_ties(shards):
     M, pool = tie_matrix(seed=1)
     want = ExactRanker(9).rank(Rows(M), pool, pool).head
     assert_head(ShardedRanker(shards, depth=9).rank(Rows(M), pool, pool).head, want.docs, want.scores)
-
-
-class Fixed:
-    """Fixed embeddings by text: "q<i>" / "d<j>" are rows of Q / D."""
-
-    model_id, revision = "test/fixed", "1"
-
-    def __init__(self, Q, D):
-        self.Q, self.D = Q, D
-
-    def prompt(self, role):
-        return ""
-
-    def encode(self, texts, role):
-        M = self.Q if role == "query" else self.D
-        return M[[int(t[1:]) for t in texts]]
 
 
 def near_tie_pool(seed):
