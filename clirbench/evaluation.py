@@ -22,7 +22,7 @@ import numpy as np
 
 from .measures import compute, parse
 from .rank.exact import ExactRanker
-from .rank.head import DEFAULT_DEPTH, head_of_run
+from .rank.head import head_of_run
 from .rank.ranked import Ranker, RankingInfo
 from .rank.rows import rank_blocks, run_blocks
 from .rank.runs import rank_run
@@ -112,12 +112,15 @@ def evaluate_pool(retriever, pool: "Pool", measures: Sequence, resamples: int = 
 
 
 def evaluate_scores(run: Mapping[str, Mapping[str, float]], pool: "Pool", measures: Sequence,
-                 resamples: int = 1000, seed: int = 42) -> PoolEvaluation:
+                 resamples: int = 1000, seed: int = 42, depth: int | None = None) -> PoolEvaluation:
     """Measure a ready ``{qid: {docid: score}}`` run over ``pool`` (documents it lacks rank last);
-    the evaluation's head is the run's top ``DEFAULT_DEPTH`` under the tie rule."""
+    with ``depth``, the evaluation's head is the run's top ``depth`` under the tie rule (None, the
+    default: no head, as the rankers)."""
     evaluation = evaluate_table(rank_blocks(run_blocks(pool, run), pool), measures, resamples, seed)
+    if depth is None:
+        return evaluation
     head = head_of_run(run, [q.id for q in pool.queries], [d.id for d in pool.docs], [d.lang for d in pool.docs],
-                       pool.exclusions, DEFAULT_DEPTH)
+                       pool.exclusions, depth)
     return dataclasses.replace(evaluation, head=head)
 
 

@@ -300,7 +300,7 @@ def test_head_of_a_run_is_the_run_retrievers(tmp_path):
     want = ExactRanker(8).rank(RunRetriever(run), pool, pool).head
     got = head_of_run(run, qids, ids, [d.lang for d in pool.docs], pool.exclusions, 8)
     assert_head(got, want.docs, want.scores)
-    assert evaluate_scores(run, pool, [parse("nDCG@10")], resamples=0).head.to_run() == \
+    assert evaluate_scores(run, pool, [parse("nDCG@10")], resamples=0, depth=DEFAULT_DEPTH).head.to_run() == \
         head_of_run(run, qids, ids, None, pool.exclusions).to_run()
 
 
