@@ -5,6 +5,7 @@ from ..scenarios import MAIN_MEASURES as _MAIN_NAMES
 from ..scenarios import SCENARIOS
 from .base import Measure, compute, direction, parse, per_query, valid_names
 from .compute import maxr_norm_of_mean
+from .exposure import share_matrix
 from .families import FAMILIES, Family
 from .peer import peer
 
@@ -20,6 +21,18 @@ MaxR_norm = Measure("MaxR_norm")
 MaxR_norm_of_mean = Measure("MaxR_norm_of_mean")
 SameLangFirst = Measure("SameLangFirst")
 PEER = Measure("PEER")
+# language exposure, from the ranking's head (RankTable.head; docs/measures.md#language-exposure)
+Share = Measure("Share")
+AWRF = Measure("AWRF")
+AWRF_uniform = Measure("AWRF_uniform")
+AWRF_geo = Measure("AWRF_geo")
+AWRF_geo_uniform = Measure("AWRF_geo_uniform")
+alpha_nDCG = Measure("alpha_nDCG")
+Top1_rel_qlang = Measure("Top1_rel_qlang")
+Top1_rel_other = Measure("Top1_rel_other")
+Top1_nonrel_qlang = Measure("Top1_nonrel_qlang")
+Top1_nonrel_other = Measure("Top1_nonrel_other")
+TOP1_SPLIT: tuple[Measure, ...] = (Top1_rel_qlang, Top1_rel_other, Top1_nonrel_qlang, Top1_nonrel_other)
 
 DEFAULT_MEASURES: tuple[Measure, ...] = (
     MaxR, MaxR_norm, MaxR_norm_of_mean, Complete @ 10, nDCG @ 1, nDCG @ 10, RR, AP @ 1000, R @ 100, SameLangFirst,
@@ -31,4 +44,6 @@ __all__ = [
     "Measure", "Family", "FAMILIES", "parse", "valid_names", "direction", "compute", "per_query", "maxr_norm_of_mean",
     "nDCG", "NDCG", "AP", "MAP", "RR", "MRR", "R", "Recall", "P", "Success", "Complete",
     "MaxR", "MaxR_norm", "MaxR_norm_of_mean", "SameLangFirst", "PEER", "peer", "DEFAULT_MEASURES", "MAIN_MEASURES",
+    "Share", "AWRF", "AWRF_uniform", "AWRF_geo", "AWRF_geo_uniform", "alpha_nDCG", "Top1_rel_qlang",
+    "Top1_rel_other", "Top1_nonrel_qlang", "Top1_nonrel_other", "TOP1_SPLIT", "share_matrix",
 ]

@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # annotations only: the measures read a RankTable and need no
 __all__ = ["Measure", "parse", "valid_names", "direction", "compute", "per_query"]
 
 MAX_CUTOFF = 1_000_000  # deepest cutoff of a measure (nDCG@k, R@k, ...): far below any run's depth limit
-_GRAMMAR = re.compile(r"(?P<name>[A-Za-z][A-Za-z_]*)(?:@(?P<k>[1-9][0-9]*))?")
+_GRAMMAR = re.compile(r"(?P<name>[A-Za-z][A-Za-z0-9_]*)(?:@(?P<k>[1-9][0-9]*))?")
 
 
 def valid_names() -> str:

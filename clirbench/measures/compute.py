@@ -47,6 +47,25 @@ class Prep:
         self.num_rel = np.bincount(table.qidx, minlength=self.n)
         self.has = self.num_rel > 0
         self.starts = np.cumsum(self.num_rel) - self.num_rel
+        self.shared: dict = {}  # intermediates several families read (the exposure measures')
+
+    def memo(self, key, compute):
+        """``compute()``, once per ``key`` for this table."""
+        if key not in self.shared:
+            self.shared[key] = compute()
+        return self.shared[key]
+
+    @property
+    def head(self):
+        """The table's ``JudgedHead`` (``rank/judged_head.py``), aligned to its queries; a ValueError
+        when it has none (the language exposure measures need the ranking's head)."""
+        head = getattr(self.t, "head", None)
+        if head is None:
+            raise ValueError("the language exposure measures (Share, AWRF, alpha_nDCG, Top1_*) need the "
+                             "ranking's head: a RankTable with head= (rank/judged_head.judge_head)")
+        if tuple(head.query_ids) != tuple(self.t.query_ids):
+            raise ValueError("the table's head lists other queries than the table")
+        return head
 
     def _sorted(self, key: np.ndarray):
         q = self.t.qidx

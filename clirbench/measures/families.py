@@ -26,6 +26,15 @@ from .compute import (
     same_lang_first,
     success,
 )
+from .exposure import (
+    alpha_ndcg_measure,
+    awrf_geo_measure,
+    awrf_geo_uniform_measure,
+    awrf_measure,
+    awrf_uniform_measure,
+    share_measure,
+    top1_measure,
+)
 
 __all__ = ["Family", "FAMILIES", "ALIASES", "family", "TrecEval", "TREC_EVAL", "TREC_EVAL_ALIASES"]
 
@@ -56,6 +65,8 @@ class Family:
     depth gives it): MaxR, MaxR_norm, MaxR_norm_of_mean, SameLangFirst. Complete@K and PEER@k are
     not: a run cut at K (k) plus the qrels gives them.
     of_mean: the reported value is a function of the mean of the per-query values (not a mean).
+    needs_head: computed from the ranking's head (``RankTable.head``, a ``JudgedHead``): the language
+    exposure measures (Share, AWRF, alpha_nDCG, Top1_*); a ValueError without it.
     """
 
     name: str
@@ -72,6 +83,7 @@ class Family:
     rank_set: bool = False
     target: float | None = None
     neutral: Callable[[int], float] | None = None
+    needs_head: bool = False
 
     def __post_init__(self) -> None:
         if self.cutoff not in ("optional", "required", "none"):
@@ -153,6 +165,25 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("SameLangFirst", "none", "target", target=50.0, neutral=_one_in_k, func=same_lang_first,
            mteb_key="same_lang_first", rank_set=True, **_PERCENT),
     Family("PEER", "required", "up", func=peer_at, mteb_key="clirbench_peer", **_FRACTION),
+    # language exposure, from the ranking's head (measures/exposure.py)
+    Family("Share", "required", "target", target=50.0, neutral=_one_in_k, func=share_measure,
+           mteb_key="lang_share", needs_head=True, **_PERCENT),
+    Family("AWRF", "required", "up", func=awrf_measure, mteb_key="awrf", needs_head=True, **_FRACTION),
+    Family("AWRF_uniform", "required", "up", func=awrf_uniform_measure, mteb_key="awrf_uniform", needs_head=True,
+           **_FRACTION),
+    Family("AWRF_geo", "required", "up", func=awrf_geo_measure, mteb_key="awrf_geo", needs_head=True, **_FRACTION),
+    Family("AWRF_geo_uniform", "required", "up", func=awrf_geo_uniform_measure, mteb_key="awrf_geo_uniform",
+           needs_head=True, **_FRACTION),
+    Family("alpha_nDCG", "required", "up", func=alpha_ndcg_measure, mteb_key="alpha_ndcg", needs_head=True,
+           **_FRACTION),
+    Family("Top1_rel_qlang", "none", "up", func=top1_measure("rel_qlang"), mteb_key="top1_rel_qlang",
+           needs_head=True, **_PERCENT),
+    Family("Top1_rel_other", "none", "up", func=top1_measure("rel_other"), mteb_key="top1_rel_other",
+           needs_head=True, **_PERCENT),
+    Family("Top1_nonrel_qlang", "none", "down", func=top1_measure("nonrel_qlang"), mteb_key="top1_nonrel_qlang",
+           needs_head=True, **_PERCENT),
+    Family("Top1_nonrel_other", "none", "down", func=top1_measure("nonrel_other"), mteb_key="top1_nonrel_other",
+           needs_head=True, **_PERCENT),
 )}
 # alias -> family name ("Max@R…" spellings contain '@' and are matched before the grammar)
 ALIASES: dict[str, str] = {a: f.name for f in FAMILIES.values() for a in f.aliases}

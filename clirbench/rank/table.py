@@ -20,7 +20,7 @@ pytrec_eval does), the rank-set measures (MaxR, Complete@K, SameLangFirst, ...) 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -44,6 +44,9 @@ class RankTable:
     doc_id: np.ndarray | None = None  # (m,) str: the judged document's id (a pool's ranks file)
     tied: np.ndarray | None = None  # (m,) int64: other ranked documents of the query with exactly its score
     tied_before: np.ndarray | None = None  # (m,) int64: those of them sorting before it (doc id rule)
+    # the ranking's head judged (a ``judged_head.JudgedHead`` aligned to query_ids): read only by the
+    # language exposure measures; None: not kept
+    head: object | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         n, m = len(self.query_ids), len(self.qidx)
