@@ -2,10 +2,15 @@
 descending, then document id descending byte-wise; excluded documents never appear; documents a
 run did not return (-inf) neither). ``HeadBuilder`` keeps it from score blocks as a ranker computes
 them (full rows, document shards, a device's tensors, float32 products with their error bound),
-in memory O(queries x K + one block); ``head_of_run`` reads it from a ``{qid: {docid: score}}`` run.
+in memory O(queries x (K + languages) + one block); ``head_of_run`` reads it from a ``{qid: {docid:
+score}}`` run. Both also count the head's ``tail``: the documents outside it tied with its K-th score.
+Over 500 lines: the builder's merge, its blocks' top-K and its tail counting share private helpers
+and state; split, they would import private names across modules.
 """
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import threading
 from dataclasses import dataclass
 from functools import cached_property
@@ -39,6 +44,9 @@ class Head:
     doc_langs: tuple[str, ...] | None
     docs: np.ndarray  # (n, K) int64
     scores: np.ndarray  # (n, K) float32
+    # (n, L) int64, L = len(langs): per query, the documents outside its list (ranked, not excluded)
+    # whose float32 score equals its K-th score, by language; all 0 for a list not full. None: unknown
+    tail: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = len(self.query_ids)
@@ -46,6 +54,20 @@ class Head:
             raise ValueError(f"docs {self.docs.shape} and scores {self.scores.shape} must be ({n}, K)")
         if self.doc_langs is not None and len(self.doc_langs) != len(self.doc_ids):
             raise ValueError("doc_langs must give one language per document")
+        if self.tail is not None and np.shape(self.tail) != (n, len(self.langs)):
+            raise ValueError(f"tail {np.shape(self.tail)} must be ({n}, {len(self.langs)}): one column per language")
+
+    @cached_property
+    def langs(self) -> tuple[str, ...]:
+        """The columns of ``tail``: the documents' languages, sorted (one "" when the head has none)."""
+        return ("",) if self.doc_langs is None else tuple(sorted(set(self.doc_langs)))
+
+    def select(self, query_ids: Sequence[str]) -> "Head":
+        """The rows of ``query_ids``, in that order (a KeyError for an id not in this head)."""
+        at = {q: i for i, q in enumerate(self.query_ids)}
+        rows = np.asarray([at[q] for q in query_ids], dtype=np.int64)
+        return Head(tuple(query_ids), self.doc_ids, self.doc_langs, self.docs[rows], self.scores[rows],
+                    None if self.tail is None else self.tail[rows])
 
     @property
     def depth(self) -> int:
@@ -96,14 +118,25 @@ class HeadBuilder:
     """Each query's top-K kept from score blocks ``add(start, block, cols)``: rows ``start:start+b``
     of the pool's queries against the documents ``cols`` (None: all; a slice or an index array).
     Blocks may cover one row many times with other columns (document shards); a document seen twice
-    counts once. Thread-safe. ``tee``/``scorer`` feed it the blocks a ranker already computes."""
+    counts once. Thread-safe. ``tee``/``scorer`` feed it the blocks a ranker already computes.
+
+    ``tail[i, l]``: the documents seen outside row i's top-K whose score equals its K-th, of language
+    ``langs[l]`` (``doc_langs`` sorted; one "" without them). Counted as the blocks come: a block's
+    documents tied with the K-th that its merge pushes past K (or ``_block_top`` leaves out of a row
+    with more than 2K candidates), reset whenever the K-th score rises. A document fed again in the
+    rows and column set it was fed in (a shard scored twice, as counting in two passes does) is
+    skipped, so it counts once; column sets that overlap in part (no ranker feeds them: its shards
+    partition the pool) leave the tail unknown (``tail_exact`` False, ``finish`` gives None)."""
 
     def __init__(self, n_queries: int, keys: np.ndarray, depth: int = DEFAULT_DEPTH,
-                 excluded: Mapping[int, np.ndarray] | None = None) -> None:
+                 excluded: Mapping[int, np.ndarray] | None = None, doc_langs: Sequence[str] | None = None) -> None:
         if int(depth) < 1:
             raise ValueError(f"depth must be >= 1, not {depth}")
         self.keys = np.asarray(keys, dtype=np.int64)
         self.n_docs = len(self.keys)
+        self.langs = ("",) if doc_langs is None else tuple(sorted(set(doc_langs)))
+        self.lang_index = np.zeros(self.n_docs, np.int64) if doc_langs is None else \
+            np.searchsorted(np.asarray(self.langs, dtype=str), np.asarray(list(doc_langs), dtype=str))
         self.doc_of_key = np.empty_like(self.keys)  # keys are a permutation of 0..n-1
         self.doc_of_key[self.keys] = np.arange(self.n_docs)
         self.k = min(int(depth), self.n_docs)
@@ -113,22 +146,30 @@ class HeadBuilder:
             np.zeros(0, np.int64)
         self.docs = np.full((n_queries, self.k), -1, dtype=np.int64)
         self.scores = np.full((n_queries, self.k), -np.inf, dtype=np.float32)
+        self.tail = np.zeros((n_queries, len(self.langs)), dtype=np.int64)
+        self.tail_exact = True  # False once column sets overlapping in part were fed
         self.lock = threading.Lock()
         self.ids: tuple | None = None  # (query_ids, doc_ids, doc_langs) of for_pool
+        self._shard_of: dict = {}  # a column set's form (None, slice, index digest) -> its shard number
+        self._owner = np.full(self.n_docs, -1, dtype=np.int64)  # column -> the first shard holding it
+        self._sizes: list[int] = []  # documents per shard
+        self._fed: list[_Spans] = []  # per shard, the rows fed
 
     @classmethod
     def for_pool(cls, pool: "Pool", depth: int = DEFAULT_DEPTH) -> "HeadBuilder":
         """A builder over ``pool``'s queries and documents, with its exclusions; ``finish`` gives the Head."""
         query_ids = tuple(q.id for q in pool.queries)
         doc_ids = tuple(d.id for d in pool.docs)
-        builder = cls(len(query_ids), tie_keys(doc_ids), depth, excluded_rows(pool.exclusions, query_ids, doc_ids))
-        builder.ids = (query_ids, doc_ids, tuple(d.lang for d in pool.docs))
+        doc_langs = tuple(d.lang for d in pool.docs)
+        builder = cls(len(query_ids), tie_keys(doc_ids), depth, excluded_rows(pool.exclusions, query_ids, doc_ids),
+                      doc_langs)
+        builder.ids = (query_ids, doc_ids, doc_langs)
         return builder
 
     def finish(self) -> Head:
         if self.ids is None:
             raise ValueError("a HeadBuilder made without ids (for_pool) gives arrays only")
-        return Head(*self.ids, self.docs, self.scores)
+        return Head(*self.ids, self.docs, self.scores, self.tail if self.tail_exact else None)
 
     # -- feeding -------------------------------------------------------------------------------
 
@@ -167,10 +208,39 @@ class HeadBuilder:
             return
         ex_r, ex_c = self._excluded_in(start, b, cidx, w)
         with self.lock:  # the k-th score so far: a block's documents below it cannot enter
+            fresh = self._fed[self._shard(cols, cidx)].claim(start, start + b)
             floor = self.scores[start:start + b, -1].copy()
-        rows, local, score = _block_top(block, self.k, ex_r, ex_c, floor,
-                                        self.keys if cidx is None else self.keys[cidx])
-        self._merge(start, rows, local if cidx is None else cidx[local], score)
+        if not fresh.any():  # fed before: its documents are in the head or its tail already
+            return
+        keys, langs = (self.keys, self.lang_index) if cidx is None else (self.keys[cidx], self.lang_index[cidx])
+        (rows, local, score), spill = _block_top(block, self.k, ex_r, ex_c, floor, keys, (langs, len(self.langs)))
+        if not fresh.all():
+            keep = fresh[rows]
+            rows, local, score = rows[keep], local[keep], score[keep]
+            if spill[0] is not None:
+                spill[1][~fresh] = np.nan
+        self._merge(start, rows, local if cidx is None else cidx[local], score, spill)
+
+    def _shard(self, cols, cidx) -> int:
+        """The number of the column set ``cols`` (``cidx`` its indices): the same for the same set in
+        any form; a set overlapping an earlier one in part marks the tail unknown. Under the lock."""
+        form = None if cols is None else ("slice",) + cols.indices(self.n_docs) if isinstance(cols, slice) else \
+            (len(cidx), hashlib.blake2b(np.ascontiguousarray(cidx).tobytes(), digest_size=16).digest())
+        shard = self._shard_of.get(form)
+        if shard is None:
+            cidx = np.arange(self.n_docs) if cidx is None else cidx
+            owners = np.unique(self._owner[cidx])
+            distinct = len(np.unique(cidx)) == len(cidx)
+            if distinct and len(owners) == 1 and owners[0] >= 0 and self._sizes[owners[0]] == len(cidx):
+                shard = int(owners[0])  # a set seen before, in another form
+            else:
+                self.tail_exact &= distinct and not (owners >= 0).any()
+                shard = len(self._sizes)
+                self._sizes.append(len(cidx))
+                self._fed.append(_Spans())
+                self._owner[cidx[self._owner[cidx] < 0]] = shard
+            self._shard_of[form] = shard
+        return shard
 
     def _excluded_in(self, start: int, b: int, cidx, w: int) -> tuple[np.ndarray, np.ndarray]:
         """The excluded (row in block, column in block) pairs of rows ``start:start+b``."""
@@ -183,8 +253,10 @@ class HeadBuilder:
         hit = cidx[order][pos] == c
         return r[hit], order[pos[hit]]
 
-    def _merge(self, start: int, row: np.ndarray, doc: np.ndarray, score: np.ndarray) -> None:
-        """Merge entries (``row`` ascending) into the lists of rows ``start:``."""
+    def _merge(self, start: int, row: np.ndarray, doc: np.ndarray, score: np.ndarray, spill) -> None:
+        """Merge entries (``row`` ascending) into the lists of rows ``start:``, and count the tail:
+        entries pushed past K tied with the new K-th, and ``spill`` = (counts (b, L), score (b,)),
+        each row's candidates ``_block_top`` left out that tie with ``score``."""
         if not len(row):
             return
         b = int(row.max()) + 1
@@ -204,9 +276,28 @@ class HeadBuilder:
             if again.any():
                 code[again] = _LAST
                 code.sort(axis=1)
-            code = code[:, :self.k]
-            old_d[:, :code.shape[1]], old_s[:, :code.shape[1]] = self._decode(code)
-            old_d[:, code.shape[1]:], old_s[:, code.shape[1]:] = -1, -np.inf
+            kth_before = old_s[:, -1].copy()
+            d, s = self._decode(code)
+            w = min(code.shape[1], self.k)
+            old_d[:, :w], old_s[:, :w] = d[:, :w], s[:, :w]
+            old_d[:, w:], old_s[:, w:] = -1, -np.inf
+            self._count_tail(start, kth_before, d[:, self.k:], s[:, self.k:], spill)
+
+    def _count_tail(self, start: int, kth_before: np.ndarray, past_d: np.ndarray, past_s: np.ndarray,
+                    spill) -> None:
+        """The tail of rows ``start:start+b`` after a merge: reset where the K-th score rose, plus the
+        documents pushed past K (``past_d``/``past_s``, -1 padded) and ``spill`` tied with the K-th."""
+        b = len(kth_before)
+        kth = self.scores[start:start + b, -1]
+        tail = self.tail[start:start + b]
+        tail[kth != kth_before] = 0
+        r, c = np.nonzero((past_d >= 0) & (past_s == kth[:, None]))
+        if len(r):
+            n_langs = len(self.langs)
+            tail += np.bincount(r * n_langs + self.lang_index[past_d[r, c]], minlength=b * n_langs).reshape(b, n_langs)
+        if spill[0] is not None:
+            tied = spill[1][:b] == kth
+            tail[tied] += spill[0][:b][tied]
 
     def _decode(self, code: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(doc, score) of ``order_codes`` (-1, -inf for the padding)."""
@@ -217,6 +308,26 @@ class HeadBuilder:
         bits = np.where(up >= np.uint64(0x80000000), up & np.uint64(0x7FFFFFFF), ~up & np.uint64(0xFFFFFFFF))
         score = bits.astype(np.uint32).view(np.float32)
         return doc, np.where(pad, np.float32(-np.inf), score)
+
+
+class _Spans:
+    """Row ranges fed so far, disjoint and sorted (touching ones joined)."""
+
+    def __init__(self) -> None:
+        self.spans: list[tuple[int, int]] = []
+
+    def claim(self, a: int, b: int) -> np.ndarray:
+        """Which rows of ``a:b`` were not fed before (a mask); all of them are now."""
+        fresh = np.ones(b - a, dtype=bool)
+        lo, hi, keep = a, b, []
+        for s, e in self.spans:
+            if e < a or s > b:
+                keep.append((s, e))
+            else:
+                fresh[max(s, a) - a:max(min(e, b) - a, 0)] = False
+                lo, hi = min(lo, s), max(hi, e)
+        self.spans = sorted(keep + [(lo, hi)])
+        return fresh
 
 
 class _TeeBlock(BoundedBlock):
@@ -243,11 +354,15 @@ def order_codes(scores: np.ndarray, keys: np.ndarray) -> np.ndarray:
 # -- one block's top-K ---------------------------------------------------------------------------
 
 
-def _block_top(block, k: int, ex_r: np.ndarray, ex_c: np.ndarray, floor: np.ndarray, keys: np.ndarray):
+def _block_top(block, k: int, ex_r: np.ndarray, ex_c: np.ndarray, floor: np.ndarray, keys: np.ndarray,
+               langs: tuple[np.ndarray, int]):
     """(row, column, float32 score), rows ascending, of the documents of one block that may enter each
     row's top-k (at most 2k a row: its best), excluded pairs and -inf left out. ``floor[i]``: a score
     k documents seen before reach (-inf: none yet), so only the block's documents at or above it can
-    enter; rows without one find the block's own k-th best. ``keys``: the block columns' tie keys."""
+    enter; rows without one find the block's own k-th best. ``keys``: the block columns' tie keys.
+    Also the spill: (counts (b, L) by ``langs`` = (the columns' language index, L), the score (b,)) of
+    the candidates left out of a row (past its best k) with the score of its k-th kept; (None, None)
+    when none were. The documents below ``lo`` score below the row's final k-th, never equal."""
     bounded = isinstance(block, BoundedScores)
     A = block.approx if bounded else block
     b, w = A.shape
@@ -262,7 +377,7 @@ def _block_top(block, k: int, ex_r: np.ndarray, ex_c: np.ndarray, floor: np.ndar
         kth = _kth_valid(A, need, k, ex_r, ex_c)
         lo[need] = np.maximum(lo[need], _lower_limit(kth, None if err is None else err[need], approximate=True))
     lo = np.maximum(lo, -np.finfo(np.float32).max)  # never -inf (not returned)
-    out = []
+    out, spill = [], (None, None)
     step = max(1, _CHUNK // max(w, 1))
     for a in range(0, b, step):  # rows in chunks: candidates of bounded size, however many tie
         r, c = _at_least(A[a:a + step], lo[a:a + step])
@@ -272,13 +387,29 @@ def _block_top(block, k: int, ex_r: np.ndarray, ex_c: np.ndarray, floor: np.ndar
             r, c = r[ok], c[ok]
         s = _canonical_scores(block, r, c) if bounded else _gather(A, r, c)
         if len(r) and np.bincount(r - a).max() > 2 * k:  # many ties at the k-th score: the best k of each row
-            order = np.lexsort((order_codes(s, keys[c]), r))
-            r, c, s = r[order], c[order], s[order]
-            keep = np.arange(len(r)) - np.searchsorted(r, r, side="left") < k
-            r, c, s = r[keep], c[keep], s[keep]
+            if spill[0] is None:
+                spill = (np.zeros((b, langs[1]), np.int64), np.full(b, np.nan, np.float32))
+            r, c, s = _best_k(r, c, s, k, keys, langs, spill)
         out.append((r, c, s))
     r, c, s = zip(*out) if out else ([np.zeros(0, np.int64)], [np.zeros(0, np.int64)], [np.zeros(0, np.float32)])
-    return np.concatenate(r), np.concatenate(c), np.concatenate(s)
+    return (np.concatenate(r), np.concatenate(c), np.concatenate(s)), spill
+
+
+def _best_k(r, c, s, k: int, keys: np.ndarray, langs: tuple[np.ndarray, int], spill):
+    """The best k entries of each row (``r`` ascending) in the tie rule's order; the entries left out
+    with the score of their row's k-th kept are counted into ``spill`` (by language) at that score."""
+    order = np.lexsort((order_codes(s, keys[c]), r))
+    r, c, s = r[order], c[order], s[order]
+    pos = np.arange(len(r)) - np.searchsorted(r, r, side="left")
+    keep = pos < k
+    last = keep & (pos == k - 1)  # rows with more than k: their k-th kept
+    kth = np.full(len(spill[1]), np.nan, np.float32)
+    kth[r[last]] = s[last]
+    tied = ~keep & (s == kth[r])
+    if tied.any():
+        spill[1][r[last]] = s[last]
+        np.add.at(spill[0], (r[tied], langs[0][c[tied]]), 1)
+    return r[keep], c[keep], s[keep]
 
 
 def _lower_limit(kth: np.ndarray, err, approximate: bool) -> np.ndarray:
@@ -407,4 +538,10 @@ def head_of_run(run: Mapping[str, Mapping[str, float]], query_ids: Sequence[str]
     docs = np.full((len(query_ids), k), -1, dtype=np.int64)
     top = np.full((len(query_ids), k), -np.inf, dtype=np.float32)
     docs[r[keep], pos[keep]], top[r[keep], pos[keep]] = c[keep], s[keep]
-    return Head(query_ids, doc_ids, None if doc_langs is None else tuple(doc_langs), docs, top)
+    head = Head(query_ids, doc_ids, None if doc_langs is None else tuple(doc_langs), docs, top)
+    lang = np.searchsorted(np.asarray(head.langs, dtype=str), np.asarray(list(doc_langs or ()), dtype=str)) \
+        if doc_langs is not None else np.zeros(len(doc_ids), np.int64)
+    tied = ~keep & (s == top[r, k - 1]) if k else keep  # past K, tied with the K-th (never -inf)
+    n, n_langs = len(query_ids), len(head.langs)
+    tail = np.bincount(r[tied] * n_langs + lang[c[tied]], minlength=n * n_langs).reshape(n, n_langs)
+    return dataclasses.replace(head, tail=tail.astype(np.int64))
