@@ -68,7 +68,10 @@ def table_with_head(M, doc_ids, doc_langs, query_ids, qrels, exclusions, qlang, 
     table = rank_relevant([(0, M)], doc_ids, query_ids, qrels, exclusions, doc_langs, qlang)
     run = {q: {d: float(M[i, j]) for j, d in enumerate(doc_ids) if M[i, j] > -np.inf} for i, q in enumerate(query_ids)}
     head = head_of_run(run, query_ids, doc_ids, doc_langs, exclusions, depth)
-    jh = judged(head, brute_tail(M, head, exclusions), qrels, table.query_ids, qlang)
+    tail = brute_tail(M, head, exclusions)
+    if getattr(head, "tail", None) is not None:  # head_of_run's own count, where it gives one
+        assert np.array_equal(head.tail, tail)
+    jh = judged(head, tail, qrels, table.query_ids, qlang)
     return dataclasses.replace(table, head=jh), head
 
 
