@@ -207,8 +207,11 @@ def _with_per_language(evaluation: Evaluation, qrels, scores, langs, names: Sequ
                 column[f"{n}[{lang}]"][rows] = part.per_query[1][str(parse(n))]
         columns.update(column)
     summary = summarise(list(columns), columns, evaluation.resamples, evaluation.seed)
+    notes = {n: f"NaN: no query of the run is judged in {n.rpartition('[')[2][:-1]}"
+             for n, column in columns.items() if np.isnan(column).all()}
     return dataclasses.replace(evaluation, measures={**evaluation.measures, **summary},
-                               per_query=PerQuery(ids, {**evaluation.per_query[1], **columns}))
+                               per_query=PerQuery(ids, {**evaluation.per_query[1], **columns}),
+                               notes={**evaluation.notes, **notes})
 
 
 def _without_query_lang(evaluation: Evaluation, head_names: Sequence[str], query_lang: str | None) -> Evaluation:

@@ -241,6 +241,17 @@ def test_neuclir_preset_one_language_has_no_mlir_measures(tmp_path, capsys):
     assert list(report["measures"]) == list(NEUCLIR) and "doc_langs" not in report
 
 
+def test_a_language_without_judgements_is_nan_with_a_note(tmp_path, capsys):
+    langs, qrels, run = mlir_fixture()
+    langs["zzz_de1"] = "de"  # in the map only
+    q, r, m = write_files(tmp_path, langs, qrels, run)
+    report = evaluate_json(capsys, ["--qrels", q, "--run", r, "--doc-langs", m, "--preset", "neuclir"])
+    entry = report["measures"]["nDCG@20[de]"]
+    assert (entry["value"] is None or math.isnan(entry["value"])) and entry["n"] == 0
+    assert entry["note"] == "NaN: no query of the run is judged in de"
+    assert report["doc_langs"]["documents"]["de"] == 1
+
+
 def test_library_level_equals_cli(tmp_path, capsys):
     langs, qrels, run = mlir_fixture()
     q, r, m = write_files(tmp_path, langs, qrels, run)
@@ -402,3 +413,16 @@ def test_trec_eval_max_retrieved_cuts_the_exposure_run_too(tmp_path, capsys):
     assert trec_eval_lines(capsys, ["-M", "7"] + argv + [r]) == pytest.approx(
         trec_eval_lines(capsys, argv + [str(short)]), nan_ok=True)
 
+
+
+def test_trec_eval_complete_gives_a_missing_query_an_empty_ranking(tmp_path, capsys):
+    pytest.importorskip("clirbench.measures.exposure")
+    langs, qrels, run = mlir_fixture()
+    q, r, m = write_files(tmp_path, langs, qrels, run)
+    argv = ["-q", "-m", "map", "-m", "alpha_nDCG@20", "-m", "Share@10", "--doc-langs", m, "--query-lang", "ru"]
+    plain, complete = trec_eval_lines(capsys, argv + [q, r]), trec_eval_lines(capsys, ["-c"] + argv + [q, r])
+    assert ("alpha_nDCG@20", "q9") not in plain and complete[("alpha_nDCG@20", "q9")] == 0.0
+    assert math.isnan(complete[("Share@10", "q9")])  # no document ranked
+    assert complete[("alpha_nDCG@20", "all")] == pytest.approx(plain[("alpha_nDCG@20", "all")] * 8 / 9, abs=1e-4)
+    line = one_line_error(capsys, ["trec_eval", "-m", "Share@10", q, r])
+    assert "Share@10" in line and "--doc-langs" in line
