@@ -30,7 +30,6 @@ from xquad_files import XQUAD
 
 SHARE_AWRF = ("Share", "AWRF", "AWRF_uniform", "AWRF_geo", "AWRF_geo_uniform")
 TOP1 = tuple(str(m) for m in TOP1_SPLIT)
-HEAD_HAS_TAIL = "tail" in {f.name for f in dataclasses.fields(Head)}
 
 
 # -- building a judged head from a full score matrix --------------------------------------------
@@ -57,10 +56,8 @@ def brute_tail(M, head: Head, exclusions) -> np.ndarray:
 
 
 def judged(head: Head, tail, qrels, query_ids, query_langs) -> JudgedHead:
-    """``judge_head`` of ``head`` whose tail is ``tail`` (given to the Head where it has the field)."""
-    if HEAD_HAS_TAIL:
-        return judge_head(dataclasses.replace(head, tail=tail), qrels, query_ids, query_langs)
-    return dataclasses.replace(judge_head(head, qrels, query_ids, query_langs), tail=tail, tail_known=True)
+    """``judge_head`` of ``head`` with its tail given as ``tail``."""
+    return judge_head(dataclasses.replace(head, tail=tail), qrels, query_ids, query_langs)
 
 
 def table_with_head(M, doc_ids, doc_langs, query_ids, qrels, exclusions, qlang, depth):
@@ -69,8 +66,7 @@ def table_with_head(M, doc_ids, doc_langs, query_ids, qrels, exclusions, qlang, 
     run = {q: {d: float(M[i, j]) for j, d in enumerate(doc_ids) if M[i, j] > -np.inf} for i, q in enumerate(query_ids)}
     head = head_of_run(run, query_ids, doc_ids, doc_langs, exclusions, depth)
     tail = brute_tail(M, head, exclusions)
-    if getattr(head, "tail", None) is not None:  # head_of_run's own count, where it gives one
-        assert np.array_equal(head.tail, tail)
+    assert np.array_equal(head.tail, tail)  # head_of_run's own count
     jh = judged(head, tail, qrels, table.query_ids, qlang)
     return dataclasses.replace(table, head=jh), head
 
@@ -178,6 +174,8 @@ def test_the_tail_decides_share_when_the_head_ends_in_a_tie():
          "Top1_nonrel_qlang": pytest.approx([50.0])}
     blind = dataclasses.replace(table, head=dataclasses.replace(table.head, tail=np.zeros((1, 2), np.int64)))
     assert compute(["Share@2"], blind)["Share@2"].tolist() == [100.0]
+    unknown = judge_head(dataclasses.replace(head, tail=None), {"q": {"d1": 1}}, ["q"], "en")
+    assert not unknown.tail_known and unknown.tail.tolist() == [[0, 0]]
 
 
 def test_tie_groups():
@@ -385,19 +383,13 @@ def check_pool(retriever, pool, depth):
     ranked = ExactRanker(depth).rank(retriever, pool, pool)
     head, table = ranked.head, ranked.table
     scores = full_scores(retriever, pool)
-    tail = getattr(head, "tail", None)
-    want_tail = brute_tail(scores, head, pool.exclusions)
-    if tail is not None:  # the ranker's own tail (Head.tail), checked here as it is read
-        assert np.array_equal(np.asarray(tail)[[head.query_ids.index(q) for q in table.query_ids]],
-                              want_tail[[head.query_ids.index(q) for q in table.query_ids]])
-        jh = judge_head(head, pool.qrels, table.query_ids, pool.query_lang)
-    else:
-        jh = judged(head, want_tail, pool.qrels, table.query_ids, pool.query_lang)
+    rows = [head.query_ids.index(q) for q in table.query_ids]
+    assert np.array_equal(head.tail[rows], brute_tail(scores, head, pool.exclusions)[rows])  # the ranker's own tail
+    jh = judge_head(head, pool.qrels, table.query_ids, pool.query_lang)
     table = dataclasses.replace(table, head=jh)
     cuts = [k for k in CUTS if k <= depth]
     names = [f"{f}@{k}" for f in SHARE_AWRF + ("alpha_nDCG",) for k in cuts] + list(TOP1)
     got = compute(names, table)
-    rows = [head.query_ids.index(q) for q in table.query_ids]
     assert rows == list(range(len(pool.queries)))  # XQuAD: every query judged
     for k in cuts:
         ref = direct(scores, pool, k, depth)
