@@ -292,3 +292,21 @@ def test_bm25_tail_on_xquad_equals_the_full_score_matrix(xquad_pools, depth):  #
         from_run = head_of_run(run, [q.id for q in pool.queries], ids, langs, pool.exclusions, depth)
         assert np.array_equal(from_run.tail, want)
     assert seen_ties > 0
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 8), st.integers(1, 30), st.integers(1, 40), st.integers(1, 40), st.booleans(),
+       st.integers(0, 2 ** 31))
+def test_top_k_of_a_deeper_head_is_the_head_of_depth_k(nq, nd, depth, k, with_langs, seed):
+    """Head.top(k) (the runner cuts the exposure measures' head to --depth for --save-run): the same
+    documents, scores and tail as a head built k deep, the tail equal to the brute-force count."""
+    _, M, ids, langs, excluded = case(seed, nq, nd, with_langs)
+    deep = HeadBuilder(nq, tie_keys(ids), max(depth, k), excluded, langs)
+    deep.add(0, M)
+    cut = Head(tuple(map(str, range(nq))), tuple(ids), None if langs is None else tuple(langs), deep.docs,
+               deep.scores, deep.tail).top(k)
+    direct = HeadBuilder(nq, tie_keys(ids), k, excluded, langs)
+    direct.add(0, M)
+    assert np.array_equal(cut.docs, direct.docs) and np.array_equal(cut.scores, direct.scores)
+    assert np.array_equal(cut.tail, direct.tail)
+    assert np.array_equal(cut.tail, brute_tail(M, ids, langs, cut.depth, excluded))

@@ -69,6 +69,27 @@ class Head:
         return Head(tuple(query_ids), self.doc_ids, self.doc_langs, self.docs[rows], self.scores[rows],
                     None if self.tail is None else self.tail[rows])
 
+    def top(self, k: int) -> "Head":
+        """Each query's first ``k`` documents (``self`` when ``k`` >= K), with the tail at the new end:
+        the documents after position k tied with the k-th score, those of the old tail too when the
+        k-th score is the K-th."""
+        if k >= self.depth:
+            return self
+        if k < 1:
+            raise ValueError(f"a head keeps at least one document per query, not {k}")
+        docs, scores = self.docs[:, :k], self.scores[:, :k]
+        tail = None
+        if self.tail is not None:
+            kth = np.where(docs[:, -1] >= 0, scores[:, -1], np.nan)  # NaN: a list shorter than k ties nothing
+            past = (self.scores[:, k:] == kth[:, None]) & (self.docs[:, k:] >= 0)
+            lang = np.searchsorted(np.asarray(self.langs), np.asarray(self._langs))[np.maximum(self.docs[:, k:], 0)] \
+                if self.doc_langs is not None else np.zeros(past.shape, dtype=np.int64)
+            n, n_langs = len(self.query_ids), len(self.langs)
+            rows = np.broadcast_to(np.arange(n)[:, None], past.shape)
+            tail = np.bincount(rows[past] * n_langs + lang[past], minlength=n * n_langs).reshape(n, n_langs)
+            tail += np.where((kth == self.scores[:, -1])[:, None], self.tail, 0)
+        return Head(self.query_ids, self.doc_ids, self.doc_langs, docs.copy(), scores.copy(), tail)
+
     @property
     def depth(self) -> int:
         """K: the length of every query's list (padded with -1)."""
