@@ -12,6 +12,7 @@ from ..tasks import get_task
 from ..util.errors import ClirbenchError
 from ..util.plural import plural
 from ..util.table import format_table
+from .coverage import coverage_lines
 
 
 def _cell(entry: dict | None) -> str:
@@ -228,6 +229,7 @@ def format_outcomes(report) -> str:
                           + (f" p_adj={g.p_adjusted:.3g}" if g.correction not in (None, "none") else "")
                           for name, g in gap.measures.items())
         lines.append(f"gap {gap.scenario} {l1}+{l2} (q {l2} minus q {l1}): {cells}")
+    lines += coverage_lines([o.record for o in outcomes])
     gap_names = [name for gap in report.gaps for name in gap.measures]
     if outcomes:
         lines += [""] * bool(report.gaps) + legend([o.record for o in outcomes], shown + gap_names, bool(report.gaps),

