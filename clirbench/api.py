@@ -11,6 +11,7 @@ from typing import Mapping, Sequence
 from . import runner
 from .evaluation import evaluate_run
 from .results import Evaluation, Metric, PoolResult, ResultStore, RunResult
+from .results.files import is_record_file
 
 __all__ = ["run", "evaluate", "load_results", "RunResult", "PoolResult", "Evaluation", "Metric"]
 
@@ -38,14 +39,14 @@ def run(model, task="xquad", config=None, *, ranker=None, **options) -> RunResul
 
 
 def load_results(paths) -> RunResult:
-    """Result files (paths, or folders searched recursively; ``*.gap.json`` skipped) as a
+    """Result files (paths, or folders searched recursively; gap and consistency files skipped) as a
     ``RunResult``, for ``.to_pandas()`` and ``compare``."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     files = []
     for p in map(Path, paths):
         found = ResultStore(p).files() if p.is_dir() else [p]
-        files.extend(f for f in found if not f.name.endswith(".gap.json"))
+        files.extend(f for f in found if is_record_file(f))
     return RunResult(tuple(ResultStore.read(f) for f in files), (), {}, 0.0)
 
 

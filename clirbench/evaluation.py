@@ -20,9 +20,12 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 
-from .measures import compute, parse
+from .measures import compute, head_depth, parse
+from .measures.mlrs import head_mlrs
 from .rank.exact import ExactRanker
 from .rank.head import head_of_run
+from .rank.judged_head import judge_head
+from .rank.pair_scores import head_pair_scorer
 from .rank.ranked import Ranker, RankingInfo
 from .rank.rows import rank_blocks, run_blocks
 from .rank.runs import rank_run
@@ -38,7 +41,7 @@ if TYPE_CHECKING:
     from .results import MeasureValue
 
 __all__ = ["PoolEvaluation", "evaluate_table", "evaluate_pool", "evaluate_scores", "evaluate_run",
-           "evaluate_ranked_run", "STANDARD_MEASURES"]
+           "evaluate_ranked_run", "with_head", "STANDARD_MEASURES"]
 
 # A ready run's default measures. MaxR_norm needs |D|, which a run does not give; MaxR needs every
 # relevant document retrieved.
@@ -86,7 +89,8 @@ class PoolEvaluation:
 
 def evaluate_table(table: "RankTable", measures: Sequence, resamples: int = 1000,
                    seed: int = 42) -> PoolEvaluation:
-    """Per-query values and bootstrap summary of a RankTable (``resamples=0``: values, CIs NaN)."""
+    """Per-query values and bootstrap summary of a RankTable (``resamples=0``: values, CIs NaN); the
+    language exposure measures read its ``head`` (``with_head``)."""
 
     measures = tuple(measures)
     per_query = compute(measures, table)
@@ -97,6 +101,36 @@ def evaluate_table(table: "RankTable", measures: Sequence, resamples: int = 1000
     return PoolEvaluation(table, measures, per_query, summary)
 
 
+def with_head(table: "RankTable", head: "Head | None", pool: "Pool", measures: Sequence,
+              retriever=None, seen: "Pool | None" = None) -> "RankTable":
+    """``table`` with its judged head (``rank.judged_head``) when ``measures`` read it (the language
+    exposure measures), ``MLRS@K`` computed into it by re-scoring with ``retriever`` (reading
+    ``seen``); ``table`` itself when none does. A ValueError when the head is missing or too shallow."""
+    depth = head_depth(measures)
+    if depth is None:
+        return table
+    if head is None:
+        raise ValueError("this ranking gives no head (each query's top documents): the language exposure "
+                         "measures cannot be computed from it")
+    judged = judge_head(head, pool.qrels, table.query_ids, pool.query_lang)
+    judged.check_depth(depth)
+    mlrs = [m for m in map(parse, measures) if m.family == "MLRS"]
+    if mlrs:
+        if retriever is None:
+            raise ValueError("MLRS@K re-scores passages with the retriever: a ready run cannot give it")
+        rows = head.select(table.query_ids)
+        scorer = head_pair_scorer(retriever, pool if seen is None else seen, rows)
+        items = [d.item for d in pool.docs] if tuple(head.doc_ids) == tuple(d.id for d in pool.docs) else \
+            [{d.id: d.item for d in pool.docs}[i] for i in head.doc_ids]
+        precomputed = {}
+        for m in mlrs:  # toward every document language: the query's own is the family's value
+            found = head_mlrs(rows, items, scorer, pool.doc_langs, m.cutoff)
+            precomputed.update({f"{m}:{lang}": found.column(lang) for lang in found.langs})
+            precomputed[str(m)] = precomputed.get(f"{m}:{pool.query_lang}", np.full(len(rows.query_ids), np.nan))
+        judged = dataclasses.replace(judged, precomputed=precomputed)
+    return dataclasses.replace(table, head=judged)
+
+
 def evaluate_pool(retriever, pool: "Pool", measures: Sequence, resamples: int = 1000, seed: int = 42,
                   *, seen: "Pool | None" = None, ranker: Ranker | None = None) -> PoolEvaluation:
     """Rank ``pool`` with ``retriever`` (reading ``seen``, default ``pool``) by ``ranker`` (default
@@ -105,7 +139,8 @@ def evaluate_pool(retriever, pool: "Pool", measures: Sequence, resamples: int = 
     t0 = time.perf_counter()
     ranked = (ranker or ExactRanker()).rank(retriever, pool if seen is None else seen, pool)
     t1 = time.perf_counter()
-    evaluation = evaluate_table(ranked.table, measures, resamples, seed)
+    table = with_head(ranked.table, ranked.head, pool, measures, retriever, seen)
+    evaluation = evaluate_table(table, measures, resamples, seed)
     info = ranked.info.to_dict() if isinstance(ranked.info, RankingInfo) else ranked.info  # the record's form
     return dataclasses.replace(evaluation, ranking=info, head=ranked.head,
                                seconds={"search": t1 - t0, "measure": time.perf_counter() - t1})
@@ -116,12 +151,14 @@ def evaluate_scores(run: Mapping[str, Mapping[str, float]], pool: "Pool", measur
     """Measure a ready ``{qid: {docid: score}}`` run over ``pool`` (documents it lacks rank last);
     with ``depth``, the evaluation's head is the run's top ``depth`` under the tie rule (None, the
     default: no head, as the rankers)."""
-    evaluation = evaluate_table(rank_blocks(run_blocks(pool, run), pool), measures, resamples, seed)
-    if depth is None:
-        return evaluation
-    head = head_of_run(run, [q.id for q in pool.queries], [d.id for d in pool.docs], [d.lang for d in pool.docs],
-                       pool.exclusions, depth)
-    return dataclasses.replace(evaluation, head=head)
+    needed = head_depth(measures)
+    head = None
+    if depth is not None or needed is not None:
+        head = head_of_run(run, [q.id for q in pool.queries], [d.id for d in pool.docs],
+                           [d.lang for d in pool.docs], pool.exclusions, max(depth or 1, needed or 1))
+    table = with_head(rank_blocks(run_blocks(pool, run), pool), head, pool, measures)
+    evaluation = evaluate_table(table, measures, resamples, seed)
+    return evaluation if depth is None else dataclasses.replace(evaluation, head=head.top(depth))
 
 
 def evaluate_ranked_run(table: "RankTable", qrels: Mapping, run_queries: Sequence[str], measures: Sequence | None = None,

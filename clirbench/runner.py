@@ -12,7 +12,7 @@ from .cache.layout import embeddings_dir
 from .collection import Pool
 from .evaluation import evaluate_pool
 from .identity import PoolKey, SystemKey
-from .measures import DEFAULT_MEASURES, MAIN_MEASURES, parse
+from .measures import DEFAULT_MEASURES, MAIN_MEASURES, head_depth, parse
 from .rank.ann import split_ann_measures
 from .rank.ann_index import parse_index_spec
 from .rank.choose import choose_ranker
@@ -32,6 +32,7 @@ from .retrievers import make_retriever
 from .retrievers.encoders import check_device
 from .run_config import RunConfig
 from .stats.paired import BILINGUAL_SCENARIOS, correct_gaps, query_language_gap, write_gap
+from .stats.consistency import run_consistency
 from .stats.preference import pool_preference
 from .tasks import get_task
 from .translate import TranslationPlan
@@ -71,17 +72,23 @@ def run(model, task="xquad", config: RunConfig | None = None, *, ranker=None, **
     encoded, t_stage = _encoded(retriever), time.perf_counter()
     hardware = _encode_stage(todo, settings, c.ranking.executor) if todo else None
     t_stage = time.perf_counter() - t_stage
+    heads = {}  # multi pools' heads, for the consistency across query languages
     for pool, path in _progress(todo, c.output.progress, "pools"):
         groups = task_obj.breakdown_groups(pool) if task_obj is not None else {}
         result, evaluation = _evaluate_pool(pool, settings, hardware, groups)
+        if pool.scenario == "multi" and evaluation.head is not None:
+            heads[pool.name] = evaluation.head
+        head = evaluation.head.top(c.ranking.depth) if c.output.save_run and evaluation.head is not None else None
         done.append(store.save(pool.name, result, PerQuery(tuple(evaluation.query_ids), evaluation.columns()),
-                               path, ranks=evaluation.table, head=evaluation.head))
+                               path, ranks=evaluation.table, head=head))
     order = {p.name: i for i, p in enumerate(pools)}
     done.sort(key=lambda o: order[o.name])
     gaps = write_gaps(done, resamples=c.statistics.resamples, seed=c.statistics.seed,
                       correction=c.statistics.correction)
+    consistency = run_consistency(done, heads, resamples=c.statistics.resamples, seed=c.statistics.seed)
     main = task_obj.card.main_measures if task_obj is not None else _main_measures(pools)
     return RunResult(pools=tuple(done), gaps=tuple(g for _, g in gaps), main_measures=dict(main),
+                     consistency=tuple((name, matrix) for name, matrix, _ in consistency),
                      seconds=time.perf_counter() - t_start, gap_paths=tuple(p for p, _ in gaps),
                      measures=settings.asked, encoded=_encoded_since(retriever, encoded), encode_seconds=t_stage)
 
@@ -166,9 +173,10 @@ def _translation_plan(c: RunConfig, task_obj):
 def _ranker(given, c: RunConfig, pools: Sequence[Pool], measures, retriever):
     """``given`` (checked against the measures), else the ranker the ranking options choose."""
     if given is None:
-        # the head costs time on every pool (about 2x the ranking of a large pool): kept only to be saved
+        # the head costs time on every pool: kept as deep as the exposure measures read or --save-run saves
+        depths = [d for d in (head_depth(measures), c.ranking.depth if c.output.save_run else None) if d]
         return choose_ranker(c.ranking, [len(p.docs) for p in pools], measures, c.retrieval.device, retriever,
-                             depth=c.ranking.depth if c.output.save_run else None)
+                             depth=max(depths) if depths else None)
     given.supports(measures)
     return given
 

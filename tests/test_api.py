@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 import pytrec_eval
 
+from clirbench.results.files import is_record_file
 import clirbench
 from clirbench.stats.paired import Gap
 from clirbench.collection import Pool, Text
@@ -262,7 +263,7 @@ def test_run_config_is_the_keyword_options_as_one_checked_value():
 def _records(folder: Path) -> dict[str, dict]:
     """The measures of every record under ``folder``, by path relative to it."""
     return {str(p.relative_to(folder)): clirbench.load_results(p)[0].record.to_dict()["measures"]
-            for p in sorted(folder.rglob("*.json")) if not p.name.endswith(".gap.json")}
+            for p in sorted(folder.rglob("*.json")) if is_record_file(p)}
 
 
 def test_run_writes_only_into_an_output_folder_by_the_rule_of_the_cli(tmp_path, monkeypatch):

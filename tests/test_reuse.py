@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from clirbench.results.files import is_record_file
 from clirbench.cli import main
 from clirbench.results import read_result
 
@@ -33,7 +34,7 @@ def argv(data: Path, out: Path, *extra: str) -> list[str]:
 
 def results(out: Path) -> dict[str, dict]:
     return {str(p.relative_to(out)): read_result(p).to_dict() for p in sorted(out.rglob("*.json"))
-            if not p.name.endswith(".gap.json")}
+            if is_record_file(p)}
 
 
 def refused(capsys, args, needle: str) -> str:

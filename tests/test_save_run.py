@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from clirbench.results.files import is_record_file
 import clirbench
 from clirbench.cli import main
 from clirbench.measures import parse
@@ -28,7 +29,7 @@ MEASURES = f"{CUTOFF},RR,MaxR"
 
 
 def _records(out: Path) -> list[Path]:
-    return sorted(p for p in out.rglob("*.json") if not p.name.endswith(".gap.json"))
+    return sorted(p for p in out.rglob("*.json") if is_record_file(p))
 
 
 def _reproduced(tmp_path: Path, capsys, out: Path, pools: Path, depth: int = DEFAULT_DEPTH) -> int:

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from clirbench.results.files import is_record_file
 from clirbench.util.errors import DataNotFoundError, MalformedDataError, UnknownNameError
 from clirbench.tasks import get_task, list_tasks
 
@@ -204,7 +205,7 @@ def test_run_without_data_dir_uses_the_embedded_copy_and_records_it(tmp_path, mo
     monkeypatch.chdir(tmp_path)
     assert main(["run", "--model", "bm25", "--task", "xquad", "--langs", "en,zh", "--scenario", "mono-cross",
                  "--query-lang", "zh", "--resamples", "20", "--output", "results"]) == 0
-    (path,) = [p for p in (tmp_path / "results").rglob("*.json") if not p.name.endswith(".gap.json")]
+    (path,) = [p for p in (tmp_path / "results").rglob("*.json") if is_record_file(p)]
     result = read_result(path)
     assert result.task.source == "embedded:clirbench/data/xquad"
     assert dict(result.task.files_sha256) == {l: get_task("xquad").card.files_sha256[l] for l in ("en", "zh")}

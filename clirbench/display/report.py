@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from ..identity import PoolKey
 from ..measures import direction, parse
 from ..scenarios import RETRIEVAL, SCENARIOS
 from ..stats.correction import describe, family_size
@@ -133,6 +134,55 @@ def format_preference(matrix: dict) -> list[str]:
             + format_table(header, body, right=tuple(range(1, len(header)))) + ([note] if note else []) + [""])
 
 
+EXPOSURE_COLUMNS = (("alpha_nDCG@20", "α-nDCG@20"), ("AWRF@10", "AWRF@10"), ("Top1_rel_qlang", "rel q-lang"),
+                    ("Top1_rel_other", "rel other"), ("Top1_nonrel_qlang", "nonrel q-lang"),
+                    ("Top1_nonrel_other", "nonrel other"))
+
+
+def format_exposure(matrix: dict, records: list[dict]) -> list[str]:
+    """Which languages fill the top of the rankings of one set of documents: per query language (row),
+    the mean share of each document language among the top 10 (the matrix's ``top10_share``), then
+    the records' alpha_nDCG@20, AWRF@10 and top-1 split; [] when the rows carry no shares."""
+    shares = matrix.get("top10_share") or []
+    if not any(c for row in shares for c in row):
+        return []
+    by_lang = {r["query_lang"]: r["measures"] for r in records}
+    columns = [(n, label) for n, label in EXPOSURE_COLUMNS if any(n in m for m in by_lang.values())]
+
+    def value(cell, digits: int) -> str:
+        return "-" if not cell or cell.get("value") is None else f"{cell['value']:.{digits}f}"
+
+    mlrs = matrix.get("mlrs") or []
+    mlrs = mlrs if any(c for row in mlrs for c in row) else []
+    header = ["q", *(f"top10 {d}" for d in matrix["doc_langs"]), *(label for _, label in columns),
+              *(f"MLRS→{d}" for d in matrix["doc_langs"] if mlrs)]
+    body = [[q, *(value(c, 1) for c in shares[i]),
+             *(value(by_lang.get(q, {}).get(n), 2 if n.startswith(("alpha", "AWRF")) else 1) for n, _ in columns),
+             *(value(c, 1) for c in (mlrs[i] if mlrs else []))]
+            for i, q in enumerate(matrix["query_langs"])]
+    return ([f"== language exposure {matrix['pool']}: % of each query's top 10 in each document language; "
+             "alpha-nDCG@20 and AWRF@10 with language as the aspect; top-1: % of queries whose first document is "
+             "relevant or not, in the query's language or another (random order of ties)"
+             + ("; MLRS→L: % of the rank a passage of the top gains when rewritten in L" if mlrs else "")]
+            + format_table(header, body, right=tuple(range(1, len(header)))) + [""])
+
+
+def format_consistency(name: str, matrix) -> list[str]:
+    """A ``stats.consistency.ConsistencyMatrix``: per pair of query languages, MRC@k and RBO@k [95% CI]."""
+    mrc, rbo = matrix.names
+    body = [[f"{cell.langs[0]}-{cell.langs[1]}", str(cell.summary[mrc].n), _cell(cell.summary[mrc].to_dict()),
+             _cell(cell.summary[rbo].to_dict())] for cell in matrix.pairs]
+    return ([f"== consistency across query languages {name}: the same question asked in two languages; "
+             f"{mrc}: Spearman's rho of the two top {matrix.k} lists (1: the same order), {rbo}: rank-biased "
+             f"overlap (p = {matrix.p:g}; 1: the same lists, 0: disjoint)"]
+            + format_table(["queries", "n", mrc, rbo], body, right=(1,)) + [""])
+
+
+def _documents(record: dict) -> str:
+    """The name ``preference_matrix`` gives a record's set of documents."""
+    return "/".join(PoolKey.of(record).documents.parts[:-1])
+
+
 def _pool_label(record: dict) -> str:
     """A pool in a note: its documents, pool mode (when not unique) and query language."""
     docs, query = seen_languages(record)
@@ -218,10 +268,13 @@ def format_outcomes(report) -> str:
         if scenario == "multi":
             for matrix in preference_matrix(o.record for o in rows):
                 lines += format_preference(matrix)
+                lines += format_exposure(matrix, [o.record for o in rows if _documents(o.record) == matrix["pool"]])
             seen = [(r["query_lang"], seen_languages(r)[0]) for r in (o.record for o in rows) if r.get("translation")]
             if seen:
                 lines[-1:-1] = ["(columns: the documents' original languages; translated, the retriever saw "
                                 + "; ".join(f"{docs} for queries in {q}" for q, docs in seen) + ")"]
+    for name, matrix in getattr(report, "consistency", ()):
+        lines += format_consistency(name, matrix)
     lines += _task_summaries([o.record for o in outcomes])
     for gap in report.gaps:
         l1, l2 = gap.doc_langs

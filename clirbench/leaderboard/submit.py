@@ -12,6 +12,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from ..identity import SystemKey
+from ..results.files import is_record_file
 from ..util.errors import ClirbenchError
 from ..util.redact import redact_command
 from ..util.strict import json_kind
@@ -317,11 +318,11 @@ def submit(result_file: str | os.PathLike, leaderboard_dir: str | os.PathLike = 
 
 
 def result_files(results_dir: str | os.PathLike) -> list[Path]:
-    """Result JSONs under ``results_dir`` (gap files ``*.gap.json`` left out), sorted."""
+    """Result JSONs under ``results_dir`` (gap and consistency files left out), sorted."""
     root = Path(results_dir)
     if not root.is_dir():
         raise ClirbenchError(f"{root}: no such results directory")
-    return sorted(p for p in root.rglob("*.json") if not p.name.endswith(".gap.json") and p.is_file())
+    return sorted(p for p in root.rglob("*.json") if is_record_file(p) and p.is_file())
 
 
 def build(results_dir: str | os.PathLike, leaderboard_dir: str | os.PathLike = "leaderboard", data_dir=None,

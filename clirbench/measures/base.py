@@ -13,7 +13,7 @@ from .families import ALIASES, FAMILIES, Family
 if TYPE_CHECKING:  # annotations only: the measures read a RankTable and need no rank code at run time
     from ..rank.table import RankTable
 
-__all__ = ["Measure", "parse", "valid_names", "direction", "compute", "per_query"]
+__all__ = ["Measure", "parse", "valid_names", "direction", "compute", "per_query", "head_depth"]
 
 MAX_CUTOFF = 1_000_000  # deepest cutoff of a measure (nDCG@k, R@k, ...): far below any run's depth limit
 _GRAMMAR = re.compile(r"(?P<name>[A-Za-z][A-Za-z0-9_]*)(?:@(?P<k>[1-9][0-9]*))?")
@@ -137,6 +137,13 @@ def direction(name: str | Measure) -> str | None:
         return parse(name).direction
     except ValueError:
         return None
+
+
+def head_depth(measures: Iterable[Measure | str]) -> int | None:
+    """The depth of the ranking's head that ``measures`` need: the deepest cutoff of those read from
+    the head (``Family.needs_head``; 1 for the top-1 split); None when none is."""
+    cutoffs = [m.cutoff or 1 for m in map(parse, measures) if m.record.needs_head]
+    return max(cutoffs) if cutoffs else None
 
 
 def _value(m: Measure, p: Prep) -> np.ndarray:

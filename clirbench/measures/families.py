@@ -35,6 +35,7 @@ from .exposure import (
     share_measure,
     top1_measure,
 )
+from .mlrs import mlrs_measure
 
 __all__ = ["Family", "FAMILIES", "ALIASES", "family", "TrecEval", "TREC_EVAL", "TREC_EVAL_ALIASES"]
 
@@ -184,6 +185,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            needs_head=True, **_PERCENT),
     Family("Top1_nonrel_other", "none", "down", func=top1_measure("nonrel_other"), mteb_key="top1_nonrel_other",
            needs_head=True, **_PERCENT),
+    # a passage's climb when rewritten in the query's language (measures/mlrs.py; the runner re-scores)
+    Family("MLRS", "required", "down", func=mlrs_measure, mteb_key="mlrs", needs_head=True, **_PERCENT),
 )}
 # alias -> family name ("Max@R…" spellings contain '@' and are matched before the grammar)
 ALIASES: dict[str, str] = {a: f.name for f in FAMILIES.values() for a in f.aliases}

@@ -135,3 +135,14 @@ def head_mlrs(head, doc_items: Sequence[str], score_pairs: Callable[[np.ndarray,
         out["values"][:, j], out["rises"][:, j], out["room"][:, j] = values, rises, room
         missing[:, j] = lost.sum(axis=1)
     return MLRS(tuple(head.query_ids), langs, k, out["values"], out["rises"], out["room"], passages, missing)
+
+
+def mlrs_measure(p, k: int) -> np.ndarray:
+    """The ``MLRS@k`` family's per-query values toward each query's language: computed by the runner
+    (``evaluation.evaluate_pool``, which has the retriever to re-score the parallel passages) into
+    the judged head's ``precomputed``."""
+    values = p.head.precomputed.get(f"MLRS@{k}")
+    if values is None:
+        raise ValueError(f"MLRS@{k} re-scores passages with the retriever: `clirbench run` computes it on "
+                         "parallel pools; a ready run cannot give it")
+    return np.asarray(values, dtype=np.float64)

@@ -6,7 +6,7 @@ the query languages and the pool's language mix. The language exposure measures
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -39,6 +39,8 @@ class JudgedHead:
     lang_counts: Mapping[str, int]
     rel_counts: np.ndarray  # (n, L) int64
     tail_known: bool = True
+    # per-query values computed outside the measures, by measure name (MLRS@K: the retriever re-scores passages)
+    precomputed: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         n, L = len(self.query_ids), len(self.langs)

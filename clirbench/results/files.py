@@ -24,7 +24,7 @@ from ..util.errors import ClirbenchError, DataNotFoundError, MalformedDataError
 from ..util.strict import check_id, first_duplicate, loads_json, shown
 from .records import Result
 
-__all__ = ["PerQuery", "RankedDoc", "per_query_name", "ranks_name", "write_result", "read_result", "read_per_query",
+__all__ = ["SIDE_SUFFIXES", "is_record_file", "PerQuery", "RankedDoc", "per_query_name", "ranks_name", "write_result", "read_result", "read_per_query",
            "read_ranks", "result_path"]
 
 _PER_QUERY_SUFFIX = ".perquery.tsv"
@@ -47,6 +47,17 @@ class RankedDoc(NamedTuple):
     doc_lang: str
     grade: float
     rank: float
+
+
+#: the JSON files a run writes beside its records that are not records: query-language gaps
+#: (``stats.paired``) and the consistency across query languages (``stats.consistency``)
+SIDE_SUFFIXES = (".gap.json", ".consistency.json")
+
+
+def is_record_file(path: str | os.PathLike) -> bool:
+    """A ``*.json`` that is not one of the ``SIDE_SUFFIXES`` files."""
+    name = Path(path).name
+    return name.endswith(".json") and not name.endswith(SIDE_SUFFIXES)
 
 
 def _stem(result_file: str | os.PathLike) -> str:

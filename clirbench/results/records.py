@@ -515,13 +515,14 @@ def _check_breakdown(value: Mapping) -> Mapping:
 #: the parts of a preference row: mean rank of the relevant passage per document language, and the
 #: percentage of queries whose best-ranked relevant passage is in that language (stats.preference)
 PREFERENCE_PARTS = ("mean_rank", "best_share")
-#: an optional part: the percentage of queries whose passage in that language a tie ranked
-PREFERENCE_OPTIONAL = ("tie_share",)
+#: optional parts: the percentage of queries whose passage in that language a tie ranked, the mean
+#: percentage of the top 10 in that language (Share@10(L)) and MLRS@K toward that language (when asked)
+PREFERENCE_OPTIONAL = ("tie_share", "top10_share", "mlrs")
 
 
 def check_preference(value: Mapping, doc_langs, pool_size: int) -> Mapping:
     """Validate a preference row and freeze it: the parts ``mean_rank`` and ``best_share`` (and the
-    optional ``tie_share``), each with exactly the pool's document languages, each cell a
+    optional ``PREFERENCE_OPTIONAL``), each with exactly the pool's document languages, each cell a
     ``MeasureValue`` (or its dict) within range (a rank in [1, pool size], a share in [0, 100], ci_low <= ci_high)."""
     if not isinstance(value, Mapping):
         raise ValueError("preference must be an object")

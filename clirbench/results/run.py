@@ -53,8 +53,9 @@ class RunResult(Sequence):
     query-language gaps of bilingual pools (``gaps``, with the files they were written to in
     ``gap_paths``, None where computed in memory only), the task's main measures per scenario, wall
     time, the measures asked for (None: the default set), the texts encoded (None: the retriever has
-    no embedding cache) and the encoding stage's seconds (every pool's texts at once; not in the
-    records' ``timings_s``)."""
+    no embedding cache), the encoding stage's seconds (every pool's texts at once; not in the
+    records' ``timings_s``) and the consistency of the rankings across query languages (MRC@10, RBO@10)
+    of each set of ``multi`` documents whose pools were ranked in this run."""
 
     pools: tuple[PoolResult, ...]
     gaps: tuple = ()  # stats.paired.Gap, one per bilingual pool finished for both query languages
@@ -64,6 +65,7 @@ class RunResult(Sequence):
     measures: tuple[str, ...] | None = None
     encoded: int | None = None
     encode_seconds: float = 0.0
+    consistency: tuple = ()  # (documents' name, stats.consistency.ConsistencyMatrix) per multi pool set
 
     def __len__(self) -> int:
         return len(self.pools)

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 from ..identity import PoolKey, SystemKey
 from ..util.atomic import write_bytes_atomic
 from ..util.errors import ClirbenchError
-from .files import PerQuery, read_per_query, read_result, result_path, write_result
+from .files import PerQuery, is_record_file, read_per_query, read_result, result_path, write_result
 from .records import Result
 from .run import PoolResult
 from .saved_run import RunFile, file_sha256, run_bytes, run_id_of, run_name
@@ -169,10 +169,10 @@ class ResultStore:
         return dataclasses.replace(result, run=RunFile(run_path.name, hashlib.sha256(data).hexdigest(), depth, run_id))
 
     def files(self) -> list[Path]:
-        """The record files under the folder (``*.gap.json`` left out), sorted."""
+        """The record files under the folder (gap and consistency files left out), sorted."""
         if self.folder is None:
             return []
-        return [f for f in sorted(Path(self.folder).rglob("*.json")) if not f.name.endswith(".gap.json")]
+        return [f for f in sorted(Path(self.folder).rglob("*.json")) if is_record_file(f)]
 
     @staticmethod
     def read(path: str | os.PathLike) -> PoolResult:

@@ -5,19 +5,23 @@ percentile bootstrap intervals resampling questions (one shared resampling for b
 ``stats.summary``)."""
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from itertools import combinations
-from typing import TYPE_CHECKING, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Mapping, Sequence
 
+from ..identity import PoolKey, split_pool_stem
 from ..measures.consistency import DEFAULT_K, DEFAULT_P, TwinValues, consistency_values
 from ..results.records import MeasureValue
+from ..util.atomic import write_text_atomic
 from .summary import summarise
 
 if TYPE_CHECKING:
     from ..rank.head import Head
 
-__all__ = ["PairConsistency", "ConsistencyMatrix", "consistency_matrix"]
+__all__ = ["PairConsistency", "ConsistencyMatrix", "consistency_matrix", "consistency_path", "run_consistency"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -84,3 +88,37 @@ def consistency_matrix(heads: Mapping[str, "Head"], k: int = DEFAULT_K, p: float
         summary = summarise(values.names, values.columns(), resamples, seed, confidence)
         cells.append(PairConsistency((a, b), values, summary))
     return ConsistencyMatrix(langs, int(k), float(p), tuple(cells))
+
+
+def consistency_path(result: str | Path) -> Path:
+    """``…/en-zh.q-en.json`` → ``…/en-zh.consistency.json``, beside the pool's results."""
+    path = Path(result)
+    stem = split_pool_stem(path.name)
+    return path.with_name((stem[0] if stem else path.name) + ".consistency.json")
+
+
+def run_consistency(outcomes: Sequence, heads: Mapping[str, "Head"], k: int = DEFAULT_K, resamples: int = 1000,
+                    seed: int = 42) -> list[tuple[str, ConsistencyMatrix, Path | None]]:
+    """The matrices of a run: for each set of ``multi`` documents of two or more languages whose pools
+    for two or more query languages have a head at least ``k`` deep in ``heads`` (pool name -> head),
+    ``(documents' name, matrix, file)``, each written atomically beside its results (None: in memory).
+    Pools without a head (reused from an earlier run) are left out."""
+    groups: dict = {}
+    for o in outcomes:
+        head = heads.get(o.name)
+        r = o.record
+        if r.scenario == "multi" and len(r.doc_langs) >= 2 and head is not None and \
+                min(head.depth, len(head.doc_ids)) >= min(k, len(head.doc_ids)):
+            groups.setdefault(PoolKey.of(r).documents, []).append((r.query_lang, head, o.path))
+    out = []
+    for key, found in groups.items():
+        if len(found) < 2:
+            continue
+        order = {lang: i for i, lang in enumerate(key.doc_langs)}
+        found.sort(key=lambda f: (order.get(f[0], len(order)), f[0]))
+        matrix = consistency_matrix({lang: head for lang, head, _ in found}, k, DEFAULT_P, resamples, seed)
+        target = None if found[0][2] is None else consistency_path(found[0][2])
+        if target is not None:
+            write_text_atomic(target, json.dumps(matrix.to_dict(), indent=2) + "\n")
+        out.append(("/".join(key.parts[:-1]), matrix, target))
+    return out

@@ -19,16 +19,23 @@ import numpy as np
 
 from ..identity import PoolKey
 from ..measures.compute import best_tie_group, expected_best_rank, first_share
+from ..measures.exposure import lang_shares
 from ..rank.table import RankTable
 from .summary import summarise
 
-__all__ = ["PARTS", "TIE_PART", "preference_columns", "preference_row", "pool_preference", "preference_matrix",
+__all__ = ["PARTS", "TIE_PART", "SHARE_PART", "MLRS_PART", "preference_columns", "preference_row", "pool_preference", "preference_matrix",
            "tie_note"]
 
 #: the two quantities of a matrix cell, in the order a record writes them
 PARTS = ("mean_rank", "best_share")
 #: the optional third: the % of queries whose cell a tie decided (records made before it lack it)
 TIE_PART = "tie_share"
+#: the optional fourth, from the ranking's head: the mean share of the document language among each
+#: query's top 10 (``measures.exposure``'s Share@10(L)); rows made without a head lack it
+SHARE_PART = "top10_share"
+SHARE_K = 10
+#: the optional fifth, when MLRS@K was asked (the first such K): MLRS toward each document language
+MLRS_PART = "mlrs"
 #: a matrix whose cells ties decided for this % of the queries or more gets a note (run, page)
 TIE_NOTE_AT = 10.0
 
@@ -53,6 +60,14 @@ def preference_columns(table: RankTable, doc_langs: Sequence[str]) -> dict[str, 
     for lang, mask in zip(doc_langs, masks):
         first, size, _ = best_tie_group(table, mask)
         out[f"{TIE_PART}:{lang}"] = np.where(np.isfinite(first), 100.0 * (size > 1), np.nan)
+    if table.head is not None:
+        shares = lang_shares(table.head, SHARE_K)
+        for lang in doc_langs:
+            out[f"{SHARE_PART}:{lang}"] = shares[:, table.head.langs.index(lang)]
+        mlrs = next((name for name in table.head.precomputed if name.startswith("MLRS@") and ":" not in name), None)
+        if mlrs is not None and all(f"{mlrs}:{lang}" in table.head.precomputed for lang in doc_langs):
+            for lang in doc_langs:
+                out[f"{MLRS_PART}:{lang}"] = np.asarray(table.head.precomputed[f"{mlrs}:{lang}"], dtype=np.float64)
     return out
 
 
@@ -64,7 +79,8 @@ def preference_row(table: RankTable, doc_langs: Sequence[str], resamples: int = 
 
     columns = preference_columns(table, doc_langs)
     summary = summarise(list(columns), columns, resamples, seed)
-    return {part: {lang: summary[f"{part}:{lang}"] for lang in doc_langs} for part in (*PARTS, TIE_PART)}
+    parts = (*PARTS, TIE_PART) + tuple(p for p in (SHARE_PART, MLRS_PART) if f"{p}:{doc_langs[0]}" in columns)
+    return {part: {lang: summary[f"{part}:{lang}"] for lang in doc_langs} for part in parts}
 
 
 def pool_preference(pool, table: RankTable, resamples: int = 1000, seed: int = 42) -> dict | None:
@@ -95,7 +111,7 @@ def preference_matrix(records: Iterable[Any]) -> list[dict]:
         langs = list(key.doc_langs)
         query_langs = [l for l in langs if l in rows] + sorted(l for l in rows if l not in langs)
         matrix = {"pool": "/".join(key.parts[:-1]), "doc_langs": langs, "query_langs": query_langs}
-        for part in (*PARTS, TIE_PART):
+        for part in (*PARTS, TIE_PART, SHARE_PART, MLRS_PART):
             matrix[part] = [[_cell((rows[q].get(part) or {}).get(d)) for d in langs] for q in query_langs]
         out.append(matrix)
     return out
