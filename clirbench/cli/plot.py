@@ -1,4 +1,4 @@
-"""``clirbench plot ecdf | ranks | gaps | preference | pareto``: figures of results and leaderboards (SVG or PNG by the
+"""``clirbench plot ecdf | ranks | gaps | preference | exposure | pareto``: figures of results and leaderboards (SVG or PNG by the
 ``--out`` suffix), one sub-subcommand per figure module of ``clirbench.plots``.
 
 A figure is added with an ``_add_<name>(sub)`` function, listed in ``_FIGURES``: it makes its parser
@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..plots.exposure import plot_exposure
 from ..plots.figure import check_output
 from ..plots.gap_heatmap import plot_gap_heatmap
 from ..plots.pareto import COSTS, DEFAULT_COST, write_pareto
@@ -92,6 +93,15 @@ def _add_preference(sub) -> None:
     _results_arg(s)
 
 
+def _add_exposure(sub) -> None:
+    def draw(args):
+        return plot_exposure(args.results, args.out)
+
+    s = _figure(sub, "exposure", "which document languages fill each query's top 10, per system and query "
+                                 "language (multi pools)", draw)
+    _results_arg(s)
+
+
 def _add_pareto(sub) -> None:
     def draw(args):
         return write_pareto(args.results, args.out, args.measure, args.cost, args.scenario)
@@ -105,7 +115,7 @@ def _add_pareto(sub) -> None:
     s.add_argument("--scenario", default=None, help="only results of this scenario")
 
 
-_FIGURES = (_add_ecdf, _add_ranks, _add_gaps, _add_preference, _add_pareto)
+_FIGURES = (_add_ecdf, _add_ranks, _add_gaps, _add_preference, _add_exposure, _add_pareto)
 
 
 def add_plot_parser(subparsers) -> argparse.ArgumentParser:
@@ -120,7 +130,8 @@ def add_plot_parser(subparsers) -> argparse.ArgumentParser:
 
 def cmd_plot(args) -> int:
     if getattr(args, "figure", None) is None:
-        raise ClirbenchError("clirbench plot: expected a figure: ecdf, ranks, gaps, preference or pareto")
+        raise ClirbenchError("clirbench plot: expected a figure: ecdf, ranks, gaps, preference, exposure or "
+                             "pareto")
     check_output(args.out)
     print(args.figure(args))
     return 0
