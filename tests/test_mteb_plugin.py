@@ -416,3 +416,112 @@ def test_mteb_family_names_a_local_folder_for_mteb(mteb_family, tiny_bert_dir):
     meta = r.encoder.model.mteb_model_meta
     digest = weights_hash(Path(tiny_bert_dir))
     assert meta.name == f"local/{Path(tiny_bert_dir).name}-{digest.split(':')[1][:8]}" and meta.revision == digest
+
+
+# ---------------------------------------------------------------------------------------------
+# the language exposure measures as MTEB scores (issue 33)
+
+EXPOSURE_KEYS = ("lang_share_at_10", "awrf_at_10", "alpha_ndcg_at_20", "top1_rel_qlang", "top1_rel_other",
+                 "top1_nonrel_qlang", "top1_nonrel_other")
+
+
+def _exposure_loop(pool, k: int = 10) -> tuple[float, dict[str, float]]:
+    """Share@k of the query language and the top-1 split (mean % over the judged queries) of the bag
+    encoder on ``pool``, by a plain loop over its exact integer scores: a document above the k-th
+    score counts whole, each one tied with it (slots left) / (tie size), the expectation over random
+    orders of the tie; the first place goes to each document of the top score's tie with equal chance."""
+    enc = BagOfCharsEncoder()
+    docs = enc.vectors([d.text for d in pool.docs]).astype(np.int64)
+    langs = np.array([d.lang for d in pool.docs])
+    shares, top1 = [], {"rel_qlang": [], "rel_other": [], "nonrel_qlang": [], "nonrel_other": []}
+    for query in pool.queries:
+        if not pool.qrels.get(query.id):
+            continue
+        scores = docs @ enc.vectors([query.text]).astype(np.int64)[0]
+        kth = np.sort(scores)[::-1][k - 1]
+        above, tied = scores > kth, scores == kth
+        in_lang = langs == pool.query_lang
+        expected = (above & in_lang).sum() + (tied & in_lang).sum() * (k - above.sum()) / tied.sum()
+        shares.append(100.0 * expected / k)
+        first = np.flatnonzero(scores == scores.max())
+        for name in top1:
+            rel = np.array([pool.qrels[query.id].get(pool.docs[i].id, 0) > 0 for i in first])
+            own = langs[first] == pool.query_lang
+            hit = (rel if name.startswith("rel") else ~rel) & (own if name.endswith("qlang") else ~own)
+            top1[name].append(100.0 * hit.sum() / len(first))
+    return float(np.mean(shares)), {name: float(np.mean(v)) for name, v in top1.items()}
+
+
+@pytest.fixture(scope="module")
+def exposure_run(tmp_path_factory):
+    """mteb.evaluate with the bag encoder on XQuAD multi en,zh,ar (one pool of three languages per
+    query language) and mono-same en,zh (one document language: Share@10 and SameLangFirst undefined)."""
+    import mteb
+
+    import clirbench.mteb as cm
+
+    tasks = (cm.get_tasks("xquad", langs="en,zh,ar", scenarios="multi", data_dir=XQUAD)
+             + cm.get_tasks("xquad", langs="en,zh", scenarios="mono-same", data_dir=XQUAD))
+    work = tmp_path_factory.mktemp("mteb-exposure")
+    result = mteb.evaluate(_bag_mteb_model(), tasks=tasks, cache=mteb.ResultCache(work / "cache"),
+                           show_progress_bar=False)
+    return tasks, result
+
+
+def test_exposure_measures_are_mteb_scores_equal_to_a_plain_loop(exposure_run):
+    tasks, result = exposure_run
+    multi = next(t for t in tasks if t.metadata.name == "clirbench.xquad.multi.unique")
+    scores = {s["hf_subset"]: s for tr in result.task_results if tr.task_name == multi.metadata.name
+              for s in tr.scores["test"]}
+    assert set(scores) == {"en-zh-ar.q-en", "en-zh-ar.q-zh", "en-zh-ar.q-ar"}
+    for subset, s in scores.items():
+        for key in EXPOSURE_KEYS:
+            assert key in s and math.isfinite(s[key]), (subset, key)
+        assert 0.0 <= s["alpha_ndcg_at_20"] <= 1.0 and 0.0 <= s["awrf_at_10"] <= 1.0
+        share, top1 = _exposure_loop(multi.pools[subset])
+        assert s["lang_share_at_10"] == pytest.approx(share, rel=1e-9, abs=1e-9), subset
+        for name, value in top1.items():
+            assert s[f"top1_{name}"] == pytest.approx(value, rel=1e-9, abs=1e-9), (subset, name)
+        assert sum(s[f"top1_{name}"] for name in top1) == pytest.approx(100.0)
+        assert 0.0 < share < 100.0  # the bag encoder mixes languages: the check is not of a trivial 100
+
+
+def test_a_missing_exposure_value_is_handled_as_same_lang_first(exposure_run, tmp_path):
+    """On one document language Share@10 and AWRF@10 are NaN, as SameLangFirst: all three are left out of
+    MTEB's scores, and to_results records each as a missing value over 0 queries (the runner's form);
+    on the multi pools the records carry the top-10 shares, their own language's equal to Share@10."""
+    import clirbench.mteb as cm
+    from clirbench.mteb import score_key
+    from clirbench.results import read_result
+
+    tasks, result = exposure_run
+    mono = next(tr for tr in result.task_results if tr.task_name == "clirbench.xquad.mono-same.unique")
+    for s in mono.scores["test"]:
+        for name in ("SameLangFirst", "Share@10", "AWRF@10"):
+            assert score_key(name) not in s, (s["hf_subset"], name)
+        assert math.isfinite(s["alpha_ndcg_at_20"]) and math.isfinite(s["top1_rel_qlang"])
+    records = [read_result(p) for p in cm.to_results(result, tmp_path / "out", tasks=tasks, resamples=20)]
+    assert len(records) == 5
+    for rec in records:
+        if rec.scenario == "mono-same":
+            for name in ("SameLangFirst", "Share@10", "AWRF@10"):
+                mv = rec.measures[name]
+                assert math.isnan(mv.value) and math.isnan(mv.ci_low) and mv.n == 0, name
+            assert rec.preference is None
+            continue
+        shares = rec.preference["top10_share"]
+        assert set(shares) == {"en", "zh", "ar"}
+        assert sum(c.value for c in shares.values()) == pytest.approx(100.0)
+        assert shares[rec.query_lang].value == pytest.approx(rec.measures["Share@10"].value, rel=1e-12)
+        for name in ("Share@10", "AWRF@10", "alpha_nDCG@20", "Top1_rel_qlang"):
+            mv = rec.measures[name]
+            assert mv.ci_low <= mv.value <= mv.ci_high and mv.n == rec.num_queries, name
+
+
+def test_mteb_tasks_refuse_mlrs():
+    import clirbench.mteb as cm
+    from clirbench.util.errors import ClirbenchError
+
+    with pytest.raises(ClirbenchError, match=r"^MLRS@10: MLRS re-scores") as err:
+        cm.get_tasks("xquad", langs="en,zh", scenarios="multi", data_dir=XQUAD, measures=["nDCG@10", "MLRS@10"])
+    assert "\n" not in str(err.value)

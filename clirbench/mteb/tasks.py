@@ -3,9 +3,13 @@
 Each pool is an MTEB subset whose ``eval_langs`` are ``[query language, *document languages]``.
 MTEB searches the whole pool (``top_k`` = pool size), so its run ranks every document; clirbench's
 measures are then computed from that run with clirbench's tie rule (score desc as float32, doc id
-desc) and added to MTEB's scores. multi-1 exclusions: the model is wrapped in a search wrapper
-that drops each query's excluded documents from MTEB's run before MTEB or clirbench scores it,
-so MTEB's own scores are right for multi-1 too.
+desc) and added to MTEB's scores; a measure without a value on a pool (NaN: SameLangFirst or
+Share@10 on one document language) is left out of them (the plugin writes finite numbers only).
+The language exposure measures (Share@10, AWRF@10, alpha_nDCG@20, the top-1 split) read the run's
+head, which ``evaluation.evaluate_scores`` builds from MTEB's run when they are asked; MLRS@K, which
+re-scores passages with the retriever, is refused. multi-1 exclusions: the model is wrapped in a
+search wrapper that drops each query's excluded documents from MTEB's run before MTEB or clirbench
+scores it, so MTEB's own scores are right for multi-1 too.
 """
 from __future__ import annotations
 
@@ -215,6 +219,10 @@ def get_tasks(tasks: str | Sequence[str], langs=None, scenarios="all", query_lan
     """See ``clirbench.mteb.get_tasks``."""
 
     measure_objs = tuple(parse(m) for m in measures) if measures else DEFAULT_MEASURES
+    rescoring = [str(m) for m in measure_objs if m.family == "MLRS"]
+    if rescoring:  # the evaluator sees MTEB's run only, never the retriever
+        raise ClirbenchError(f"{', '.join(rescoring)}: MLRS re-scores each passage's version in another language "
+                             f"with the retriever; MTEB gives clirbench a run only (use clirbench run --measures)")
     out = []
     for tid in [tasks] if isinstance(tasks, str) else list(tasks):
         task = get_task(tid)
