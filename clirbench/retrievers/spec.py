@@ -92,6 +92,8 @@ FAMILIES: dict[str, Family] = {
     "colbert": Family("colbert:<model>", "clirbench.retrievers.colbert:from_spec"),
     "fusion": Family("fusion:rrf(A,B)", "clirbench.retrievers.fusion:from_spec", "clirbench.retrievers.fusion:check_spec"),
     "mteb": Family("mteb:<model>", "clirbench.mteb.model:from_spec"),
+    "openai": Family("openai:<model>[@<base_url>][#options]", "clirbench.retrievers.served:from_spec",
+                     "clirbench.retrievers.served:check_spec"),
 }
 
 
