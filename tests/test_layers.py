@@ -27,7 +27,7 @@ LEVELS = {
     "stats": 6, "retrievers": 6, "translate": 6,
     "display": 7, "evaluation": 7, "trec_eval": 7, "train": 7,
     "runner": 8, "trec_files": 8, "mteb": 8, "leaderboard": 8,
-    "api": 9, "sweep": 9, "plots": 9,
+    "api": 9, "sweep": 9, "plots": 9, "provenance": 9,
     "cli": 10,
     "__main__": 11,
 }

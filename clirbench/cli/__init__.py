@@ -18,9 +18,11 @@ from .cache import add_cache_parser
 from .compare import add_compare_parser
 from .evaluate import add_evaluate_parser
 from .export import add_export_parser
+from .export_results import add_export_results_parser
 from .leaderboard import add_leaderboard_parser
 from .plot import add_plot_parser
 from .psq import add_psq_parser
+from .reproduce import add_reproduce_parser
 from .run import add_run_parser
 from .sweep import add_sweep_parser
 from .tasks import add_tasks_parser
@@ -34,7 +36,7 @@ __all__ = ["main", "EXIT_USAGE"]
 _SUBCOMMANDS = (add_tasks_parser, add_validate_parser, add_run_parser, add_evaluate_parser, add_export_parser,
                 add_trec_eval_parser, add_psq_parser,
                 add_leaderboard_parser, add_plot_parser, add_sweep_parser, add_cache_parser, add_train_parser, add_merge_parser,
-                add_compare_parser)
+                add_compare_parser, add_reproduce_parser, add_export_results_parser)
 
 
 def _build_parser() -> Parser:
