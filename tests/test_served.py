@@ -30,7 +30,7 @@ from clirbench.retrievers.served import estimate_tokens, parse_spec, request_gro
 from clirbench.retrievers.spec import make_retriever
 from clirbench.util.errors import ClirbenchError, UnknownNameError
 
-KEY = "sk-servedtest-0123456789abcdefSECRET"
+KEY = "servedtest0123456789abcdefSECRET"  # no well-known token shape: masked because it is the key
 DIM = 8
 
 
@@ -458,3 +458,16 @@ def test_token_estimate_is_cheap_and_grows_with_bytes():
     assert estimate_tokens("") == 2
     assert estimate_tokens("中文文本") == 4 + 2  # 12 UTF-8 bytes: about a token per character
     assert estimate_tokens("hello world") == 11 // 3 + 2
+
+
+def test_served_retrievers_rank_as_dense_ones_do(fresh, data, clean, tmp_path, capsys):
+    """The dense capabilities (exact bounded rows, embeddings, a recipe): ``--shards 2`` (document shards
+    ranked by counting) gives the full rows' values."""
+    from clirbench.rank.capabilities import Embeds, EmbedsIntoCache, Rebuildable, ScoresBoundedRows
+
+    retriever = make_retriever(f"openai:fake-e5@{fresh.url}")
+    assert all(isinstance(retriever, c) for c in (Embeds, EmbedsIntoCache, Rebuildable, ScoresBoundedRows))
+    assert main(cli(fresh.url, data, tmp_path / "out", tmp_path / "cache") + ["--shards", "2"]) == 0
+    capsys.readouterr()
+    assert {k: r["measures"] for k, r in _records(tmp_path / "out").items()} == \
+        {k: r["measures"] for k, r in clean.items()}
