@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 
 from ..formats.doc_langs import read_doc_langs
 from ..formats.trec import check_inputs
@@ -52,7 +53,7 @@ def add_trec_eval_parser(subparsers) -> argparse.ArgumentParser:
 
 def cmd_trec_eval(args) -> int:
     from ..trec_eval import Options, evaluate_files, intervals  # lazy: numpy
-    from ..trec_eval.report import lines
+    from ..trec_eval.report import write
 
     if args.Rel_info_format != "qrels" or args.Results_format != "trec_results":
         raise ClirbenchError("-R/-T: only the qrels and trec_results formats are read")
@@ -67,9 +68,7 @@ def cmd_trec_eval(args) -> int:
     else:
         report = evaluate_files(args.qrels, args.run, trec, options)
     ci = intervals(report, args.resamples, args.seed) if args.ci else None
-    text = "\n".join(lines(report, options, ci))
-    if text:  # -n without -q prints nothing, as trec_eval (not an empty line)
-        print(text)
+    write(report, options, sys.stdout, ci)  # -n without -q prints nothing, as trec_eval (not an empty line)
     return 0
 
 

@@ -231,11 +231,13 @@ def _string_array(pa, strings: list[str]):
 class _Ranker:
     """Ranks the relevant entries of each complete query of a chunk."""
 
-    def __init__(self, qrels: Mapping[str, Mapping[str, int]]) -> None:
+    def __init__(self, qrels: Mapping[str, Mapping[str, int]], exact_scores: bool = False,
+                 lengths: list | None = None) -> None:
         import pyarrow as pa
 
         self.pa = pa
         self.qrels = qrels
+        self.exact_scores, self.lengths = exact_scores, lengths
         self.run_queries: list[str] = []
         self.seen: set[str] = set()
         self.parts: list[tuple[np.ndarray, ...]] = []  # (t, rank, grade, tied, tied_before)
@@ -250,6 +252,8 @@ class _Ranker:
                 raise _NotCanonical("ungrouped")
             self.seen.add(qid)
         self.run_queries.extend(qids)
+        if self.lengths is not None:
+            self.lengths.append(ends - starts)
         seg = np.repeat(np.arange(len(starts)), ends - starts)
         fp = _fingerprints(d, seg)
         width = int((ends - starts).max())
@@ -358,9 +362,13 @@ class _Ranker:
                             tied=tied, tied_before=tied_before)
 
 
-def rank_run_file(path: str | os.PathLike, qrels: Mapping[str, Mapping[str, int]] | Callable[[], Mapping]
-                  ) -> tuple[RankTable, list[str]] | None:
+def rank_run_file(path: str | os.PathLike, qrels: Mapping[str, Mapping[str, int]] | Callable[[], Mapping],
+                  *, exact_scores: bool = False, lengths: list | None = None) -> tuple[RankTable, list[str]] | None:
     """``(rank_run(read_run(path), qrels), run query ids)``, or None when the strict reader must decide.
+
+    ``exact_scores``: rank by the float64 scores (trec_eval 10's doubles, ``clirbench trec_eval``)
+    instead of float32 (trec_eval 9, pytrec_eval). ``lengths``: a list that gets, per chunk, the
+    number of result lines of each run query (numpy arrays, in run query order).
 
     ``qrels`` may be a function that reads them: it is called while the run's first blocks are parsed
     (its errors propagate; an OSError gives None, so the caller calls it again). None also when
@@ -380,14 +388,15 @@ def rank_run_file(path: str | os.PathLike, qrels: Mapping[str, Mapping[str, int]
         delim = _delimiter(path)
         source = _CheckedBytes(path, delim)
         try:
-            return _read(pa, pcsv, pc, source, delim, qrels)
+            return _read(pa, pcsv, pc, source, delim, qrels, exact_scores, lengths)
         finally:
             source.close()
     except (_NotCanonical, pa.ArrowException, OSError):
         return None
 
 
-def _read(pa, pcsv, pc, source: _CheckedBytes, delim: bytes, qrels) -> tuple[RankTable, list[str]]:
+def _read(pa, pcsv, pc, source: _CheckedBytes, delim: bytes, qrels, exact_scores: bool = False,
+          lengths: list | None = None) -> tuple[RankTable, list[str]]:
     names = ["q", "q0", "d", "rank", "s", "tag"]
     options = dict(
         read_options=pcsv.ReadOptions(column_names=names, block_size=_BLOCK, use_threads=True),
@@ -407,7 +416,7 @@ def _read(pa, pcsv, pc, source: _CheckedBytes, delim: bytes, qrels) -> tuple[Ran
     workers = 2 if source.size >= _TWO_AT_ONCE else 1
     chunks = _prefetched(_parsed(pa, pcsv, source, options, workers), depth=1)
     try:
-        ranker = _Ranker(qrels() if callable(qrels) else qrels)
+        ranker = _Ranker(qrels() if callable(qrels) else qrels, exact_scores, lengths)
         carry = None
         for batches in chunks:
             for batch in batches:
@@ -570,7 +579,10 @@ def _rank_complete(ranker: _Ranker, pc, q, d, s, final: bool):
     score = _numpy(s.slice(0, cut), np.float64)
     if np.isnan(score).any():
         raise _NotCanonical("NaN")
-    with np.errstate(over="ignore"):
-        score = score.astype(np.float32) + np.float32(0)  # trec_eval's float; -0.0 ties with 0.0
+    if ranker.exact_scores:
+        score = score + 0.0  # trec_eval 10's double; -0.0 ties with 0.0
+    else:
+        with np.errstate(over="ignore"):
+            score = score.astype(np.float32) + np.float32(0)  # trec_eval's float; -0.0 ties with 0.0
     ranker.add(q.slice(0, cut), d.slice(0, cut), score, starts, ends)
     return (q.slice(cut), d.slice(cut), s.slice(cut)) if cut < n else None

@@ -225,7 +225,8 @@ def rank_in_segments(
     with the tie counts (the other entries of its segment with exactly its score, and those of them
     sorting before it).
 
-    ``score`` holds trec_eval scores (float32, see ``as_trec_scores``); entry i belongs to the
+    ``score`` holds trec_eval scores (float32, see ``as_trec_scores``; float64 for trec_eval 10's
+    double scores, ``clirbench trec_eval``); entry i belongs to the
     segment ``starts[segment[i]]:ends[segment[i]]``. ``doc_before(a, b)`` says, for entry positions
     ``a`` and ``b`` with equal scores, whether a's doc id sorts first (byte-wise greater). Cost: one
     comparison per (entry, entry of its segment), done in chunks; ids are compared for ties only.
@@ -236,11 +237,11 @@ def rank_in_segments(
     seg_len = (ends - starts).astype(np.int64)
     width = int(seg_len.max()) if len(seg_len) else 0
     if len(seg_len) * width <= 2 * int(seg_len.sum()) + _CHUNK:  # rows of a padded matrix (NaN: no entry)
-        if (score.dtype == np.float32 and np.all(seg_len == width) and len(seg_len)
+        if (score.dtype in (np.float32, np.float64) and np.all(seg_len == width) and len(seg_len)
                 and np.all(starts[1:] == ends[:-1])):  # the usual run: segments back to back, one depth
             padded = score[int(starts[0]):int(ends[-1])].reshape(-1, width)  # a view, no copy
         else:
-            padded = np.full((len(seg_len), width), np.nan, dtype=np.float32)
+            padded = np.full((len(seg_len), width), np.nan, dtype=score.dtype)
             owner = np.repeat(np.arange(len(seg_len)), seg_len)
             col = np.arange(len(owner)) - np.repeat(np.cumsum(seg_len) - seg_len, seg_len)
             padded[owner, col] = score[np.repeat(starts, seg_len) + col]

@@ -1,18 +1,20 @@
 """A drop-in for NIST trec_eval (``clirbench trec_eval``, docs/commands.md): its measures, options,
 input rules and text output.
 
-``inputs`` reads the files, ``ranked`` forms one query's ranked judgements (trec_eval's tie rule),
-``whole`` / ``cutoffs`` / ``gains`` hold the measures, ``registry`` names them (parameters,
-nicknames, print order), ``engine`` runs the query loop and summaries, ``report`` prints,
-``names`` maps ir_measures' names (``nDCG@10``, ``P(rel=2)@5``) onto these measures.
+``inputs`` reads the files (the run through the pyarrow reader of ``clirbench evaluate``),
+``rankings`` holds every query's ranked judgements at once (trec_eval's tie rule, ``-M``, ``-J``),
+``segments`` the per-query sums in trec_eval's order, ``whole`` / ``cutoffs`` / ``gains`` the
+measures (vectorised over the queries), ``registry`` names them (parameters, nicknames, print
+order), ``engine`` computes them and their summaries, ``report`` prints, ``names`` maps
+ir_measures' names (``nDCG@10``, ``P(rel=2)@5``) onto these measures.
 """
 from __future__ import annotations
 
 import math
 
 from ..stats import bootstrap_ci
-from .engine import Options, Report, evaluate
-from .inputs import read_qrels, read_run
+from .engine import Options, Report, evaluate, evaluate_rankings
+from .inputs import read_rankings
 from .registry import MEASURES, NICKNAMES, select
 
 __all__ = ["Options", "Report", "evaluate", "evaluate_files", "intervals", "select", "MEASURES", "NICKNAMES"]
@@ -22,9 +24,8 @@ def evaluate_files(qrels_path, run_path, measures=("official",), options: Option
     """``trec_eval [options] -m ... qrels run`` as a ``Report`` (values per query and summaries)."""
 
     selected = select(list(measures))  # unknown names fail before any file is read
-    qrels = read_qrels(qrels_path)
-    run = read_run(run_path)
-    return evaluate(qrels, run.scores, run.runid, selected, options)
+    judg, rankings, runid = read_rankings(qrels_path, run_path, options.complete)
+    return evaluate_rankings(rankings, judg, runid, selected, options)
 
 
 def intervals(report: Report, resamples: int = 1000, seed: int = 42) -> dict[str, tuple[float, float]]:

@@ -1,7 +1,8 @@
-"""Measures at rank cutoffs (``P_10``) and at recall points (``iprec_at_recall_0.10``), one value per
-cutoff, as trec_eval's ``m_*.c``. A cutoff deeper than the ranking sees nonrelevant documents
-filling it (``P_20`` of 15 documents with 4 relevant is 4/20). Recall points become document counts
-with ``lround`` (iprec_at_recall, 11pt_avg) or ``(long)(x + 0.9)`` (Rprec_mult), as trec_eval 10.
+"""Measures at rank cutoffs (``P_10``) and at recall points (``iprec_at_recall_0.10``), one column per
+cutoff, for every query at once, as trec_eval's ``m_*.c``: each returns an (n, len(cutoffs))
+float64 array (11pt_avg: (n,)). A cutoff deeper than the ranking sees nonrelevant documents filling
+it (``P_20`` of 15 documents with 4 relevant is 4/20). Recall points become document counts with
+``lround`` (iprec_at_recall, 11pt_avg) or ``(long)(x + 0.9)`` (Rprec_mult), as trec_eval 10.
 """
 from __future__ import annotations
 
@@ -10,61 +11,108 @@ from typing import Sequence
 
 import numpy as np
 
-from .ranked import NOT_POOLED, UNJUDGED, Ranked
+from . import segments as sg
+from .rankings import Rankings
 
 __all__ = ["precision", "recall", "map_cut", "ndcg_cut", "relative_p", "success", "unjudged",
-           "iprec_at_recall", "eleven_pt_avg", "rprec_mult", "lround"]
+           "iprec_at_recall", "eleven_pt_avg", "rprec_mult", "lround", "ideal_levels"]
 
 
-def _found(r: Ranked, ks: Sequence[int]) -> np.ndarray:
-    """Relevant documents in the top min(k, num_ret), per cutoff."""
-    cum = np.concatenate(([0], np.cumsum(r.is_rel)))
-    return cum[np.minimum(np.asarray(ks, dtype=np.int64), r.num_ret)].astype(np.float64)
+def _div(a, b) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.true_divide(a, b, dtype=np.float64)
 
 
-def precision(r: Ranked, ks, n_docs) -> list[float]:
-    return (_found(r, ks) / np.asarray(ks, dtype=np.float64)).tolist()
+def _upto(r: Rankings, mask: np.ndarray, ks) -> np.ndarray:
+    """(n, len(ks)) entries of each query where ``mask`` holds with rank <= k, per cutoff."""
+    bounds = sg.sub_bounds(mask, r.bounds)
+    rank = r.rank[mask]
+    top = int(rank.max(initial=0)) + 1
+    key = r.qidx[mask] * top + rank
+    base = np.arange(r.n, dtype=np.int64) * top
+    out = np.empty((r.n, len(ks)), dtype=np.int64)
+    for j, k in enumerate(ks):
+        out[:, j] = np.searchsorted(key, base + min(int(k), top - 1), side="right") - bounds[:-1]
+    return out
 
 
-def recall(r: Ranked, ks, n_docs) -> list[float]:
-    return (_found(r, ks) / r.num_rel).tolist() if r.num_rel else [0.0] * len(ks)
+def _found(r: Rankings, ks) -> np.ndarray:
+    """(n, len(ks)) relevant documents in the top k."""
+    return r.memoised(("found", tuple(ks)), lambda: _upto(r, r.is_rel, ks))
 
 
-def success(r: Ranked, ks, n_docs) -> list[float]:
-    return (_found(r, ks) > 0).astype(np.float64).tolist()
+def _cut(ks) -> np.ndarray:
+    return np.asarray(ks, dtype=np.float64)[None, :]
 
 
-def relative_p(r: Ranked, ks, n_docs) -> list[float]:
-    if not r.num_rel:
-        return [0.0] * len(ks)
-    return (_found(r, ks) / np.minimum(np.asarray(ks, dtype=np.float64), r.num_rel)).tolist()
+def precision(r: Rankings, ks, n_docs) -> np.ndarray:
+    return _div(_found(r, ks), _cut(ks))
 
 
-def unjudged(r: Ranked, ks, n_docs) -> list[float]:
-    cum = np.concatenate(([0], np.cumsum((r.rels == NOT_POOLED) | (r.rels == UNJUDGED))))
-    k = np.asarray(ks, dtype=np.int64)
-    return (cum[np.minimum(k, r.num_ret)] / k.astype(np.float64)).tolist()
+def recall(r: Rankings, ks, n_docs) -> np.ndarray:
+    rel = r.num_rel[:, None]
+    return np.where(rel > 0, _div(_found(r, ks), rel), 0.0)
 
 
-def map_cut(r: Ranked, ks, n_docs) -> list[float]:
-    if not r.num_rel:
-        return [0.0] * len(ks)
+def success(r: Rankings, ks, n_docs) -> np.ndarray:
+    return (_found(r, ks) > 0).astype(np.float64)
+
+
+def relative_p(r: Rankings, ks, n_docs) -> np.ndarray:
+    rel = r.num_rel[:, None]
+    return np.where(rel > 0, _div(_found(r, ks), np.minimum(np.asarray(ks, dtype=np.int64)[None, :], rel)), 0.0)
+
+
+def unjudged(r: Rankings, ks, n_docs) -> np.ndarray:
+    """Not pooled or pooled-unjudged documents in the top min(k, num_ret), over k."""
+    shown = np.minimum(np.asarray(ks, dtype=np.int64)[None, :], r.num_ret[:, None])
+    return _div(shown - _upto(r, r.value >= 0, ks), _cut(ks))
+
+
+def _at(prefix: np.ndarray, bounds: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """(n, k) the running sum after each query's first ``counts`` items (0.0 after none)."""
+    idx = bounds[:-1, None] + counts - 1
+    return np.where(counts > 0, prefix[np.maximum(idx, 0)] if len(prefix) else 0.0, 0.0)
+
+
+def map_cut(r: Rankings, ks, n_docs) -> np.ndarray:
     rel = r.is_rel
-    terms = np.where(rel, np.cumsum(rel) / np.arange(1.0, r.num_ret + 1), 0.0)
-    cum = np.concatenate(([0.0], np.cumsum(terms)))
-    return (cum[np.minimum(np.asarray(ks, dtype=np.int64), r.num_ret)] / r.num_rel).tolist()
+    bounds = sg.sub_bounds(rel, r.bounds)
+    prefix = sg.seq_cumsum(_div(sg.running_count(rel, r.bounds)[rel], r.rank[rel]), bounds)
+    num_rel = r.num_rel[:, None]
+    return np.where(num_rel > 0, _div(_at(prefix, bounds, _found(r, ks)), num_rel), 0.0)
 
 
-def ndcg_cut(r: Ranked, ks, n_docs) -> list[float]:
+def ideal_levels(r: Rankings) -> tuple[np.ndarray, np.ndarray]:
+    """(bounds, grades) of each query's ideal ranking by grade: its judgements of grade >= 1, best first."""
+    keep = r.level_grade >= 1
+    owner = sg.owner(r.level_bounds)[keep]
+    grade, count = r.level_grade[keep], r.level_count[keep]
+    order = np.lexsort((-grade, owner))
+    grades = np.repeat(grade[order], count[order])
+    bounds = np.zeros(r.n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(owner, weights=count, minlength=r.n).astype(np.int64), out=bounds[1:])
+    return bounds, grades
+
+
+def _positions(bounds: np.ndarray) -> np.ndarray:
+    """(m,) each item's 0-based position in its query."""
+    return np.arange(int(bounds[-1]), dtype=np.int64) - np.repeat(bounds[:-1], np.diff(bounds))
+
+
+def ndcg_cut(r: Rankings, ks, n_docs) -> np.ndarray:
     """Gain = the grade (any grade > 0, whatever ``-l``), ideal ranking from the judged grades."""
-    gains = np.where(r.rels > 0, r.rels, 0).astype(np.float64)
-    dcg = np.concatenate(([0.0], np.cumsum(gains / np.log2(np.arange(2.0, r.num_ret + 2)))))
-    ideal_gains = np.repeat(np.arange(len(r.levels))[::-1], r.levels[::-1])
-    ideal_gains = ideal_gains[ideal_gains > 0].astype(np.float64)
-    ideal = np.concatenate(([0.0], np.cumsum(ideal_gains / np.log2(np.arange(2.0, len(ideal_gains) + 2)))))
-    k = np.asarray(ks, dtype=np.int64)
-    got, best = dcg[np.minimum(k, r.num_ret)], ideal[np.minimum(k, len(ideal_gains))]
-    return np.divide(got, best, out=got.copy(), where=best > 0).tolist()
+    pos = r.value > 0
+    bounds = sg.sub_bounds(pos, r.bounds)
+    rank = r.rank[pos]
+    dcg = sg.seq_cumsum(r.value[pos] / sg.log2_table(int(rank.max(initial=0)) + 1)[rank + 1], bounds)
+    got = _at(dcg, bounds, _upto(r, pos, ks))
+    i_bounds, i_grades = ideal_levels(r)
+    t = _positions(i_bounds)
+    ideal = sg.seq_cumsum(i_grades / sg.log2_table(int(t.max(initial=0)) + 2)[t + 2], i_bounds)
+    n_ideal = np.diff(i_bounds)[:, None]
+    best = _at(ideal, i_bounds, np.minimum(np.asarray(ks, dtype=np.int64)[None, :], n_ideal))
+    return np.where(best > 0, _div(got, best), got)
 
 
 def lround(x: float) -> int:
@@ -72,72 +120,82 @@ def lround(x: float) -> int:
     return int(math.copysign(math.floor(abs(x) + 0.5), x))
 
 
-def _interpolated(r: Ranked, counts: Sequence[int]) -> tuple[list[float], float]:
-    """trec_eval's interpolated precision, walked from the bottom of the ranking: per cutoff (a count
-    of relevant documents, in the given order), the best precision at or below the rank where that
-    many relevant documents are found; cutoffs above num_rel_ret get 0, and cutoffs the walk does not
-    meet (0, or out of order) the value where it ends.
+def _counts(r: Rankings, points: Sequence[float]) -> np.ndarray:
+    """(n, len(points)) ``lround(point * num_rel)``: the recall points as numbers of relevant documents."""
+    x = np.multiply.outer(r.num_rel.astype(np.float64), np.asarray(points, dtype=np.float64))
+    values, inverse = np.unique(x, return_inverse=True)
+    return np.asarray([lround(v) for v in values.tolist()], dtype=np.int64)[inverse].reshape(x.shape)
 
-    The walk counts down from num_rel_ret at each document at or above the relevance level and stops
-    at 0: with ``-l`` <= -1 the not-pooled (and, <= -2, unjudged) documents pass that test without
-    counting in num_rel_ret, so the walk stops below them; ``cum`` is then the count trec_eval's walk
-    holds at each rank (<= 0 above the stop)."""
-    rel = r.is_rel
-    cum = _walk_counts(r)
-    rel = rel & (cum >= 1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        prec = cum / np.arange(1.0, r.num_ret + 1)
-        last = np.float64(r.num_rel_ret) / np.float64(r.num_ret)
-    best = np.maximum.accumulate(prec[::-1])[::-1] if r.num_ret else prec
-    best = np.maximum(best, last)
-    at_count = best[rel]  # value when the walk meets the i-th relevant document (i = 1..)
-    n_found = len(at_count)
-    final = float(at_count[0]) if n_found and r.num_rel_ret > 0 else float(last)
-    out = [0.0] * len(counts)
-    cut = len(counts) - 1
-    while cut >= 0 and counts[cut] > r.num_rel_ret:
-        cut -= 1
-    reach = r.num_rel_ret
-    while cut >= 0 and 1 <= counts[cut] <= reach and counts[cut] <= n_found:
-        reach = counts[cut]
-        out[cut] = float(at_count[reach - 1])
-        cut -= 1
-    for i in range(cut + 1):
-        out[i] = final
+
+def _walk(r: Rankings):
+    """trec_eval's bottom-up walk of the ranking (iprec_at_recall, 11pt_avg): per relevant entry its
+    walk count w (num_rel_ret less the relevant entries below it: the entries with w >= 1 are the
+    ones the walk meets before it stops) and the precision w / rank there; per query the precision
+    the walk starts from (num_rel_ret / num_ret)."""
+    def compute():
+        rel = r.is_rel
+        bounds = sg.sub_bounds(rel, r.bounds)
+        q = r.qidx[rel]
+        w = r.num_rel_ret[q] - np.diff(bounds)[q] + sg.running_count(rel, r.bounds)[rel]
+        return bounds, w, _div(w, r.rank[rel]), _div(r.num_rel_ret, r.num_ret)
+    return r.memoised("walk", compute)
+
+
+def _interpolated(r: Rankings, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(n, len) interpolated precision at each count of relevant documents (columns in the given
+    order), as trec_eval's walk assigns it, and the order it assigns them (for 11pt_avg's sum): the
+    cutoffs are taken from the last; those above num_rel_ret at the end get 0; then each one the
+    walk meets (1 <= count <= the previous one met) gets the best precision at or below the rank
+    where that many relevant documents are found, the rest the value where the walk ends."""
+    bounds, w, prec, start = _walk(r)
+    with np.errstate(invalid="ignore"):
+        final = np.maximum(start, sg.seg_max(np.where(w >= 1, prec, -np.inf), bounds))
+    nrr = r.num_rel_ret
+    out = np.zeros(counts.shape)
+    phase = np.zeros(r.n, dtype=np.int8)  # 0: skipping the cutoffs above num_rel_ret, 1: walking, 2: ended
+    reach = nrr.copy()
+    q = sg.owner(bounds)
+    for cc in range(counts.shape[1] - 1, -1, -1):
+        c = counts[:, cc]
+        phase = np.where((phase == 0) & (c <= nrr), 1, phase)
+        meet = (phase == 1) & (c >= 1) & (c <= reach)
+        if meet.any():
+            best = sg.seg_max(np.where(w >= c[q], prec, -np.inf), bounds)
+            with np.errstate(invalid="ignore"):
+                out[meet, cc] = np.maximum(start, best)[meet]
+        reach = np.where(meet, c, reach)
+        phase = np.where((phase == 1) & ~meet, 2, phase)
+        out[phase == 2, cc] = final[phase == 2]
     return out, final
 
 
-def _walk_counts(r: Ranked) -> np.ndarray:
-    """(num_ret,) trec_eval's ``rel_so_far`` at each rank of its bottom-up walk: the relevant documents
-    at or above that rank, less those that num_rel_ret does not count (not pooled or unjudged
-    documents that ``-l`` <= -1 makes "relevant")."""
-    rel = r.is_rel
-    cum = np.cumsum(rel)
-    return cum - (int(cum[-1]) - r.num_rel_ret) if len(cum) else cum
+def iprec_at_recall(r: Rankings, points, n_docs) -> np.ndarray:
+    return _interpolated(r, _counts(r, points))[0]
 
 
-def iprec_at_recall(r: Ranked, points, n_docs) -> list[float]:
-    return _interpolated(r, [lround(p * r.num_rel) for p in points])[0]
-
-
-def eleven_pt_avg(r: Ranked, points, n_docs) -> float:
+def eleven_pt_avg(r: Rankings, points, n_docs) -> np.ndarray:
     if not points:
         raise ValueError("11pt_avg needs at least one recall point")
-    values, _ = _interpolated(r, [lround(p * r.num_rel) for p in points])
-    return sum(values) / len(points)
+    values, _ = _interpolated(r, _counts(r, points))
+    total = np.zeros(r.n)
+    for cc in range(values.shape[1] - 1, -1, -1):  # trec_eval adds them from the last cutoff down
+        total = total + values[:, cc]
+    return total / len(points)
 
 
-def rprec_mult(r: Ranked, mults, n_docs) -> list[float]:
-    """Precision at (long)(m * num_rel + 0.9) documents; 0 where trec_eval's walk has stopped (see
-    ``_walk_counts``) or the count is 0."""
-    cum = np.concatenate(([0], np.maximum(_walk_counts(r), 0)))
-    out = []
-    for m in mults:
-        k = int(m * r.num_rel + 0.9)
-        if k > r.num_ret:
-            out.append(r.num_rel_ret / k)
-        elif k >= 1:
-            out.append(float(cum[k]) / k)
-        else:
-            out.append(0.0)
+def rprec_mult(r: Rankings, mults, n_docs) -> np.ndarray:
+    """Precision at (long)(m * num_rel + 0.9) documents; 0 where trec_eval's walk has stopped
+    (no relevant document counted in num_rel_ret at or above that rank) or the count is 0."""
+    x = np.multiply.outer(r.num_rel.astype(np.float64), np.asarray(mults, dtype=np.float64)) + 0.9
+    ks = np.trunc(x).astype(np.int64)
+    rel = r.is_rel
+    bounds = sg.sub_bounds(rel, r.bounds)
+    extra = (np.diff(bounds) - r.num_rel_ret)[:, None]  # relevant entries the walk does not count
+    out = np.zeros(ks.shape)
+    for j in range(ks.shape[1]):
+        k = ks[:, j]
+        walked = sg.count(rel & (r.rank <= k[r.qidx]), r.bounds) - extra[:, 0]
+        out[:, j] = np.where(k > r.num_ret, _div(r.num_rel_ret, k),
+                             np.where((k >= 1) & (walked >= 1), _div(walked, k), 0.0))
     return out
+

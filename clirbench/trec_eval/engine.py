@@ -1,28 +1,29 @@
-"""The evaluation loop of ``trec_eval.c``: per query of the qrels (byte order of ids), the measures;
-then each measure's summary over the queries.
+"""The evaluation of ``trec_eval.c``, for all queries at once: the queries of the qrels (byte order of
+ids), each selected measure over them (``rankings.Rankings`` in, one array per measure out), then
+each measure's summary over the queries.
 
 Queries: those with judgements and results; with ``complete`` (``-c``) every judged query, one
 missing from the run scored on trec_eval's stand-in ranking (one unjudged document), its num_ret,
 unj_*, and the plainly named utility, relstring and rbp_resid then set to 0 / empty, as trec_eval.
 A judged query that the run lacks is otherwise skipped, as trec_eval documents (10.0's loop exits
 with status 4 instead, a regression). Summaries: the mean over the queries, a sum for the counts
-(num_rel with ``-c``: every judgement with a grade > 0), exp(mean log) for gm_map and gm_bpref.
+(num_rel with ``-c``: every judgement with a grade > 0), exp(mean log) for gm_map and gm_bpref; the
+values are added in query order, as trec_eval accumulates them.
 """
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 import numpy as np
 
 from ..util.errors import MalformedDataError
-from .ranked import rank_query
+from .rankings import NOT_POOLED, STAND_IN_DOC, Judgements, Rankings, from_dicts, judgements
 from .registry import Selected
 
-__all__ = ["Options", "Column", "Report", "evaluate", "STAND_IN_DOC"]
-
-STAND_IN_DOC = "ceci_nest_pas_un_docno"  # trec_eval's ranking for a judged query missing from the run
+__all__ = ["Options", "Column", "Report", "evaluate", "evaluate_rankings", "prepare", "STAND_IN_DOC"]
 
 
 @dataclass(frozen=True)
@@ -40,13 +41,14 @@ class Options:
 
 @dataclass
 class Column:
-    """One printed measure name: its values per evaluated query and its summary."""
+    """One printed measure name: its values per evaluated query (an array; a list for relstring and
+    runid) and its summary."""
 
     name: str
     kind: str  # "long", "double", "string" or "runid"
     summary_rule: str
     per_query_printed: bool
-    values: list = field(default_factory=list)
+    values: object = field(default_factory=list)
     summary: object = None
 
 
@@ -66,20 +68,37 @@ class Report:
         raise KeyError(name)
 
 
-def _columns(selected: Sequence[Selected]) -> list[tuple[Selected, list[Column]]]:
-    out = []
-    for s in selected:
-        kind = {"runid": "runid", "long": "long", "string": "string"}.get(s.record.kind, "double")
-        out.append((s, [Column(n, kind, s.record.summary, s.record.per_query) for n in s.names]))
-    return out
+_ZERO_FOR_STAND_IN = ("num_ret", "utility", "rbp_resid")
+_LEVEL = re.compile(r"[+-]?[0-9]+")  # a gain parameter's grade (trec_eval's valid_int)
 
 
-def _stand_in_fixes(col: Column) -> None:
+def _stand_in_fix(col: Column, stand_in: np.ndarray) -> None:
     name = col.name
-    if name in ("num_ret", "utility", "rbp_resid") or name.startswith("unj"):
-        col.values[-1] = 0.0
+    if name in _ZERO_FOR_STAND_IN or name.startswith("unj"):
+        col.values[stand_in] = 0.0
     elif name == "relstring":
-        col.values[-1] = ""
+        for i in np.flatnonzero(stand_in).tolist():
+            col.values[i] = ""
+
+
+def _scores_not_pooled(selected: Sequence[Selected]) -> bool:
+    """Whether a measure gives the not-pooled documents a gain (a ``-1=gain`` parameter)."""
+    return any(s.record.kind == "param_pair" and any(_LEVEL.fullmatch(name) and len(name.lstrip("+-")) <= 19 and int(name) == NOT_POOLED
+                                                     for name, _ in s.params) for s in selected)
+
+
+def prepare(rankings: Rankings, options: Options, selected: Sequence[Selected] = ()) -> Rankings:
+    """The rankings as the measures see them: cut at ``-M``, judged only with ``-J``, at ``-l``,
+    listing the not-pooled documents where a measure scores them."""
+    if options.max_ret is not None and options.max_ret < 0:
+        raise ValueError(f"-M {options.max_ret}: the number of documents must be >= 0")
+    r = rankings.cut(options.max_ret)
+    if options.judged_only:
+        r = r.judged_only()
+    r = r.with_level(options.rel_level)
+    if options.rel_level <= NOT_POOLED or _scores_not_pooled(selected):
+        r = r.densified()
+    return r
 
 
 def evaluate(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[str, float]], runid: str,
@@ -87,45 +106,49 @@ def evaluate(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[s
     """Every selected measure per evaluated query and summarised, as trec_eval computes them."""
     if options.max_ret is not None and options.max_ret < 0:
         raise ValueError(f"-M {options.max_ret}: the number of documents must be >= 0")
-    cols = _columns(selected)
-    ids = []
-    for qid in sorted(qrels):
-        stand_in = qid not in run
-        if stand_in and not options.complete:
-            continue
-        scores = {STAND_IN_DOC: 1.0} if stand_in else run[qid]
-        r = rank_query(qrels[qid], scores, options.rel_level, options.max_ret, options.judged_only)
-        ids.append(qid)
-        for s, columns in cols:
-            if s.record.kind == "runid":
-                columns[0].values.append(runid)
-                continue
-            value = s.record.func(r, s.params, options.num_docs)
-            for col, v in zip(columns, value if isinstance(value, list) else [value]):
-                col.values.append(v)
-                if stand_in:
-                    _stand_in_fixes(col)
-    if not ids:
+    judg = judgements(qrels)
+    return evaluate_rankings(from_dicts(judg, run, options.complete), judg, runid, selected, options)
+
+
+def evaluate_rankings(rankings: Rankings, judg: Judgements, runid: str, selected: Sequence[Selected],
+                      options: Options = Options()) -> Report:
+    """``evaluate`` on rankings already formed (``rankings.from_table`` / ``from_dicts``, with the
+    same ``complete``)."""
+    r = prepare(rankings, options, selected)
+    if not r.n:
         raise MalformedDataError("no queries with both results and relevance judgements")
-    n = len(ids)
-    for _, columns in cols:
-        for col in columns:
-            col.summary = _summary(col, n, qrels, options)
-    return Report(tuple(ids), tuple(c for _, columns in cols for c in columns), runid)
+    columns: list[Column] = []
+    for s in selected:
+        kind = {"runid": "runid", "long": "long", "string": "string"}.get(s.record.kind, "double")
+        if s.record.kind == "runid":
+            columns.append(Column(s.names[0], kind, s.record.summary, s.record.per_query, [runid] * r.n))
+            continue
+        value = s.record.func(r, s.params, options.num_docs)
+        if isinstance(value, list):
+            parts = [value]
+        else:
+            value = np.asarray(value, dtype=np.float64)
+            parts = [value] if value.ndim == 1 else [np.ascontiguousarray(value[:, j]) for j in range(value.shape[1])]
+        for name, values in zip(s.names, parts):
+            col = Column(name, kind, s.record.summary, s.record.per_query, values)
+            if r.stand_in.any():
+                _stand_in_fix(col, r.stand_in)
+            columns.append(col)
+    for col in columns:
+        col.summary = _summary(col, r.n, judg, options)
+    return Report(r.query_ids, tuple(columns), runid)
 
 
-def _summary(col: Column, n: int, qrels, options: Options):
+def _summary(col: Column, n: int, judg: Judgements, options: Options):
     rule = col.summary_rule
     if rule == "none":
         return col.values[0] if col.kind == "runid" else None
     if rule == "count":
         return float(n)
-    total = 0.0
-    for v in col.values:  # in query order, as trec_eval accumulates
-        total += v
+    total = float(np.cumsum(np.r_[0.0, col.values])[-1])  # in query order, as trec_eval accumulates
     if rule == "sum":
         if col.name == "num_rel" and options.complete:
-            return float(sum(1 for docs in qrels.values() for g in docs.values() if g > 0))
+            return float(judg.positive)
         return total
     if rule == "gm":
         return math.exp(total / n)

@@ -17,8 +17,10 @@ from dataclasses import dataclass
 
 from ..measures.families import TREC_EVAL, TREC_EVAL_ALIASES
 from ..util.errors import UnknownNameError
-from .engine import Options, evaluate
-from .ranked import NOT_POOLED, rank_query
+import numpy as np
+
+from .engine import Options, evaluate_rankings
+from .rankings import NOT_POOLED, Rankings, from_dicts, judgements
 from .registry import MEASURES, select
 
 __all__ = ["Spec", "lookup", "per_query", "IR_MEASURES"]
@@ -134,16 +136,18 @@ def lookup(name: str) -> Spec | None:
 
 def per_query(qrels, run, names) -> tuple[tuple[str, ...], dict[str, list[float]]]:
     """(query ids, ``{name: values}``) of ``lookup``-able names on the queries with judgements and
-    results, computed by trec_eval's rules (one pass per set of options). gm_map and gm_bpref give
-    trec_eval's per-query value, log(max(value, 0.00001))."""
+    results, computed by trec_eval's rules (the run ranked once; one pass per set of options).
+    gm_map and gm_bpref give trec_eval's per-query value, log(max(value, 0.00001))."""
 
     specs = {n: lookup(n) for n in names}
-    ids = tuple(sorted(q for q in qrels if q in run))  # trec_eval's queries, in its order
+    judg = judgements(qrels)
+    rankings = from_dicts(judg, run)
+    ids = rankings.query_ids  # trec_eval's queries, in its order
     out: dict[str, list[float]] = {}
     groups: dict[tuple, dict[str, Spec]] = {}
     for n, spec in specs.items():
         if spec.arg == "Judged":
-            out[n] = [_judged(qrels[q], run[q], spec.cutoff) for q in ids]
+            out[n] = _judged(rankings, spec.cutoff).tolist()
         else:
             groups.setdefault((spec.rel_level, spec.judged_only, spec.max_ret), {})[n] = spec
     for (level, judged_only, max_ret), group in groups.items():
@@ -156,15 +160,17 @@ def per_query(qrels, run, names) -> tuple[tuple[str, ...], dict[str, list[float]
                 batches.append(batch := {})
             batch[n] = s
         for batch in batches:
-            report = evaluate(qrels, run, "", list(batch.values()), options)
+            report = evaluate_rankings(rankings, judg, "", list(batch.values()), options)
             for n, s in batch.items():
                 out[n] = report.per_query(s.names[0]).tolist()
     return ids, out
 
 
-def _judged(judged, scores, cutoff: int | None) -> float:
-    """ir_measures' Judged@k of one query: judged documents (any grade) in the top min(k, retrieved),
+def _judged(rankings: Rankings, cutoff: int | None) -> np.ndarray:
+    """ir_measures' Judged@k per query: judged documents (any grade) in the top min(k, retrieved),
     over min(k, retrieved); ranked by trec_eval's rule (score, then document id, descending)."""
 
-    r = rank_query(judged, scores, max_ret=cutoff)
-    return int((r.rels != NOT_POOLED).sum()) / r.num_ret if r.num_ret else 0.0
+    r = rankings.cut(cutoff)
+    judged = np.bincount(r.qidx[r.value != NOT_POOLED], minlength=r.n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(r.num_ret > 0, judged / r.num_ret, 0.0)

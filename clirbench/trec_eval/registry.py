@@ -6,7 +6,11 @@
 be positive and distinct; recall points (``iprec_at_recall..10,.20``) with ``atof``, sorted,
 named ``%3.2f``; other numbers (``utility.2,-1,0,0``) keep their order and the measure's printed name
 gets the parameter text (``utility_2,-1,0,0``); gains are ``grade=gain`` pairs. When a measure is
-given parameters twice, the first wins (as trec_eval).
+given parameters twice, the first wins (as trec_eval). dcg, ideal_dcg and ndcg share one set of
+parameters in trec_eval's C (``SHARED``: m_ndcg.c's one static struct): each is named with the
+parameters set when its turn comes in print order, and all three are computed with the last set
+given (``-m dcg -m ndcg -m ideal_dcg.1=3`` computes dcg and ndcg with 1=3 too, printed ``dcg``,
+``ideal_dcg_1=3`` and ``ndcg_1=3``).
 """
 from __future__ import annotations
 
@@ -19,7 +23,7 @@ from ..util.checks import MAX_LONG
 from ..util.errors import UnknownNameError
 from . import cutoffs, gains, whole
 
-__all__ = ["Record", "Selected", "MEASURES", "NICKNAMES", "UNSUPPORTED", "select", "atol", "atof"]
+__all__ = ["Record", "Selected", "MEASURES", "NICKNAMES", "SHARED", "UNSUPPORTED", "select", "atol", "atof"]
 
 
 @dataclass(frozen=True)
@@ -103,6 +107,8 @@ NICKNAMES: dict[str, tuple[str, ...]] = {
                              "ndcg_rel", "Rndcg", "binG", "G", "set_P", "set_recall", "set_relative_P",
                              "set_map", "set_F", "num_nonrel_judged_ret"),
 }
+# measures whose parameters are one C struct (m_ndcg.c's static default_ndcg_gains)
+SHARED: dict[str, str] = dict.fromkeys(("dcg", "ideal_dcg", "ndcg"), "m_ndcg.c")
 # trec_eval measures that need preference or jg judgement files (-R prefs, qrels_jg)
 UNSUPPORTED = ("prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_num_prefs_ful_ret", "prefs_simp",
                "prefs_pair", "prefs_avgjg", "prefs_avgjg_Rnonrel", "prefs_simp_ret", "prefs_pair_ret",
@@ -207,9 +213,19 @@ def select(args: Sequence[str]) -> list[Selected]:
         else:
             raise UnknownNameError(f"illegal measure {_shown(arg)!r}; valid: {', '.join(MEASURES)} "
                                    f"(nicknames: {', '.join(NICKNAMES)})")
+    final = {SHARED[n]: params[n] for n in MEASURES if n in marked and n in SHARED and n in params}
+    current: dict[str, str] = {}
     out = []
     for name, record in MEASURES.items():
-        if name in marked:
+        if name not in marked:
+            continue
+        group = SHARED.get(name)
+        if group is None:
             values, names = _params(record, params.get(name))
-            out.append(Selected(record, values, names))
+        else:
+            if name in params:
+                current[group] = params[name]
+            _, names = _params(record, current.get(group))
+            values, _ = _params(record, final.get(group))
+        out.append(Selected(record, values, names))
     return out

@@ -1,8 +1,9 @@
-"""Measures of the whole ranking of one query (trec_eval's ``m_*.c`` of the same names).
+"""Measures of the whole ranking (trec_eval's ``m_*.c`` of the same names), for every query at once.
 
-Each takes a ``ranked.Ranked``, the measure's parameters and the collection size (``-N``) and
-returns a float; counts are floats too (printed as integers). Undefined cases give what trec_eval
-gives: 0 where it leaves the value unset, inf or NaN where its C divides by zero.
+Each takes the ``rankings.Rankings``, the measure's parameters and the collection size (``-N``)
+and returns an (n,) float64 array (counts too, printed as integers; relstring: a list of strings).
+Sums follow the C loops' order (``segments.seq_sum``). Undefined cases give what trec_eval gives:
+0 where it leaves the value unset, inf or NaN where its C divides by zero.
 """
 from __future__ import annotations
 
@@ -10,155 +11,186 @@ import math
 
 import numpy as np
 
-from .ranked import NOT_POOLED, UNJUDGED, Ranked
+from . import segments as sg
+from .rankings import UNJUDGED, Rankings
 
 __all__ = ["MIN_GEO_MEAN", "INFAP_EPSILON", "num_q", "num_ret", "num_rel", "num_rel_ret", "ap", "gm_ap",
            "rprec", "bpref", "gm_bpref", "recip_rank", "infap", "bin_g", "yaap", "utility", "set_p",
-           "set_relative_p", "set_recall", "set_map", "set_f", "num_nonrel_judged_ret", "relstring"]
+           "set_relative_p", "set_recall", "set_map", "set_f", "num_nonrel_judged_ret", "relstring", "c_log"]
 
-MIN_GEO_MEAN = 0.00001  # gm_map, gm_bpref: log(max(value, MIN_GEO_MEAN))
+MIN_GEO_MEAN = 0.00001  # gm_map, gm_bpref: log(MAX(value, MIN_GEO_MEAN))
 INFAP_EPSILON = 0.00001
 
 
-def _div(a, b) -> float:
+def _div(a, b) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
-        return float(np.float64(a) / np.float64(b))
+        return np.true_divide(a, b, dtype=np.float64)
 
 
-def _ranks(r: Ranked) -> np.ndarray:
-    return np.arange(1, r.num_ret + 1, dtype=np.float64)
+def c_log(x: np.ndarray) -> np.ndarray:
+    """C's ``log``: the C library's on positive numbers; numpy's elsewhere (-inf at 0, NaN below)."""
+    x = np.asarray(x, dtype=np.float64)
+    out = np.empty_like(x)
+    pos = x > 0
+    out[pos] = sg.libm(math.log, x[pos])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out[~pos] = np.log(x[~pos])
+    return out
 
 
-def num_q(r: Ranked, params, n_docs) -> float:
-    return 1.0
+def _geo(x: np.ndarray) -> np.ndarray:
+    """log(MAX(x, MIN_GEO_MEAN)) with C's ``MAX`` (NaN gives the minimum)."""
+    return c_log(np.where(x > MIN_GEO_MEAN, x, MIN_GEO_MEAN))
 
 
-def num_ret(r: Ranked, params, n_docs) -> float:
-    return float(r.num_ret)
+def num_q(r: Rankings, params, n_docs) -> np.ndarray:
+    return np.ones(r.n)
 
 
-def num_rel(r: Ranked, params, n_docs) -> float:
-    return float(r.num_rel)
+def num_ret(r: Rankings, params, n_docs) -> np.ndarray:
+    return r.num_ret.astype(np.float64)
 
 
-def num_rel_ret(r: Ranked, params, n_docs) -> float:
-    return float(r.num_rel_ret)
+def num_rel(r: Rankings, params, n_docs) -> np.ndarray:
+    return r.num_rel.astype(np.float64)
 
 
-def _ap_sum(r: Ranked) -> tuple[float, int]:
-    rel = r.is_rel
-    found = np.cumsum(rel)[rel]
-    return float(np.sum(found / _ranks(r)[rel])), len(found)
+def num_rel_ret(r: Rankings, params, n_docs) -> np.ndarray:
+    return r.num_rel_ret.astype(np.float64)
 
 
-def ap(r: Ranked, params, n_docs) -> float:
+def _ap_sum(r: Rankings) -> tuple[np.ndarray, np.ndarray]:
+    """(sum over the relevant retrieved of rel_so_far / rank, their number), per query."""
+    def compute():
+        rel = r.is_rel
+        bounds = sg.sub_bounds(rel, r.bounds)
+        terms = _div(sg.running_count(rel, r.bounds)[rel], r.rank[rel])
+        return sg.seq_sum(terms, bounds), np.diff(bounds)
+    return r.memoised("ap_sum", compute)
+
+
+def ap(r: Rankings, params, n_docs) -> np.ndarray:
     total, found = _ap_sum(r)
-    return _div(total, r.num_rel) if found else 0.0
+    return np.where(found > 0, _div(total, r.num_rel), 0.0)
 
 
-def gm_ap(r: Ranked, params, n_docs) -> float:
-    return math.log(max(ap(r, params, n_docs), MIN_GEO_MEAN))
+def gm_ap(r: Rankings, params, n_docs) -> np.ndarray:
+    return _geo(ap(r, params, n_docs))
 
 
-def rprec(r: Ranked, params, n_docs) -> float:
-    k = min(r.num_ret, r.num_rel)
-    return _div(np.count_nonzero(r.is_rel[:k]), r.num_rel) if k > 0 else 0.0
+def rprec(r: Rankings, params, n_docs) -> np.ndarray:
+    k = np.minimum(r.num_ret, r.num_rel)
+    found = sg.count(r.is_rel & (r.rank <= k[r.qidx]), r.bounds)
+    return np.where(k > 0, _div(found, r.num_rel), 0.0)
 
 
-def _judged_counts(r: Ranked):
-    """Positions of judged relevant docs, and judged nonrelevant / pooled-unjudged docs before each."""
-    judged = r.rels >= 0
-    nonrel = judged & (r.rels < r.rel_level)
-    rel = judged & ~nonrel
-    return np.flatnonzero(rel), np.cumsum(nonrel)[rel], np.cumsum(r.rels == UNJUDGED)[rel]
+def _judged_split(r: Rankings) -> tuple[np.ndarray, np.ndarray]:
+    """(judged nonrelevant, judged relevant) entries: value >= 0 below / at or above the level."""
+    judged = r.value >= 0
+    nonrel = judged & (r.value < r.rel_level)
+    return nonrel, judged & ~nonrel
 
 
-def bpref(r: Ranked, params, n_docs) -> float:
-    num_nonrel = int(r.levels[:max(r.rel_level, 0)].sum())
-    _, nonrel_before, _ = _judged_counts(r)
+def bpref(r: Rankings, params, n_docs) -> np.ndarray:
+    def compute():
+        nonrel, rel = _judged_split(r)
+        before = sg.running_count(nonrel, r.bounds)[rel]
+        q = r.qidx[rel]
+        num_rel_q = r.num_rel[q]
+        least = np.minimum(r.level_total(0, max(r.rel_level, 0)), r.num_rel)[q]
+        terms = np.where(before > 0, 1.0 - _div(np.minimum(before, num_rel_q), least), 1.0)
+        total = sg.seq_sum(terms, sg.sub_bounds(rel, r.bounds))
+        return np.where(r.num_rel > 0, _div(total, r.num_rel), total)
+    return r.memoised("bpref", compute)
+
+
+def gm_bpref(r: Rankings, params, n_docs) -> np.ndarray:
+    return _geo(bpref(r, params, n_docs))
+
+
+def recip_rank(r: Rankings, params, n_docs) -> np.ndarray:
+    first = sg.first_of(r.is_rel, r.bounds)
+    hit = first >= 0
+    return np.where(hit, _div(1.0, r.rank[np.where(hit, first, 0)] if len(r.rank) else 1.0), 0.0)
+
+
+def infap(r: Rankings, params, n_docs) -> np.ndarray:
+    nonrel, rel = _judged_split(r)
+    j = (r.rank[rel] - 1).astype(np.float64)  # 0-based position
+    before = sg.running_count(rel, r.bounds)[rel] - 1  # relevant judged above
+    nonrel_above = sg.running_count(nonrel, r.bounds)[rel]
+    unjudged_above = sg.running_count(r.value == UNJUDGED, r.bounds)[rel]
     with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.where(nonrel_before > 0,
-                         1.0 - np.minimum(nonrel_before, r.num_rel) / np.float64(min(num_nonrel, r.num_rel)), 1.0)
-    total = float(np.sum(terms))
-    return _div(total, r.num_rel) if r.num_rel else total
+        terms = 1.0 / (j + 1.0) + (j / (j + 1.0)) * ((before + nonrel_above + unjudged_above) / j) * (
+            (before + INFAP_EPSILON) / (before + nonrel_above + 2 * INFAP_EPSILON))
+    terms = np.where(j == 0, 1.0, terms)
+    total = sg.seq_sum(terms, sg.sub_bounds(rel, r.bounds))
+    return np.where(r.num_rel > 0, _div(total, r.num_rel), total)
 
 
-def gm_bpref(r: Ranked, params, n_docs) -> float:
-    return math.log(max(bpref(r, params, n_docs), MIN_GEO_MEAN))
-
-
-def recip_rank(r: Ranked, params, n_docs) -> float:
-    hit = np.flatnonzero(r.is_rel)
-    return 1.0 / (hit[0] + 1.0) if len(hit) else 0.0
-
-
-def infap(r: Ranked, params, n_docs) -> float:
-    pos, nonrel, unjudged = _judged_counts(r)
-    before = np.arange(len(pos), dtype=np.float64)  # relevant judged docs above (rel_so_far - 1)
-    j = pos.astype(np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        terms = 1.0 / (j + 1.0) + (j / (j + 1.0)) * ((before + nonrel + unjudged) / j) * (
-            (before + INFAP_EPSILON) / (before + nonrel + 2 * INFAP_EPSILON))
-    terms = np.where(pos == 0, 1.0, terms)
-    total = float(np.sum(terms))
-    return _div(total, r.num_rel) if r.num_rel else total
-
-
-def bin_g(r: Ranked, params, n_docs) -> float:
+def bin_g(r: Rankings, params, n_docs) -> np.ndarray:
     rel = r.is_rel
-    i = np.flatnonzero(rel).astype(np.float64)
-    found = np.cumsum(rel)[rel]
-    return _div(np.sum(1.0 / np.log2(3.0 + i - found)), r.num_rel) if len(found) else 0.0
+    bounds = sg.sub_bounds(rel, r.bounds)
+    arg = 3 + (r.rank[rel] - 1) - sg.running_count(rel, r.bounds)[rel]
+    terms = 1.0 / sg.log2_table(int(arg.max(initial=2)))[arg]
+    found = np.diff(bounds)
+    return np.where(found > 0, _div(sg.seq_sum(terms, bounds), r.num_rel), 0.0)
 
 
-def yaap(r: Ranked, params, n_docs) -> float:
+def yaap(r: Rankings, params, n_docs) -> np.ndarray:
     total, _ = _ap_sum(r)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return float(np.log(_div(1.0 + total, 1.0 + r.num_rel - total)))
+    return c_log(_div(1.0 + total, (1.0 + r.num_rel) - total))
 
 
-def utility(r: Ranked, params, n_docs) -> float:
+def utility(r: Rankings, params, n_docs) -> np.ndarray:
     if len(params) != 4:
         raise ValueError(f"utility needs 4 coefficients (e.g. -m utility.1,-1,0,0), got {len(params)}")
     a, b, c, d = params
-    return (a * r.num_rel_ret + b * (r.num_ret - r.num_rel_ret) + c * (r.num_rel - r.num_rel_ret)
-            + d * (n_docs + r.num_rel_ret - r.num_ret - r.num_rel))
+    nrr, ret, rel = r.num_rel_ret, r.num_ret, r.num_rel
+    return a * nrr + b * (ret - nrr) + c * (rel - nrr) + d * (n_docs + nrr - ret - rel)
 
 
-def set_p(r: Ranked, params, n_docs) -> float:
-    return r.num_rel_ret / r.num_ret if r.num_ret else 0.0
+def set_p(r: Rankings, params, n_docs) -> np.ndarray:
+    return np.where(r.num_ret > 0, _div(r.num_rel_ret, r.num_ret), 0.0)
 
 
-def set_relative_p(r: Ranked, params, n_docs) -> float:
-    return r.num_rel_ret / min(r.num_ret, r.num_rel) if r.num_ret and r.num_rel else 0.0
+def set_relative_p(r: Rankings, params, n_docs) -> np.ndarray:
+    ok = (r.num_ret > 0) & (r.num_rel > 0)
+    return np.where(ok, _div(r.num_rel_ret, np.minimum(r.num_ret, r.num_rel)), 0.0)
 
 
-def set_recall(r: Ranked, params, n_docs) -> float:
-    return r.num_rel_ret / r.num_rel if r.num_rel else 0.0
+def set_recall(r: Rankings, params, n_docs) -> np.ndarray:
+    return np.where(r.num_rel > 0, _div(r.num_rel_ret, r.num_rel), 0.0)
 
 
-def set_map(r: Ranked, params, n_docs) -> float:
-    if not (r.num_ret and r.num_rel):
-        return 0.0
-    return (float(r.num_rel_ret) * float(r.num_rel_ret)) / (float(r.num_ret) * float(r.num_rel))
+def set_map(r: Rankings, params, n_docs) -> np.ndarray:
+    nrr = r.num_rel_ret.astype(np.float64)
+    ok = (r.num_ret > 0) & (r.num_rel > 0)
+    return np.where(ok, _div(nrr * nrr, r.num_ret.astype(np.float64) * r.num_rel.astype(np.float64)), 0.0)
 
 
-def set_f(r: Ranked, params, n_docs) -> float:
-    if not r.num_rel_ret:
-        return 0.0
+def set_f(r: Rankings, params, n_docs) -> np.ndarray:
     x = params[0]
-    p, rec = r.num_rel_ret / r.num_ret, _div(r.num_rel_ret, r.num_rel)
-    return _div((x + 1.0) * p * rec, x * p + rec)
+    p, rec = _div(r.num_rel_ret, r.num_ret), _div(r.num_rel_ret, r.num_rel)
+    return np.where(r.num_rel_ret > 0, _div((x + 1.0) * p * rec, x * p + rec), 0.0)
 
 
-def num_nonrel_judged_ret(r: Ranked, params, n_docs) -> float:
-    return float(r.num_ret - r.num_nonpool - r.num_unjudged - r.num_rel_ret)
+def num_nonrel_judged_ret(r: Rankings, params, n_docs) -> np.ndarray:
+    return (r.num_ret - r.num_nonpool - r.num_unjudged - r.num_rel_ret).astype(np.float64)
 
 
-def relstring(r: Ranked, params, n_docs) -> str:
+_CHARS = np.frombuffer(b"<.-0123456789>", dtype=np.uint8)  # values -3 (and below) .. 10 (and above)
+
+
+def relstring(r: Rankings, params, n_docs) -> list[str]:
     """The first N values as characters: 0-9, '>' above 9, '-' not pooled, '.' unjudged, '<' other."""
-    n = max(min(int(params[0]), r.num_ret), 0)
-    out = []
-    for v in r.rels[:n].tolist():
-        out.append(">" if v > 9 else str(v) if v >= 0 else "-" if v == NOT_POOLED else "." if v == UNJUDGED else "<")
-    return "".join(out)
+    n_max = int(params[0])  # C's (long) cast
+    length = np.clip(np.minimum(n_max, r.num_ret), 0, None) if n_max > 0 else np.zeros(r.n, dtype=np.int64)
+    width = int(length.max(initial=0))
+    if width == 0:
+        return [""] * r.n
+    chars = np.full((r.n, width), ord("-"), dtype=np.uint8)
+    shown = r.rank <= np.minimum(length, width)[r.qidx]
+    chars[r.qidx[shown], r.rank[shown] - 1] = _CHARS[np.clip(r.value[shown], -3, 10) + 3]
+    text = chars.tobytes().decode("ascii")
+    return [text[i * width:i * width + k] for i, k in enumerate(length.tolist())]
