@@ -1,7 +1,18 @@
-"""Files in, numbers out, as users run it: `clirbench evaluate` vs a pytrec_eval script vs ranx.
+"""Files in, numbers out, as users run it: `clirbench evaluate` vs a pytrec_eval script vs ranx, and
+`clirbench trec_eval` vs NIST's trec_eval (C).
 
     python benchmarks/evaluate_files.py --queries 5000 --reps 3 --out /tmp/eval5k.json
     python benchmarks/evaluate_files.py --queries 50000 --reps 2 --tools clirbench,pytrec_eval --out /tmp/eval50k.json
+    python benchmarks/evaluate_files.py --queries 50000 --reps 3 --tools clirbench-trec_eval,trec_eval \
+        --trec-eval-args "-q -c -m all_trec" --baselines none
+
+`trec_eval` is the C program: ``--trec-eval PATH`` names a binary; without it the script uses the one
+it built before (``~/.cache/clirbench/trec_eval/trec_eval``, or ``$CLIRBENCH_BENCH_CACHE``) or builds
+it there with trec_eval's own Makefile (``make``: needs gcc and make) from ``--trec-eval-src`` (a
+source folder holding trec_eval.c, or a git repository of it: its HEAD) or, without that, from a
+``git clone --depth 1 https://github.com/usnistgov/trec_eval`` (needs git and the network).
+`clirbench-trec_eval` runs ``python -m clirbench.cli trec_eval`` with the same ``--trec-eval-args``
+(default ``-m all_trec``); the two outputs must be identical, line for line (``trec_eval_output``).
 
 Writes a synthetic run (queries x depth, scores in steps of 1/8: heavy ties; 1-3 judged docs per
 query with grades 0-3, one relevant doc never retrieved) and its qrels under a temp folder, then
@@ -12,6 +23,7 @@ a bare multi-threaded pyarrow parse of the whole run (`parse`: ``pyarrow.csv.rea
 column types, nothing else: its 3 GB table at 50,000 queries makes its system time, and so its wall
 time, swing with the kernel's page handling, 1 to 7 s of system time between consecutive runs);
 and the values of each tool side by side (they must agree to 1e-9).
+``--baselines`` picks which of cat, parse and reader run beside the tools (default all three; ``none``).
 The temp folder is deleted at the end (``--data DIR`` keeps the files there, and reuses them).
 """
 from __future__ import annotations
@@ -19,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -75,6 +88,35 @@ def generate(folder: Path, queries: int, depth: int, n_docs: int, seed: int = 0)
             qrels.write(f"q{q} 0 doc{n_docs + q} {rng.integers(1, 4)}\n")  # relevant, never retrieved
 
 
+TREC_EVAL_GIT = "https://github.com/usnistgov/trec_eval"
+
+
+def trec_eval_binary(path: str | None, source: str | None) -> str:
+    """The C trec_eval to time: ``path``, else the cached build, else a fresh build into the cache
+    (from ``source``: a folder with trec_eval.c or a git repository; else a clone of TREC_EVAL_GIT)."""
+    if path:
+        if not os.access(path, os.X_OK):
+            raise SystemExit(f"--trec-eval {path}: not an executable file")
+        return path
+    cache = Path(os.environ.get("CLIRBENCH_BENCH_CACHE", Path.home() / ".cache" / "clirbench")) / "trec_eval"
+    binary = cache / "trec_eval"
+    if binary.is_file():
+        return str(binary)
+    src = cache / "src"
+    shutil.rmtree(src, ignore_errors=True)
+    src.mkdir(parents=True)
+    if source and (Path(source) / "trec_eval.c").is_file():
+        shutil.copytree(source, src, dirs_exist_ok=True)
+    elif source:  # a git repository (a bare mirror or a clone): its HEAD
+        tree = subprocess.run(["git", f"--git-dir={source}", "archive", "HEAD"], check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(src)], input=tree, check=True)
+    else:
+        subprocess.run(["git", "clone", "--depth", "1", TREC_EVAL_GIT, str(src)], check=True)
+    subprocess.run(["make"], cwd=src, check=True, capture_output=True)  # trec_eval's Makefile, its own flags
+    shutil.copy2(src / "trec_eval", binary)
+    return str(binary)
+
+
 def run_child(cmd: list[str], folder: Path) -> tuple[float, float, float, float, str]:
     """(wall seconds, peak RSS in GB of this child alone, its user and system CPU seconds, stdout)."""
     with open(folder / "stdout", "w+") as out, open(folder / "stderr", "w+") as err:
@@ -98,8 +140,15 @@ def main() -> None:
     ap.add_argument("--tools", default="clirbench,pytrec_eval,ranx")
     ap.add_argument("--out", default=None)
     ap.add_argument("--data", default=None, help="folder for run.txt/qrels.txt: generated there if missing, and kept")
+    ap.add_argument("--trec-eval", default=None, metavar="PATH", help="the C trec_eval binary (else built, see above)")
+    ap.add_argument("--trec-eval-src", default=None, metavar="DIR", help="trec_eval's sources or git repository")
+    ap.add_argument("--trec-eval-args", default="-m all_trec", help="options of both trec_evals (default -m all_trec)")
+    ap.add_argument("--baselines", default="cat,parse,reader", help="which of cat, parse, reader run too (or none)")
     args = ap.parse_args()
     tools = args.tools.split(",")
+    baselines = [] if args.baselines in ("", "none") else args.baselines.split(",")
+    te_args = shlex.split(args.trec_eval_args)
+    te_binary = trec_eval_binary(args.trec_eval, args.trec_eval_src) if "trec_eval" in tools else None
     folder = Path(args.data) if args.data else Path(tempfile.mkdtemp(prefix="clirbench-eval-bench-"))
     try:
         if not (folder / "run.txt").is_file():
@@ -118,11 +167,14 @@ def main() -> None:
                        qrels, run],
             "cat": ["sh", "-c", f"cat {run} > /dev/null"],
             "parse": [sys.executable, "-c", BARE_PARSE, run],
+            "clirbench-trec_eval": [sys.executable, "-m", "clirbench.cli", "trec_eval", *te_args, qrels, run],
+            "trec_eval": [str(te_binary), *te_args, qrels, run],
         }
-        rows: dict[str, list[dict]] = {t: [] for t in tools + ["reader", "parse", "cat"]}
+        rows: dict[str, list[dict]] = {t: [] for t in tools + baselines}
         values: dict[str, dict] = {}
+        outputs: dict[str, str] = {}
         for rep in range(args.reps):
-            for tool in ["cat", "parse", "reader"] + tools:  # one at a time, interleaved
+            for tool in baselines + tools:  # one at a time, interleaved
                 wall, peak, user, system, out = run_child(commands[tool], folder)
                 rows[tool].append({"wall_s": round(wall, 3), "peak_rss_gb": round(peak, 3), "cpu_s": round(user + system, 3),
                                    "user_s": round(user, 3), "sys_s": round(system, 3),
@@ -132,6 +184,8 @@ def main() -> None:
                     values[tool] = {m: report["measures"][m]["value"] for m, _, _ in MEASURES}
                 elif tool in ("pytrec_eval", "ranx"):
                     values[tool] = json.loads(out)
+                elif tool in ("clirbench-trec_eval", "trec_eval"):
+                    outputs[tool] = out
                 print(tool, rep, rows[tool][-1], flush=True)
         summary = {
             "queries": args.queries, "depth": args.depth, "run_bytes": os.path.getsize(run),
@@ -146,12 +200,29 @@ def main() -> None:
                                             for t, v in values.items() if "pytrec_eval" in values},
             "python": sys.version.split()[0], "cores": os.cpu_count(),
         }
+        if "trec_eval" in tools:
+            summary["trec_eval"] = {"binary": te_binary, "args": te_args}
+        if len(outputs) == 2:
+            summary["trec_eval_output"] = _compare_outputs(outputs["clirbench-trec_eval"], outputs["trec_eval"])
+            for key in ("median_wall_s", "median_cpu_s", "median_peak_rss_gb"):
+                ours, theirs = summary[key]["clirbench-trec_eval"], summary[key]["trec_eval"]
+                summary.setdefault("trec_eval_over_clirbench", {})[key] = round(theirs / ours, 2) if ours else None
         print(json.dumps(summary, indent=2))
         if args.out:
             Path(args.out).write_text(json.dumps(summary, indent=2) + "\n")
     finally:
         if not args.data:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def _compare_outputs(ours: str, theirs: str) -> dict:
+    """Whether two trec_eval outputs are identical, line for line; else the first differing line."""
+    a, b = ours.splitlines(), theirs.splitlines()
+    if a == b:
+        return {"identical": True, "lines": len(a)}
+    at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    return {"identical": False, "lines": [len(a), len(b)], "first_difference": at + 1,
+            "clirbench": a[at] if at < len(a) else None, "trec_eval": b[at] if at < len(b) else None}
 
 
 if __name__ == "__main__":
