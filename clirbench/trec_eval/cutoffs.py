@@ -122,9 +122,10 @@ def lround(x: float) -> int:
 
 def _counts(r: Rankings, points: Sequence[float]) -> np.ndarray:
     """(n, len(points)) ``lround(point * num_rel)``: the recall points as numbers of relevant documents."""
-    x = np.multiply.outer(r.num_rel.astype(np.float64), np.asarray(points, dtype=np.float64))
-    values, inverse = np.unique(x, return_inverse=True)
-    return np.asarray([lround(v) for v in values.tolist()], dtype=np.int64)[inverse].reshape(x.shape)
+    num_rel, inverse = np.unique(r.num_rel, return_inverse=True)  # few distinct values
+    x = np.multiply.outer(num_rel.astype(np.float64), np.asarray(points, dtype=np.float64))
+    table = np.asarray([lround(v) for v in x.ravel().tolist()], dtype=np.int64).reshape(x.shape)
+    return table[inverse.reshape(-1)]
 
 
 def _walk(r: Rankings):
