@@ -19,7 +19,7 @@ from .entries import Entry, pool_langs
 
 __all__ = ["SCHEMA_VERSION", "metadata", "dump", "header", "read_header", "equivalent_command", "trec_name"]
 
-SCHEMA_VERSION = "0.1"
+SCHEMA_VERSION = 0.1  # written as the schema's example writes it (a YAML number)
 START, END = "ir_metadata.start", "ir_metadata.end"
 TIE_RULE = ("score descending as float32, equal scores by document id descending, compared byte-wise "
             "(trec_eval's rule)")
@@ -197,7 +197,7 @@ def _resources(entry: Entry) -> dict:
 def metadata(entry: Entry, tag: str | None = None) -> dict:
     """The entry's ir_metadata (a plain dict, in the schema's order); ``tag``: the run's tag (default:
     the system's label as a TREC run tag)."""
-    return {"schema-version": SCHEMA_VERSION, "run-version": "1.0", "tag": tag or run_id_of(entry.system.label),
+    return {"schema-version": SCHEMA_VERSION, "run-version": 1.0, "tag": tag or run_id_of(entry.system.label),
             "platform": _platform(entry), "research goal": _research_goal(entry),
             "implementation": _implementation(entry), "method": _method(entry), "data": _data(entry),
             "resources": _resources(entry)}
