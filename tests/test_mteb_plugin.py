@@ -419,7 +419,7 @@ def test_mteb_family_names_a_local_folder_for_mteb(mteb_family, tiny_bert_dir):
 
 
 # ---------------------------------------------------------------------------------------------
-# the language exposure measures as MTEB scores (issue 33)
+# the language exposure measures as MTEB scores
 
 EXPOSURE_KEYS = ("lang_share_at_10", "awrf_at_10", "alpha_ndcg_at_20", "top1_rel_qlang", "top1_rel_other",
                  "top1_nonrel_qlang", "top1_nonrel_other")

@@ -25,7 +25,16 @@ from ..util.redact import redact_command
 from . import store
 from .costs import COST_HEADER, cost_cell
 from .preference import preference_section
-from .significance import DEFAULT_CORRECTION, Board, boards, gaps, headlines, main_measures, overall_table
+from .significance import (
+    DEFAULT_CORRECTION,
+    Board,
+    boards,
+    correction_family,
+    gaps,
+    headlines,
+    main_measures,
+    overall_table,
+)
 
 __all__ = ["esc", "breakable", "render_page", "write_site", "short_names", "SCRIPT"]
 
@@ -73,7 +82,7 @@ sup.g{color:#666;margin-left:2px}.v,.dir,.opt{white-space:nowrap}.ci{color:#777;
 code{font-size:12px;background:#f4f4f4;padding:1px 4px;border-radius:3px;overflow-wrap:break-word}
 table#systems{width:100%}table#systems td,table#systems th{text-align:left}table#systems td:nth-child(2),table#systems td:nth-child(3){min-width:8em;max-width:16em}table#systems td.cmd{width:45%;min-width:22em}
 details summary{cursor:pointer;color:#555;font-size:12px}
-.plots{display:flex;flex-wrap:wrap;gap:12px}figure{margin:0 0 8px;max-width:100%;overflow-x:auto}
+.plots{display:flex;flex-wrap:wrap;gap:12px}.pair{display:flex;flex-wrap:wrap;gap:12px;max-width:100%}figure{margin:0 0 8px;max-width:100%;overflow-x:auto}
 figcaption{font-weight:bold;font-size:12px;margin:0 0 2px;overflow-wrap:anywhere}
 figure p{font-size:12px;color:#777;margin:2px 0 0;max-width:60em}
 svg text{font:11px system-ui,sans-serif;fill:#333}svg text.light{fill:#fff}
@@ -316,6 +325,28 @@ def _ranked(group_boards: Sequence[Board], main: Mapping) -> list[str]:
     return sorted(systems, key=lambda s: (s not in rank, rank.get(s, 0), s))
 
 
+EXPOSURE_NOTE = ("Language exposure (docs/measures.md): Share@10, the % of each query's top 10 in its own "
+                 "language, best at the neutral mix, 100/k on a parallel pool of k languages (above it, the query's "
+                 "language fills more of the top); AWRF@10, 1 − the Jensen–Shannon divergence of the top 10's "
+                 "language exposure from the languages of the query's relevant documents (1: the same); "
+                 "alpha_nDCG@20, nDCG with the language as the aspect, α = 0.5 (NeuCLIR's MLIR measure). A system "
+                 "whose results were made before clirbench computed them has none (–).")
+
+
+def _notes(group_boards: Sequence[Board]) -> str:
+    """The notes under a scenario's table: each family's test and correction, and what the language
+    exposure columns mean when the table has some."""
+    out = []
+    for family in ("main", "exposure"):
+        note = next((b.correction_note for b in group_boards if b.pairs and correction_family(b.measure) == family), "")
+        if note:
+            out.append(f'<p class="note">Groups{" (language exposure)" if family == "exposure" else ""}: '
+                       f'{esc(note)}.</p>')
+    if any(correction_family(b.measure) == "exposure" for b in group_boards):
+        out.append(f'<p class="note">{esc(EXPOSURE_NOTE)}</p>')
+    return "".join(out)
+
+
 def _table(group_boards: Sequence[Board], table_id: str, systems: Sequence[str]) -> str:
     head = ['<th data-type="text">system</th>']
     for b in group_boards:
@@ -397,7 +428,8 @@ def render_page(data: Mapping, correction: str = DEFAULT_CORRECTION) -> str:
            f'({esc(sig.get("resamples", ""))} resamples, queries resampled per pool, paired across systems); '
            f'"rank 1–3": the rank\'s 95% interval over the same resamples. '
            f'Systems sharing a letter are not significantly apart (paired-bootstrap test against the group leader, '
-           f'p adjusted for every pair of systems × measure of the scenario; see each scenario\'s note). '
+           f'p adjusted for every pair of systems × main measure of the scenario, its language exposure measures '
+           f'a family of their own; see each scenario\'s note). '
            f'Click a column to sort.</p>']
     if tops:
         out.append('<section><h2>Overall</h2><p class="note">Each system\'s 95% rank interval on each scenario\'s '
@@ -408,10 +440,8 @@ def render_page(data: Mapping, correction: str = DEFAULT_CORRECTION) -> str:
     for k, ((subset, scenario, mode, _), group_boards) in enumerate(sorted(grouped.items(), key=_scenario_order)):
         title = group_boards[0].where
         systems = _ranked(group_boards, main)
-        note = next((b.correction_note for b in group_boards if b.pairs), "")
         out.append(f'<section><h2>{esc(title)}</h2>{_table(group_boards, f"table-{k}", systems)}')
-        if note:
-            out.append(f'<p class="note">Groups: {esc(note)}.</p>')
+        out.append(_notes(group_boards))
         out.append('<div class="plots">' + "".join(bars_svg(b) for b in group_boards) + "</div>")
         bilingual = any(len(data["pools"][p]["doc_langs"]) == 2 for p in group_boards[0].pools)
         if bilingual:
@@ -428,7 +458,7 @@ def render_page(data: Mapping, correction: str = DEFAULT_CORRECTION) -> str:
             if partial:
                 out.append(f'<p class="note">Not drawn (results on some of the pools only, not comparable): '
                            f'{esc(", ".join(partial))}.</p>')
-        out.append(preference_section(data, group_boards[0].pools))  # multi pools: query × document language heatmaps
+        out.append(preference_section(data, group_boards[0].pools))  # multi pools: preference and top-10 shares
         out.append("</section>")
     out.append(_systems_table(data, order))
     out.append(_reproductions_table(data, [b.measure for b in tops]))

@@ -10,9 +10,10 @@ same query ids (parallel data) share their indices, so a question is one unit ac
 Pairwise tests: for every pair of ranked systems, the two-sided paired-bootstrap p-value of their
 difference (``pair_p_values``: the difference over its bootstrap standard error, the same paired
 resamples, against the normal; a count of resamples past 0 could not go below 1/B, which a
-correction over many pairs would push above any level). The pairs of every
+correction over many pairs would push above any level). The pairs of every main
 measure of one (subset, scenario, pool mode) are one family, adjusted by Holm (default), BH or none
-(``stats.correction``).
+(``stats.correction``); those of its language exposure measures (``validate.EXPOSURE_COLUMNS``)
+another (``correction_family``), so that a board gaining them keeps its groups.
 
 Groups, as in the CLIRudit paper's appendix tables: systems sorted best first; the best starts
 group ``a``; each next system stays in the current group while the adjusted p-value of its
@@ -44,7 +45,7 @@ from ..tasks import get_task
 from ..util.checks import CORRECTIONS, check_correction
 from . import store
 
-__all__ = ["Row", "Pair", "Board", "boards", "gaps", "group_letter", "rank_intervals", "pair_p_values",
+__all__ = ["Row", "Pair", "Board", "boards", "correction_family", "gaps", "group_letter", "rank_intervals", "pair_p_values",
            "board_target", "per_query_vector",
            "two_level", "headlines", "main_measures", "overall_table", "DEFAULT_CORRECTION", "where_title"]
 
@@ -109,8 +110,10 @@ class Board:
     def correction_note(self) -> str:
         """One line: the test, the correction and the family it ran over."""
 
-        return ("paired bootstrap, two-sided; " + describe(self.correction, self.family_size,
-                "every pair of systems × every measure of this scenario"))
+        scope = ("every pair of systems × every language exposure measure of this scenario"
+                 if correction_family(self.measure) == "exposure" else
+                 "every pair of systems × every main measure of this scenario")
+        return "paired bootstrap, two-sided; " + describe(self.correction, self.family_size, scope)
 
     @property
     def target(self) -> float | None:
@@ -328,6 +331,35 @@ def _partial_rows(leaderboard: Mapping, complete: list[str], pids: list[str], me
     return rows
 
 
+def correction_family(measure: str) -> str:
+    """The family of tests a board of ``measure`` joins within its scenario: ``exposure`` for the
+    language exposure measures (which read the ranking's head: Share@10, AWRF@10, alpha_nDCG@20),
+    ``main`` for the others; a board that gains exposure columns keeps its main groups as they were."""
+    return "exposure" if parse(measure).record.needs_head else "main"
+
+
+def _adjusted(measures: Sequence[str], raw: Sequence[np.ndarray], upper: Sequence, correction: str
+              ) -> tuple[list[np.ndarray], list[int]]:
+    """Per board (``measures[i]``'s raw pairwise p-values ``raw[i]``, their upper triangle
+    ``upper[i]``): the p-values adjusted over its ``correction_family`` (symmetric, NaN on the diagonal), and
+    that family's size."""
+    out: list = [None] * len(raw)
+    sizes = [0] * len(raw)
+    for family in dict.fromkeys(map(correction_family, measures)):
+        members = [i for i, m in enumerate(measures) if correction_family(m) == family]
+        flat_raw = np.concatenate([raw[i][upper[i]] for i in members] or [np.zeros(0)])
+        flat, size = adjust(flat_raw, correction), family_size(flat_raw)
+        start = 0
+        for i in members:
+            u = upper[i]
+            adjusted = np.full(raw[i].shape, math.nan)
+            adjusted[u] = flat[start:start + len(u[0])]
+            adjusted[(u[1], u[0])] = adjusted[u]
+            start += len(u[0])
+            out[i], sizes[i] = adjusted, size
+    return out, sizes
+
+
 def boards(leaderboard: Mapping, measures: Mapping[str, list[str]] | None = None,
            correction: str = DEFAULT_CORRECTION) -> list[Board]:
     """Every board of the leaderboard: one per (subset, scenario, pool mode, number of document
@@ -356,6 +388,7 @@ def boards(leaderboard: Mapping, measures: Mapping[str, list[str]] | None = None
                         names.append(m)
         if measures and scenario in measures:
             names = [m for m in measures[scenario] if m in names]
+        names.sort(key=lambda m: correction_family(m) == "exposure")  # the language exposure columns last
         num_langs = tuple(len(leaderboard["pools"][p]["doc_langs"]) for p in pids)
         found = []  # (measure, complete systems, point, goodness of the resamples, overall resamples)
         for measure in names:
@@ -371,14 +404,9 @@ def boards(leaderboard: Mapping, measures: Mapping[str, list[str]] | None = None
                 found.append((measure, [], None, None, None, None, None))
         raw = [pair_p_values(f[2], f[5]) if f[1] else np.zeros((0, 0)) for f in found]
         upper = [np.triu_indices(len(f[1]), 1) for f in found]
-        flat = adjust(np.concatenate([r[u] for r, u in zip(raw, upper)] or [np.zeros(0)]), correction)
-        size = family_size(np.concatenate([r[u] for r, u in zip(raw, upper)] or [np.zeros(0)]))
-        start = 0
-        for (measure, complete, good, point, boots, good_boots, good_overall), p, u in zip(found, raw, upper):
-            adjusted = np.full(p.shape, math.nan)
-            adjusted[u] = flat[start:start + len(u[0])]
-            adjusted[(u[1], u[0])] = adjusted[u]
-            start += len(u[0])
+        every_adjusted, sizes = _adjusted([f[0] for f in found], raw, upper, correction)
+        for (measure, complete, good, point, boots, good_boots, good_overall), p, u, adjusted, size in zip(
+                found, raw, upper, every_adjusted, sizes):
             rows, pairs = [], []
             if complete:
                 low, high = _quantiles(boots, confidence)

@@ -18,7 +18,8 @@ from ..util.redact import redact_command
 from ..util.strict import json_kind
 from . import store
 
-__all__ = ["merge", "submit", "build", "identity_diff", "within_intervals", "describe_changes", "result_files"]
+__all__ = ["merge", "submit", "build", "identity_diff", "within_intervals", "added", "describe_changes",
+           "result_files"]
 
 from .validate import MAX_RESULT_BYTES, TOLERANCE, Submission, refuse, validate_result
 
@@ -59,10 +60,12 @@ def identity_diff(board: Mapping, new: Mapping) -> list[str]:
 
 
 def _changes(old: Mapping, new: Mapping) -> list[tuple[str, Any, Any]]:
-    """``(what, old, new)`` for each measure (or other value) that differs between two entries."""
+    """``(what, old, new)`` for each measure (or other value) that differs between two entries. A
+    measure, per-query vector or preference part that only ``new`` has (one added to clirbench after
+    the entry was made: ``added``) is no change; one that only ``old`` has is."""
     out = []
     om, nm = old.get("measures", {}), new.get("measures", {})
-    for name in sorted(set(om) | set(nm)):
+    for name in sorted(om):
         a, b = om.get(name) or {}, nm.get(name) or {}
         if not _close(a.get("value"), b.get("value")) or not a or not b:
             out.append((name, a.get("value"), b.get("value")))
@@ -72,8 +75,31 @@ def _changes(old: Mapping, new: Mapping) -> list[tuple[str, Any, Any]]:
         elif a.get("n") != b.get("n"):
             out.append((f"{name} n", a.get("n"), b.get("n")))
     for part in _VALUES[1:]:  # a part one side lacks (a board made before preferences were kept) is no change
-        if part in old and part in new and not _close_tree(old[part], new[part]) and not (part == "per_query" and out):
+        if part in old and part in new and not _close_tree(old[part], _as_old(part, old[part], new[part])) \
+                and not (part == "per_query" and out):
             out.append((part, "…", "…"))
+    return out
+
+
+def _as_old(part: str, old: Any, new: Any) -> Any:
+    """``new``'s ``part`` without what only it has: the per-query vectors and preference parts of
+    measures added after ``old`` was made (both compared as far as ``old`` goes)."""
+    if part == "per_query" and isinstance(old, Mapping) and isinstance(new, Mapping) \
+            and isinstance(old.get("measures"), Mapping) and isinstance(new.get("measures"), Mapping):
+        kept = {k: v for k, v in new["measures"].items() if k in old["measures"]}
+        return {**new, "measures": kept}
+    if part == "preference" and isinstance(old, Mapping) and isinstance(new, Mapping):
+        return {k: v for k, v in new.items() if k in old}
+    return new
+
+
+def added(old: Mapping, new: Mapping) -> list[tuple[str, Any, Any]]:
+    """``(measure, None, new value)`` for each measure ``new`` has and the entry ``old`` lacks (made
+    by a clirbench before it), and ``(preference.<part>, None, "…")`` for each such preference part."""
+    om, nm = old.get("measures", {}), new.get("measures", {})
+    out = [(name, None, (nm[name] or {}).get("value")) for name in sorted(set(nm) - set(om))]
+    before, after = old.get("preference") or {}, new.get("preference") or {}
+    out += [(f"preference.{part}", None, "…") for part in sorted(set(after) - set(before)) if before]
     return out
 
 
@@ -96,13 +122,14 @@ def _close(a: Any, b: Any) -> bool:
 
 
 def within_intervals(board: Mapping, new: Mapping) -> bool:
-    """True when ``new`` (a result entry) reproduces ``board``'s: the same measures, bootstrap
-    settings and numbers of queries, and each value inside the other's confidence interval (both
-    ways). Per-query values, breakdowns and preferences may differ (another machine's float order)."""
+    """True when ``new`` (a result entry) reproduces ``board``'s: every measure of the board's entry
+    (``new`` may have more: measures added to clirbench since), the same bootstrap settings and
+    numbers of queries, and each value inside the other's confidence interval (both ways).
+    Per-query values, breakdowns and preferences may differ (another machine's float order)."""
     if board.get("bootstrap") != new.get("bootstrap"):
         return False
     om, nm = board.get("measures", {}), new.get("measures", {})
-    if set(om) != set(nm) or not om:
+    if not set(om) <= set(nm) or not om:
         return False
     for name, a in om.items():
         b = nm[name]
@@ -156,7 +183,9 @@ def merge(leaderboard: Mapping, sub: Submission, commands: Iterable[str] = (), r
 
     Rows are keyed by the submission's ``SystemKey`` (a translated or approximate run is its own
     row); the system must be the board's (``identity_diff``: a fingerprint, not library versions,
-    identifies an analyzer). Merging the same values twice changes nothing. A run of the same
+    identifies an analyzer). Merging the same values twice changes nothing; the same values with
+    measures the entry lacks (``added``: made before clirbench computed them) replace the entry, which
+    so gains them (``changes`` receives ``(measure, None, value)``). A run of the same
     system and pool whose values lie within the entry's intervals (and the entry's within its own)
     is a *reproduction*: kept in the entry's ``reproductions`` (machine, date, versions, values,
     commands), the entry unchanged; ``reproduced`` then receives its ``(measure, old, new)``.
@@ -222,11 +251,19 @@ def _merged_system(system: Mapping | None, sub: Submission, key, replace: bool) 
 def _replaces_entry(before: Mapping, record: dict, sub: Submission, system: dict, commands: list[str],
                     replace: bool, changes: list | None, reproduced: list | None) -> bool:
     """Whether ``record`` replaces the entry ``before`` on its pool: not for the same values, nor for
-    a reproduction (kept in the entry); with ``replace`` (``changes`` then gets the differences);
-    other values are refused."""
+    a reproduction (kept in the entry); for the same values and measures the entry lacks (``added``:
+    an entry made before clirbench computed them gains them; ``changes`` then gets them as ``– →
+    value``); with ``replace`` (``changes`` then gets the differences); other values are refused."""
     diff = _changes(before, record) if any(before.get(k) != record.get(k) for k in _VALUES) else []
     if not diff:
-        return False  # the same values: the entry stays as it was
+        gained = added(before, record)
+        if not gained:
+            return False  # the same values: the entry stays as it was
+        if changes is not None:
+            changes.extend(gained)
+        if before.get("reproductions"):
+            record["reproductions"] = before["reproductions"]
+        return True
     if within_intervals(before, record) and not replace:
         _keep_reproduction(before, record, sub, system, commands, diff, reproduced)
         return False

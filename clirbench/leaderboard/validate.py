@@ -23,7 +23,7 @@ from ..util.strict import json_kind
 from . import store
 
 __all__ = ["MAX_RESULT_BYTES", "MAX_PER_QUERY_BYTES", "Submission", "validate_result", "value_range", "refuse",
-           "TOLERANCE"]
+           "TOLERANCE", "EXPOSURE_COLUMNS"]
 
 MAX_RESULT_BYTES = 1 << 20
 MAX_PER_QUERY_BYTES = 32 << 20
@@ -33,6 +33,10 @@ MAX_POOL_SIZE = 100_000_000
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _VERSION = re.compile(r"[0-9]+(\.[0-9]+)*([.+-]?[A-Za-z0-9.+-]*)?")
 TOLERANCE = 1e-6
+#: language exposure measures a board keeps per-query vectors of (so ranks, as columns) on pools of two
+#: or more document languages, beside the task card's main measures; their tests are a family of their
+#: own (``significance.boards``); records made before them lack them ("–" on the board)
+EXPOSURE_COLUMNS = ("Share@10", "AWRF@10", "alpha_nDCG@20")
 
 
 def value_range(measure, pool_size: int) -> tuple[float, float]:
@@ -295,8 +299,9 @@ def _check_per_query_column(result, col: str, vec, path) -> None:
 
 
 def _checked_per_query(result, path, registered, pid: str, card) -> tuple[str, dict]:
-    """(hash of the sorted query ids, the main measures' per-query vectors encoded in id order),
-    the table consistent with the means (and with the registered pool's query ids)."""
+    """(hash of the sorted query ids, the per-query vectors encoded in id order of the main measures,
+    and of ``EXPOSURE_COLUMNS`` on a pool of two or more document languages), the table consistent
+    with the means (and with the registered pool's query ids)."""
 
     ids, values = _per_query_table(result, path)
     order = np.argsort(np.array(ids, dtype=object), kind="stable")
@@ -305,6 +310,8 @@ def _checked_per_query(result, path, registered, pid: str, card) -> tuple[str, d
     if registered and registered["query_ids_sha256"] != ids_hash:
         raise refuse(path, f"query ids do not match pool {pid}")
     main = [str(m) for m in card.main_measures.get(result.scenario, MAIN_MEASURES.get(result.scenario, ()))]
+    if len(set(result.doc_langs)) >= 2:
+        main += [m for m in EXPOSURE_COLUMNS if m not in main]
     vectors = {}
     for col, vec in values.items():
         _check_per_query_column(result, col, vec, path)
