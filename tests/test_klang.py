@@ -216,12 +216,15 @@ def test_langs_all_through_the_cli_prints_and_writes_the_matrix(tmp_path, capsys
     row = next(line for line in text.splitlines() if line.startswith("de "))
     assert row.count("%") == 12
     files = sorted(p for p in out.rglob("*.json"))
-    assert [p.name for p in files] == ["ar-de-el-en-es-hi-ro-ru-th-tr-vi-zh.q-de.json",
+    assert [p.name for p in files] == ["ar-de-el-en-es-hi-ro-ru-th-tr-vi-zh.consistency.json",
+                                       "ar-de-el-en-es-hi-ro-ru-th-tr-vi-zh.q-de.json",
                                        "ar-de-el-en-es-hi-ro-ru-th-tr-vi-zh.q-en.json"]
-    record = json.loads(files[0].read_text())
+    assert [c["langs"] for c in json.loads(files[0].read_text())["pairs"]] == [["de", "en"]]
+    record = json.loads(files[1].read_text())
     assert record["pool_size"] == 2880 and len(record["preference"]["mean_rank"]) == 12
     assert sum(c["value"] for c in record["preference"]["best_share"].values()) == pytest.approx(100.0)
-    assert read_result(files[0]).preference["mean_rank"]["de"].value >= 1
+    assert sum(c["value"] for c in record["preference"]["top10_share"].values()) == pytest.approx(100.0)
+    assert read_result(files[1]).preference["mean_rank"]["de"].value >= 1
 
 
 def test_the_preference_section_is_validated(tmp_path):
@@ -249,7 +252,7 @@ def test_leaderboard_keeps_the_matrix_and_refuses_a_broken_one(tmp_path):
                  "--command", "clirbench run --model bm25 --langs en,zh,ar --scenario multi"]) == 0
     board = store.load(tmp_path / "lb" / "xquad.json")
     entry = board["systems"]["bm25"]["results"]["multi/en-zh-ar/q-ar"]
-    assert set(entry["preference"]) == {"mean_rank", "best_share", "tie_share"}
+    assert set(entry["preference"]) == {"mean_rank", "best_share", "tie_share", "top10_share"}
     assert set(entry["preference"]["mean_rank"]) == set(LANGS)
     entry["preference"]["mean_rank"]["en"]["value"] = 0.5  # below rank 1
     with pytest.raises(ValueError, match="preference.mean_rank.en out of range"):

@@ -324,7 +324,7 @@ def test_bm25_on_xquad_no_longer_orders_untouched_languages_by_document_id(tmp_p
     assert np.array_equal(cols["mean_rank:en"][both], cols["mean_rank:zh"][both])
     assert np.all(trec["mean_rank:zh"][both] < trec["mean_rank:en"][both])  # the doc-id order, gone
     # the standard measures are trec_eval's, exactly
-    for name, values in compute(DEFAULT_MEASURES, untied(table)).items():
+    for name, values in compute([m for m in DEFAULT_MEASURES if not m.record.needs_head], untied(table)).items():
         if name != "SameLangFirst":
             assert np.array_equal(compute([parse(name)], table)[name], values, equal_nan=True), name
 
