@@ -168,15 +168,15 @@ def test_one_module_and_one_handler_per_subcommand(capsys):
     modules = {"tasks": "tasks", "validate": "validate", "run": "run", "evaluate": "evaluate", "export": "export",
                "trec_eval": "trec_eval", "compare": "compare",
                "leaderboard": "leaderboard", "psq": "psq", "sweep": "sweep", "cache": "cache", "train": "train",
-               "merge": "train", "plot": "plot"}
+               "merge": "train", "plot": "plot", "reproduce": "reproduce", "export-results": "export_results"}
     assert main(["--help"]) == 0
     listed = capsys.readouterr().out.split("{", 1)[1].split("}", 1)[0].split(",")
     assert sorted(listed) == sorted(modules)
     for name, module_name in modules.items():
         module = importlib.import_module(f"clirbench.cli.{module_name}")
         sub = argparse.ArgumentParser().add_subparsers()
-        parser = getattr(module, f"add_{name}_parser")(sub)
-        assert parser.get_default("handler") is getattr(module, f"cmd_{name}")
+        parser = getattr(module, f"add_{name.replace('-', '_')}_parser")(sub)
+        assert parser.get_default("handler") is getattr(module, f"cmd_{name.replace('-', '_')}")
 
 
 def test_one_table_formatter():
