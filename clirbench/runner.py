@@ -11,11 +11,13 @@ from typing import Any, Mapping, Sequence
 from .cache.layout import embeddings_dir
 from .collection import Pool
 from .evaluation import evaluate_pool
+from .formats.trec import read_run
 from .identity import PoolKey, SystemKey
 from .measures import DEFAULT_MEASURES, MAIN_MEASURES, head_depth, parse
 from .rank.ann import split_ann_measures
 from .rank.ann_index import parse_index_spec
 from .rank.choose import choose_ranker
+from .rank.head import head_of_run
 from .results import (
     PerQuery,
     PoolResult,
@@ -85,6 +87,7 @@ def run(model, task="xquad", config: RunConfig | None = None, *, ranker=None, **
     done.sort(key=lambda o: order[o.name])
     gaps = write_gaps(done, resamples=c.statistics.resamples, seed=c.statistics.seed,
                       correction=c.statistics.correction)
+    heads.update(_saved_heads(done, heads, pools))
     consistency = run_consistency(done, heads, resamples=c.statistics.resamples, seed=c.statistics.seed)
     main = task_obj.card.main_measures if task_obj is not None else _main_measures(pools)
     return RunResult(pools=tuple(done), gaps=tuple(g for _, g in gaps), main_measures=dict(main),
@@ -179,6 +182,24 @@ def _ranker(given, c: RunConfig, pools: Sequence[Pool], measures, retriever):
                              depth=max(depths) if depths else None)
     given.supports(measures)
     return given
+
+
+def _saved_heads(done, heads: Mapping, pools: Sequence[Pool]) -> dict:
+    """The heads of reused ``multi`` pools from their saved runs (``--save-run``), for the consistency
+    across query languages of a set of documents of which this run ranked another pool (a resumed
+    run); a set whose pools were all reused keeps the consistency file written before."""
+    ranked = {PoolKey.of(o.record).documents for o in done if o.name in heads}
+    by_name = {p.name: p for p in pools}
+    out = {}
+    for o in done:
+        r = o.record
+        if o.name in heads or r.run is None or o.path is None or PoolKey.of(r).documents not in ranked:
+            continue
+        pool = by_name[o.name]
+        run = read_run(o.path.parent / r.run.file)
+        out[o.name] = head_of_run(run, [q.id for q in pool.queries], [d.id for d in pool.docs],
+                                  [d.lang for d in pool.docs], pool.exclusions, r.run.depth)
+    return out
 
 
 def _plan(pools: Sequence[Pool], store: ResultStore, settings: _Settings):

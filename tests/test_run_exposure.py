@@ -167,3 +167,18 @@ def test_a_saved_run_shallower_than_the_measures_head(tmp_path):
     run = _saved_run(folder / "en-zh.q-en.run.gz")
     assert {len(hits) for hits in run.values()} == {5}
     assert "Share@10" in read_result(folder / "en-zh.q-en.json").measures
+
+
+def test_a_resumed_run_reads_the_reused_pools_heads_from_their_saved_runs(tmp_path):
+    """q-en ranked and saved, then a run that adds q-zh: the consistency file holds the pair, equal to
+    the one a single run of both writes."""
+    common = ["run", "--model", "bm25", "--task", "xquad", "--langs", "en,zh", "--scenario", "multi",
+              "--data-dir", str(XQUAD), "--save-run", "--resamples", "20", "--no-progress"]
+    assert main([*common, "--query-lang", "en", "--output", str(tmp_path / "a")]) == 0
+    folder = tmp_path / "a" / "bm25" / "xquad" / "multi" / "unique"
+    assert not (folder / "en-zh.consistency.json").exists()  # one query language: nothing to compare
+    assert main([*common, "--output", str(tmp_path / "a")]) == 0  # q-en reused, q-zh ranked
+    assert main([*common, "--output", str(tmp_path / "b")]) == 0
+    resumed = json.loads((folder / "en-zh.consistency.json").read_text())
+    whole = json.loads((tmp_path / "b" / "bm25" / "xquad" / "multi" / "unique" / "en-zh.consistency.json").read_text())
+    assert resumed == whole and resumed["pairs"][0]["measures"]["MRC@10"]["n"] == 1190
