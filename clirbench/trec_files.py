@@ -15,7 +15,7 @@ import numpy as np
 from .evaluation import evaluate_ranked_run
 from .formats.doc_langs import check_covered, read_doc_langs
 from .formats.trec import check_inputs, is_stream, read_qrels, read_trec_run, rereadable
-from .measures import compute, parse
+from .measures import TOP1_SPLIT, compute, parse
 from .rank.head import head_of_run
 from .rank.judged_head import judge_head
 from .rank.run_file import rank_run_file
@@ -152,11 +152,9 @@ def check_map(langs, scores, qrels, query_ids, names: tuple[str, str, str]) -> N
 
 
 def _with_head(table, qrels, scores, langs, query_lang, head_names):
-    """``table`` with its judged head (``RankTable.head``): each query's top documents through the
-    last tie group reaching the largest cutoff of ``head_names`` (1 without one), so that every
-    value is that of the whole run (α-nDCG orders ties as ndeval does, which the head's own tie rule
-    would cut differently). The head holds the run's and the relevant documents and one of each
-    other language of the map; its language mix (``lang_counts``) is the map's."""
+    """``table`` with its judged head (``RankTable.head``): each query's top documents, as deep as
+    ``_head_depth`` (the head's tail counts the tie group that crosses its end). The head holds the run's and the relevant documents and one of each other
+    language of the map; its language mix (``lang_counts``) is the map's."""
     judged = _relevant(qrels, table.query_ids)
     listed = {d for hits in scores.values() for d in hits} | judged
     present, missing = {langs[d] for d in listed}, len(set(langs.values()))
@@ -167,7 +165,7 @@ def _with_head(table, qrels, scores, langs, query_lang, head_names):
         if lang not in present:
             others.setdefault(lang, d)
     doc_ids = sorted(listed | set(others.values()))
-    depth = _whole_tie_depth(scores, table.query_ids, [parse(n).cutoff or 1 for n in head_names])
+    depth = _head_depth(scores, table.query_ids, head_names)
     head = head_of_run(scores, table.query_ids, doc_ids, [langs[d] for d in doc_ids], depth=depth)
     judged_head = judge_head(head, qrels, table.query_ids, query_lang or "")
     counts = collections.Counter(langs.values())
@@ -175,15 +173,15 @@ def _with_head(table, qrels, scores, langs, query_lang, head_names):
     return dataclasses.replace(table, head=judged_head)
 
 
-def _whole_tie_depth(scores, query_ids, cutoffs: Sequence[int]) -> int:
-    """The head depth that holds, for every query and cutoff k, the whole tie group (equal float32
-    score) at rank k: at least max(cutoffs)."""
-    depth = max(cutoffs)
-    for q in query_ids:
-        ranked = np.sort(np.asarray(list((scores.get(q) or {}).values()), dtype=np.float32))[::-1]
-        for k in cutoffs:
-            if len(ranked) > k:
-                depth = max(depth, int(np.count_nonzero(ranked >= ranked[k - 1])))
+def _head_depth(scores, query_ids, head_names: Sequence[str]) -> int:
+    """The largest cutoff of ``head_names`` (1 without one); with a top-1 split, at least every
+    query's top tie group (equal float32 score): the table has no languages for the relevant
+    documents of a top group longer than the head."""
+    depth = max(parse(n).cutoff or 1 for n in head_names)
+    if any(str(m) in head_names for m in TOP1_SPLIT):
+        for q in query_ids:
+            ranked = np.asarray(list((scores.get(q) or {}).values()), dtype=np.float32)
+            depth = max(depth, int(np.count_nonzero(ranked == ranked.max(initial=-np.inf))))
     return depth
 
 

@@ -1,8 +1,9 @@
 """``clirbench evaluate --doc-langs / --query-lang / --preset neuclir`` (docs/commands.md): the
 document-language map's reader, NeuCLIR's set on an MLIR-shaped run against ir_measures (nDCG@20,
 AP, R@100, R@1000, Judged@20; nDCG@20 per language on files restricted to that language, written
-and read back here) and pyndeval (alpha-nDCG@20 with the language as subtopic), the exposure
-measures on a run, and the one-line errors (malformed map lines, documents missing from the map)."""
+and read back here) and pyndeval (alpha-nDCG@20 with the language as subtopic, on the run with its
+ties broken in trec_eval's order), the exposure measures on a run, and the one-line errors
+(malformed map lines, documents missing from the map)."""
 from __future__ import annotations
 
 import gzip
@@ -91,11 +92,14 @@ def ir_measures_values(qrels_path, run_path, names) -> dict[str, float]:
     return {str(m): v for m, v in ir_measures.calc_aggregate(measures, qrels, run).items()}
 
 
-def pyndeval_alpha(langs, qrels, run, k=20) -> dict[str, float]:
+def pyndeval_alpha(langs, qrels, run, k=20, untie=True) -> dict[str, float]:
+    """pyndeval's alpha-nDCG@k, the language as subtopic, on ``run`` with its ties broken in
+    trec_eval's order (``trec_order``: clirbench's tie rule), or as it is (``untie=False``: ndeval
+    orders a tie by document id ascending)."""
     import pyndeval
 
     subtopic_qrels = [(q, langs[d], d, g) for q, js in qrels.items() for d, g in js.items()]
-    scored = [(q, d, s) for q, hits in run.items() for d, s in hits.items()]
+    scored = [(q, d, s) for q, hits in (trec_order(run) if untie else run).items() for d, s in hits.items()]
     out = pyndeval.RelevanceEvaluator(subtopic_qrels, measures=[f"alpha-nDCG@{k}"]).evaluate(scored)
     return {q: v[f"alpha-nDCG@{k}"] for q, v in out.items()}
 
@@ -215,6 +219,8 @@ def test_neuclir_preset_equals_ir_measures_and_pyndeval(tmp_path, capsys, seed):
     rows = [json.loads(line) for line in per_query.read_text().splitlines()]
     mine = {row["query_id"]: row["value"] for row in rows if row["measure"] == "alpha_nDCG@20"}
     assert mine == pytest.approx(alpha, abs=1e-12)
+    # ties across the 20th place: ndeval's own order (ids ascending) gives other values (docs/commands.md)
+    assert pyndeval_alpha(langs, qrels, run, untie=False) != pytest.approx(alpha, abs=1e-12)
 
     for lang in LANGS:
         q_l, r_l = restricted_files(tmp_path, q, r, lambda d, lang=lang: langs[d] == lang, lang)

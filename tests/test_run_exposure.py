@@ -182,3 +182,23 @@ def test_a_resumed_run_reads_the_reused_pools_heads_from_their_saved_runs(tmp_pa
     resumed = json.loads((folder / "en-zh.consistency.json").read_text())
     whole = json.loads((tmp_path / "b" / "bm25" / "xquad" / "multi" / "unique" / "en-zh.consistency.json").read_text())
     assert resumed == whole and resumed["pairs"][0]["measures"]["MRC@10"]["n"] == 1190
+
+
+def test_alpha_ndcg_does_not_depend_on_the_head_depth(tmp_path):
+    """bm25 on XQuAD en,zh multi, where ties cross the 20th place: the default head (20 deep) and
+    ``--save-run --depth 1000`` give the same alpha_nDCG@20 (the top 20 under the tie rule)."""
+    records = {}
+    for name, extra in (("default", []), ("deep", ["--save-run", "--depth", "1000"])):
+        out = tmp_path / name
+        assert main(["run", "--model", "bm25", "--task", "xquad", "--langs", "en,zh", "--scenario", "multi",
+                     "--data-dir", str(XQUAD), "--output", str(out), "--resamples", "20", "--no-progress",
+                     *extra]) == 0
+        records[name] = out / "bm25" / "xquad" / "multi" / "unique"
+    crossing = 0
+    for q in ("en", "zh"):
+        default, deep = (read_result(records[n] / f"en-zh.q-{q}.json").measures["alpha_nDCG@20"] for n in records)
+        assert default.value == deep.value, q
+        for hits in _saved_run(records["deep"] / f"en-zh.q-{q}.run.gz").values():
+            ranked = sorted(np.float32(s) for s in hits.values())[::-1]
+            crossing += len(ranked) > 20 and ranked[19] == ranked[20]
+    assert crossing > 0  # a tie group crosses the cutoff: the head's depth would matter

@@ -4,8 +4,9 @@ AWRF@k (four variants), α-nDCG@k with the document language as the aspect, and 
 They read a ``JudgedHead`` (``rank/judged_head.py``, the table's ``head``). Ties: Share@k, AWRF's
 exposure and the top-1 split are exact expectations over uniformly random orders within each tie
 group (equal float32 score; the group reaching the head's end continues by ``tail``); α-nDCG@k
-orders a tie as ndeval does (pyndeval: score descending, then document id ascending), so that it
-equals pyndeval's value on the head as a run.
+reads the head in its own order (the tie rule of the standard measures, trec_eval's: score
+descending, then document id descending), so it depends on the top k alone, whatever the head's
+depth; it equals ndeval (pyndeval) on that order (ndeval itself orders a tie by id ascending).
 """
 from __future__ import annotations
 
@@ -186,14 +187,11 @@ def _ideal_ideal(subtopics: int, k: int, alpha: float) -> float:
     return total
 
 
-def _ndeval_gains(jh: JudgedHead, P: int, g: np.ndarray) -> np.ndarray:
-    """(n, P) the novelty gain of each of the top P documents in ndeval's order (ties by id ascending)."""
-    n = len(jh.query_ids)
-    start, end = tie_groups(jh.scores)
-    order = (start + end - 1 - np.arange(jh.depth))[:, :P]  # a tie reversed: the head orders it by id descending
-    rows = np.arange(n)[:, None]
-    lang, rel = jh.lang[rows, order], jh.grades[rows, order] > 0
-    gain = np.zeros((n, P))
+def _novelty_gains(jh: JudgedHead, P: int, g: np.ndarray) -> np.ndarray:
+    """(n, P) the novelty gain of each of the top P documents of the head, in its order: g[m] for a
+    relevant document with m relevant documents of its language above it, 0 otherwise."""
+    lang, rel = jh.lang[:, :P], jh.grades[:, :P] > 0
+    gain = np.zeros(lang.shape)
     for lang_i in range(len(jh.langs)):
         mine = rel & (lang == lang_i)
         before = np.cumsum(mine, axis=1) - mine
@@ -211,16 +209,16 @@ def _ideal_gains(rel_counts: np.ndarray, P: int, g: np.ndarray) -> np.ndarray:
 
 
 def alpha_ndcg(jh: JudgedHead, k: int, alpha: float = ALPHA) -> np.ndarray:
-    """(n,) α-nDCG@k with the document language as the aspect, as ndeval (pyndeval) computes it on
-    the head as a run and the qrels with language as subtopic: gain (1−α)^(relevant documents of
-    the language ranked above), discount 1/log2(r+1), over the greedy ideal's; 0 without relevant
-    documents or a ranked one."""
+    """(n,) α-nDCG@k with the document language as the aspect, on the head's top k in its order,
+    with ndeval's arithmetic (pyndeval on that order, the qrels with language as subtopic): gain
+    (1−α)^(relevant documents of the language ranked above), discount 1/log2(r+1), over the greedy
+    ideal's; 0 without relevant documents or a ranked one."""
     jh.check_depth(k)
     n = len(jh.query_ids)
     P = min(k, jh.depth)
     Pi = int(min(k, jh.rel_counts.sum(axis=1).max(initial=0)))
     g = _powers(1.0 - alpha, max(P, Pi, 1))
-    dcg = np.cumsum(_ndeval_gains(jh, P, g) * _discounts(P), axis=1)[:, -1] if P else np.zeros(n)
+    dcg = np.cumsum(_novelty_gains(jh, P, g) * _discounts(P), axis=1)[:, -1] if P else np.zeros(n)
     ideal = np.cumsum(_ideal_gains(jh.rel_counts, Pi, g) * _discounts(Pi), axis=1)[:, -1] if Pi else np.zeros(n)
     subtopics = np.count_nonzero(jh.rel_counts, axis=1)
     if k > 1:  # ndeval divides both by the "ideal ideal" from position 2 on
