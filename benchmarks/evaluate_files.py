@@ -29,6 +29,7 @@ The temp folder is deleted at the end (``--data DIR`` keeps the files there, and
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import shlex
@@ -117,18 +118,30 @@ def trec_eval_binary(path: str | None, source: str | None) -> str:
     return str(binary)
 
 
-def run_child(cmd: list[str], folder: Path) -> tuple[float, float, float, float, str]:
-    """(wall seconds, peak RSS in GB of this child alone, its user and system CPU seconds, stdout)."""
-    with open(folder / "stdout", "w+") as out, open(folder / "stderr", "w+") as err:
+TIME = "/usr/bin/time"
+
+
+def run_child(cmd: list[str], folder: Path, stdout: Path) -> tuple[float, float, float, float]:
+    """(wall seconds, peak RSS in GB of this child alone, its user and system CPU seconds); its output
+    goes to ``stdout``. Peak RSS, user and system time come from GNU time (``/usr/bin/time``) where
+    there is one: a child's own ru_maxrss counts the RSS of the process it was forked from (this
+    script's, which grows with the outputs it has read), time's child is forked from time."""
+    timed = os.access(TIME, os.X_OK)
+    report = folder / "time.txt"
+    full = [TIME, "-f", "%M %U %S", "-o", str(report), *cmd] if timed else cmd
+    with open(stdout, "w") as out, open(folder / "stderr", "w+") as err:
         t = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err)
+        proc = subprocess.Popen(full, stdout=out, stderr=err)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t
         proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0), err.seek(0)
+        err.seek(0)
         if proc.returncode:
             raise SystemExit(f"{' '.join(cmd[:4])} failed: {err.read().strip()[-500:]}")
-        return wall, usage.ru_maxrss * 1024 / 1e9, usage.ru_utime, usage.ru_stime, out.read()
+    if timed:
+        kb, user, system = report.read_text().split()[-3:]
+        return wall, int(kb) * 1024 / 1e9, float(user), float(system)
+    return wall, usage.ru_maxrss * 1024 / 1e9, usage.ru_utime, usage.ru_stime
 
 
 def main() -> None:
@@ -172,10 +185,11 @@ def main() -> None:
         }
         rows: dict[str, list[dict]] = {t: [] for t in tools + baselines}
         values: dict[str, dict] = {}
-        outputs: dict[str, str] = {}
+        outputs: dict[str, Path] = {}
         for rep in range(args.reps):
             for tool in baselines + tools:  # one at a time, interleaved
-                wall, peak, user, system, out = run_child(commands[tool], folder)
+                out_path = folder / f"stdout.{tool}"
+                wall, peak, user, system = run_child(commands[tool], folder, out_path)
                 rows[tool].append({"wall_s": round(wall, 3), "peak_rss_gb": round(peak, 3), "cpu_s": round(user + system, 3),
                                    "user_s": round(user, 3), "sys_s": round(system, 3),
                                    "load_avg_1min": round(os.getloadavg()[0], 2)})
@@ -183,9 +197,9 @@ def main() -> None:
                     report = json.loads((folder / "out.json").read_text())
                     values[tool] = {m: report["measures"][m]["value"] for m, _, _ in MEASURES}
                 elif tool in ("pytrec_eval", "ranx"):
-                    values[tool] = json.loads(out)
+                    values[tool] = json.loads(out_path.read_text())
                 elif tool in ("clirbench-trec_eval", "trec_eval"):
-                    outputs[tool] = out
+                    outputs[tool] = out_path
                 print(tool, rep, rows[tool][-1], flush=True)
         summary = {
             "queries": args.queries, "depth": args.depth, "run_bytes": os.path.getsize(run),
@@ -215,14 +229,14 @@ def main() -> None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def _compare_outputs(ours: str, theirs: str) -> dict:
+def _compare_outputs(ours: Path, theirs: Path) -> dict:
     """Whether two trec_eval outputs are identical, line for line; else the first differing line."""
-    a, b = ours.splitlines(), theirs.splitlines()
-    if a == b:
-        return {"identical": True, "lines": len(a)}
-    at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-    return {"identical": False, "lines": [len(a), len(b)], "first_difference": at + 1,
-            "clirbench": a[at] if at < len(a) else None, "trec_eval": b[at] if at < len(b) else None}
+    with open(ours) as a, open(theirs) as b:
+        n = 0
+        for n, (x, y) in enumerate(itertools.zip_longest(a, b), start=1):
+            if x != y:
+                return {"identical": False, "first_difference": n, "clirbench": x, "trec_eval": y}
+    return {"identical": True, "lines": n}
 
 
 if __name__ == "__main__":
