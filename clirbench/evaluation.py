@@ -30,6 +30,10 @@ from .rank.ranked import Ranker, RankingInfo
 from .rank.rows import rank_blocks, run_blocks
 from .rank.runs import rank_run
 from .results import Evaluation, breakdown
+from .stats.correction import describe
+from .stats.paired import corrected, paired_rows
+from .stats.preference import preference_columns
+from .stats.significance_tests import paired_test
 from .stats.summary import summarise
 from .util.checks import check_resamples, check_seed
 from .util.errors import MalformedDataError, UnknownNameError
@@ -41,7 +45,7 @@ if TYPE_CHECKING:
     from .results import MeasureValue
 
 __all__ = ["PoolEvaluation", "evaluate_table", "evaluate_pool", "evaluate_scores", "evaluate_run",
-           "evaluate_ranked_run", "with_head", "STANDARD_MEASURES"]
+           "evaluate_ranked_run", "with_head", "versus_first_stage", "STANDARD_MEASURES"]
 
 # A ready run's default measures. MaxR_norm needs |D|, which a run does not give; MaxR needs every
 # relevant document retrieved.
@@ -142,8 +146,51 @@ def evaluate_pool(retriever, pool: "Pool", measures: Sequence, resamples: int = 
     table = with_head(ranked.table, ranked.head, pool, measures, retriever, seen)
     evaluation = evaluate_table(table, measures, resamples, seed)
     info = ranked.info.to_dict() if isinstance(ranked.info, RankingInfo) else ranked.info  # the record's form
+    if ranked.first is not None and info is not None and "rerank" in info:
+        info = {**info, "rerank": versus_first_stage(info["rerank"], ranked.first, evaluation, pool, resamples, seed)}
     return dataclasses.replace(evaluation, ranking=info, head=ranked.head,
                                seconds={"search": t1 - t0, "measure": time.perf_counter() - t1})
+
+
+def versus_first_stage(rerank: Mapping, first, evaluation: PoolEvaluation, pool: "Pool", resamples: int = 1000,
+                       seed: int = 42) -> dict:
+    """A reranking's record (``rank.rerank``'s ``RankingInfo.rerank``) with what it gives: the recall
+    ceiling (R@K of the first stage ``first``, a ``Ranked``, on this pool: no reranking of its top K
+    finds more) and, per measure of ``evaluation``, the first stage's mean, the reranked one and the
+    paired difference (reranked − first) with its bootstrap interval and randomisation p, Holm-adjusted
+    over the measures; on a pool of two or more document languages whose first stage ranked every
+    document, the same for each cell of the preference row (mean rank and share of the best-ranked
+    relevant passage per document language, share of each language in the top 10)."""
+    measures = evaluation.measures
+    table = with_head(first.table, first.head, pool, measures)
+    before = evaluate_table(table, measures, resamples, seed)
+    depth = int(rerank["depth"])
+    ceiling = evaluate_table(first.table, [parse(f"R@{depth}")], resamples, seed).summary[f"R@{depth}"]
+    names = [str(m) for m in measures if not m.of_mean and str(m) in evaluation.summary and str(m) in before.summary]
+    test = paired_test()
+    out = {**rerank, "recall_ceiling": {"measure": f"R@{depth}", **ceiling.to_dict()}}
+    versus = {"test": test.describe(10000), "difference": "reranked - first stage"}
+    if names:
+        rows = corrected(_paired(before.per_query, evaluation.per_query, names, resamples, seed), "holm")
+        versus["measures"] = {n: rows[n].to_dict() for n in names}
+        versus["family"] = describe("holm", len(names), "every measure of this pool")
+    langs = tuple(pool.doc_langs)
+    if (pool.scenario == "multi" and len(langs) > 1 and np.isfinite(first.table.rank).all()
+            and table.doc_lang is not None and len(table.qidx)):
+        a, b = preference_columns(table, langs), preference_columns(evaluation.table, langs)
+        cells = [c for c in a if c in b and not c.startswith("tie_share")]
+        rows = corrected(_paired(a, b, cells, resamples, seed), "holm")
+        versus["preference"] = {c: rows[c].to_dict() for c in cells}
+        versus["preference_family"] = describe("holm", len(cells), "every cell of this pool's preference row")
+    out["versus_first_stage"] = versus
+    return out
+
+
+def _paired(a: Mapping[str, np.ndarray], b: Mapping[str, np.ndarray], names: Sequence[str], resamples: int,
+            seed: int):
+    """``stats.paired.paired_rows`` of per-query columns ``names`` of A and B (queries aligned)."""
+    return paired_rows(np.stack([np.asarray(a[n], dtype=np.float64) for n in names], axis=1),
+                       np.stack([np.asarray(b[n], dtype=np.float64) for n in names], axis=1), names, resamples, seed)
 
 
 def evaluate_scores(run: Mapping[str, Mapping[str, float]], pool: "Pool", measures: Sequence,

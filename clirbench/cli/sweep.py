@@ -37,6 +37,8 @@ def add_sweep_parser(subparsers) -> argparse.ArgumentParser:
     g.add_argument("--task", default=None, help="task id")
     g.add_argument("--translations", default="none",
                    help="comma list: none, query:<translator>, docs:<translator> (translator specs as for run)")
+    g.add_argument("--reranks", default=None,
+                   help="comma list: none, SECOND@K (each a point of the grid: the model's top K re-sorted by SECOND)")
     g.add_argument("--langs", default=None)
     g.add_argument("--scenario", default="all")
     g.add_argument("--query-lang", default=None)
@@ -131,6 +133,8 @@ def grid_config(args):
             translations.append({"direction": options.direction, "translator": options.translator,
                                  **({"quality": True} if quality else {})})
     data = {"models": args.models, "tasks": [entry], "translations": translations, "leaderboard": False}
+    if args.reranks:
+        data["reranks"] = args.reranks
     if args.resamples is not None:
         data["resamples"] = args.resamples
     if args.translation_cache:
@@ -158,7 +162,8 @@ def grid_rows(all_cells, outcomes, output) -> list[dict]:
         for rel in outcome.results:
             record = json.loads((Path(output) / rel).read_text(encoding="utf-8"))
             main = get_task(cell.entry.task).card.main_measures.get(record["scenario"]) or list(record["measures"])
-            rows.append({"model": cell.model, "translation": cell.translation.label(),
+            rows.append({"model": cell.model + (f"+rerank:{cell.rerank}" if cell.rerank else ""),
+                         "translation": cell.translation.label(),
                          "pool": Path(rel).stem, "measures": {n: record["measures"][n]["value"]
                                                               for n in main if n in record["measures"]},
                          "quality": (record.get("translation") or {}).get("quality")})

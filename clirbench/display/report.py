@@ -178,6 +178,73 @@ def format_consistency(name: str, matrix) -> list[str]:
             + format_table(["queries", "n", mrc, rbo], body, right=(1,)) + [""])
 
 
+_RERANK_EXPOSURE = ("Share@10", "AWRF@10", "alpha_nDCG@20", "SameLangFirst")
+_PREFERENCE_ROWS = (("top10_share", "top10 {}"), ("best_share", "best in {}"), ("mean_rank", "rank in {}"))
+
+
+def _rerank(record: dict) -> dict | None:
+    """The record's reranking (``rank.rerank``: the ``rerank`` part of its ranking), or None."""
+    ranking = (record.get("retriever") or {}).get("ranking") or {}
+    return ranking.get("rerank") if isinstance(ranking, dict) else None
+
+
+def format_reranking(records: list[dict], names: list[str]) -> list[str]:
+    """What a reranking gives and costs, per pool of ``records`` that a reranking ranked: the recall
+    ceiling (R@K of the first stage), pairs scored, seconds and pairs per second, the lists shorter
+    than K; then per pool the measures ``names`` and the language exposure before → after (first
+    stage, reranked, the paired difference with its interval, p Holm-adjusted over the pool's
+    measures), and the preference row's cells (the share of each language in the top 10, of the
+    best-ranked relevant passage, its mean rank); [] when none was reranked."""
+    reranked = [(r, _rerank(r)) for r in records if _rerank(r)]
+    if not reranked:
+        return []
+    first = reranked[0][1]
+    stages = f"{first['first_stage']['spec']} → {first['second_stage']['spec']}"
+    body = []
+    for r, info in reranked:
+        ceiling = info.get("recall_ceiling") or {}
+        computed = f" ({info['pairs_computed']:,} by the model)" if info.get("pairs_computed") is not None else ""
+        body.append([_label(r), f"{ceiling.get('measure', '-')} {_cell(ceiling) if ceiling else '-'}",
+                     f"{info['pairs']:,}{computed}", f"{info['seconds']:.1f}",
+                     "-" if info.get("pairs_per_s") is None else f"{info['pairs_per_s']:,.0f}",
+                     str(info.get("short_lists", "-"))])
+    lines = [f"== reranking {stages}, each query's top {first['k']}: the first stage's recall there is the ceiling; "
+             f"pairs scored by the second stage, its seconds; short: queries with fewer than K candidates"]
+    lines += format_table(["pool", "ceiling", "pairs", "s", "pairs/s", "short"], body, right=(2, 3, 4, 5)) + [""]
+    rows = []
+    for r, info in reranked:
+        versus = info.get("versus_first_stage") or {}
+        label = _label(r)
+        wanted = [n for n in list(names) + list(_RERANK_EXPOSURE) if n in (versus.get("measures") or {})]
+        for name in dict.fromkeys(wanted):
+            rows.append(_versus_row(label, name, versus["measures"][name]))
+            label = ""
+        for part, title in _PREFERENCE_ROWS:
+            for cell, row in (versus.get("preference") or {}).items():
+                if cell.startswith(part + ":"):
+                    rows.append(_versus_row(label, title.format(cell.split(":", 1)[1]), row))
+                    label = ""
+    if rows:
+        lines += ["== reranked − first stage, paired by question: means, the difference [95% CI] and p ("
+                  f"{reranked[0][1].get('versus_first_stage', {}).get('test', 'randomisation test')}, adjusted by "
+                  "Holm over each pool's measures; the preference cells a family of their own)"]
+        lines += format_table(["pool", "measure", "first", "reranked", "difference", "p_adj"], rows,
+                              right=(2, 3, 5)) + [""]
+    return lines
+
+
+def _versus_row(label: str, name: str, row: dict) -> list[str]:
+    p = row.get("p_adjusted", row.get("p_value"))
+    return [label, name, f"{row['mean_a']:.2f}", f"{row['mean_b']:.2f}",
+            f"{row['diff']:+.2f} [{row['ci_low']:+.2f},{row['ci_high']:+.2f}]", "-" if p is None else f"{p:.3g}"]
+
+
+def _label(record: dict) -> str:
+    """A pool in the reranking tables: task/scenario, documents and query language."""
+    task = f"{record['task']['id']}/{record['subset']}" if record.get("subset") else record["task"]["id"]
+    return f"{task}/{record['scenario']} {_pool_label(record)}"
+
+
 def _documents(record: dict) -> str:
     """The name ``preference_matrix`` gives a record's set of documents."""
     return "/".join(PoolKey.of(record).documents.parts[:-1])
@@ -275,6 +342,7 @@ def format_outcomes(report) -> str:
                                 + "; ".join(f"{docs} for queries in {q}" for q, docs in seen) + ")"]
     for name, matrix in getattr(report, "consistency", ()):
         lines += format_consistency(name, matrix)
+    lines += format_reranking([o.record for o in outcomes], shown)
     lines += _task_summaries([o.record for o in outcomes])
     for gap in report.gaps:
         l1, l2 = gap.doc_langs

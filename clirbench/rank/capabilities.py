@@ -2,7 +2,7 @@
 retriever of any class qualifies by its methods. Full score rows (every ranker's fallback), the
 same rows as a bounded float32 product (faster exact ranks), embeddings (document shards, Ray,
 an approximate index), embeddings through a shared cache (Ray's workers), a recipe to build it
-again on a worker, and scores of candidate pairs (reranking; no ranker uses it yet)."""
+again on a worker, and scores of candidate pairs (a second stage reranking a first: ``rerank.py``)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, Sequence, runtime_checkable

@@ -18,7 +18,7 @@ class RankingInfo:
     """How a ranker obtained its ranks. ``to_dict`` is the record's form: the fields that apply
     (not None), in this order; ``approximate`` is not written (an ANN record holds its ``index``)."""
 
-    path: str  # "sharded counting", "sharded counting on Ray", "approximate top-k"
+    path: str  # "sharded counting", "sharded counting on Ray", "approximate top-k", "reranked"
     approximate: bool = False  # top-k lists of an approximate index: cutoff measures only, another system
     # an approximate index (rank.ann): its description, depth, candidates rescored, measured recall
     index: Mapping | None = None
@@ -35,6 +35,8 @@ class RankingInfo:
     shards_computed: int | None = None
     shards_reused: int | None = None
     address: str | None = None  # the Ray cluster (credentials redacted) or "local"
+    # a reranking (rank.rerank): the first and second stage, K, the pairs scored and their seconds
+    rerank: Mapping | None = None
 
     def to_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)
@@ -45,11 +47,13 @@ class RankingInfo:
 class Ranked:
     """A ranker's answer: the ranks of the relevant documents, how they were obtained (None: full
     score rows, nothing to record), and the head of the ranking, each query's top-K documents
-    (``head.Head``; None where the path cannot give it)."""
+    (``head.Head``; None where the path cannot give it). A reranking also gives its first stage's
+    own answer (``first``), which the evaluation measures beside it (what the reranking gains)."""
 
     table: "RankTable"
     info: RankingInfo | None = None
     head: "Head | None" = None
+    first: "Ranked | None" = None
 
 
 @runtime_checkable

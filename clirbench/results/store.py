@@ -47,6 +47,7 @@ class RunIdentity:
             "model revision": (have.revision, self.system.revision),
             "translation": (have.translation, self.system.translation),
             "ranking": (have.ranking, self.system.ranking),
+            "reranking": (have.rerank, self.system.rerank),
             "prompts": (dict(result.retriever.prompts), dict(self.prompts)),
             "bootstrap resamples": (result.bootstrap.resamples, self.resamples),
             "bootstrap seed": (result.bootstrap.seed, self.seed),

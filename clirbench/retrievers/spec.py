@@ -94,6 +94,8 @@ FAMILIES: dict[str, Family] = {
     "mteb": Family("mteb:<model>", "clirbench.mteb.model:from_spec"),
     "openai": Family("openai:<model>[@<base_url>][#options]", "clirbench.retrievers.served:from_spec",
                      "clirbench.retrievers.served:check_spec"),
+    "cross-encoder": Family("cross-encoder:<model> (a second stage: --rerank)",
+                            "clirbench.retrievers.cross_encoder:from_spec"),
 }
 
 

@@ -1,9 +1,12 @@
-"""Sweep configs: pure data (YAML) parsed into frozen dataclasses, validated loudly.
+"""Sweep configs: pure data (YAML) parsed into frozen dataclasses, validated loudly. The grid is
+models × tasks × translations × reranks (``reranks``: ``none`` or ``SECOND@K``, ``clirbench run --rerank``).
 
 Every problem is one line naming the file and the key, e.g.
 ``sweep.yaml: tasks[1].pool_mode: expected one of unique, per-query, got 'foo'``. The options every
 cell shares are a ``RunConfig`` (the names of ``clirbench run`` and ``run(**options)``); each task
 entry holds its cell's data options; each cell's ``RunConfig`` is built from both.
+Over 500 lines: every key of a config is checked here, each with its one-line message, through field
+checks they share; split, the parts would import each other's private helpers.
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..identity import DIRECTION_ALIASES, SystemKey
-from ..run_config import DEFAULT_OUTPUT, EXECUTORS, DataOptions, RunConfig
+from ..run_config import DEFAULT_OUTPUT, EXECUTORS, DataOptions, RunConfig, split_rerank
 from ..tasks import get_task
 from ..util.checks import CORRECTIONS, MAX_BATCH_SIZE, MAX_RESAMPLES, MAX_SEED, MAX_SHARDS, MAX_WORKERS
 from ..util.errors import ClirbenchError, MalformedDataError, UnknownNameError
@@ -34,7 +37,7 @@ RUN_KEYS = ("output_dir", "cache_dir", "measures", "resamples", "seed", "batch_s
 _RANKING_KEYS = ("shards", "index", "executor", "address", "workers")
 #: run options whose value changes a cell's results: part of its key when not the default
 _RESULT_KEYS = ("query_prompt", "doc_prompt", "correction", "index")
-_TOP_KEYS = ("models", "tasks", "translations", *RUN_KEYS[:7], "leaderboard", "leaderboard_dir",
+_TOP_KEYS = ("models", "tasks", "translations", "reranks", *RUN_KEYS[:7], "leaderboard", "leaderboard_dir",
              "translation_cache_dir", *RUN_KEYS[7:])
 _TASK_KEYS = ("task", "langs", "scenarios", "query_langs", "pool_mode", "data_dir", "task_options")
 _TRANSLATION_KEYS = ("direction", "translator", "quality")
@@ -92,12 +95,14 @@ NO_TRANSLATION = Translation()
 
 @dataclass(frozen=True)
 class SweepConfig:
-    """A parsed sweep: models × tasks × translations, and the ``RunConfig`` every cell shares (its
-    data group unused: each task entry has its own; no translation: that is the axis)."""
+    """A parsed sweep: models × tasks × translations × reranks, and the ``RunConfig`` every cell shares
+    (its data group unused: each task entry has its own; no translation nor reranking: those are axes).
+    ``reranks``: None (no reranking) or ``SECOND@K`` per point of that axis."""
 
     models: tuple[str, ...]
     tasks: tuple[TaskEntry, ...]
     translations: tuple[Translation, ...] = (NO_TRANSLATION,)
+    reranks: tuple[str | None, ...] = (None,)
     run: RunConfig = field(default_factory=RunConfig)
     leaderboard: bool = True  # build the leaderboards from ``output`` after the sweep
     leaderboard_dir: str = "leaderboard"  # the user's boards (leaderboard.store.DEFAULT_DIR), never the reference
@@ -136,19 +141,25 @@ class SweepConfig:
 
 @dataclass(frozen=True)
 class Cell:
-    """One unit of work: one ``runner.run`` call for (model, task entry, translation)."""
+    """One unit of work: one ``runner.run`` call for (model, task entry, translation, rerank)."""
 
     model: str
     entry: TaskEntry
     translation: Translation
     index: int = 0
+    rerank: str | None = None  # SECOND@K: the model's top K re-sorted by SECOND (None: no reranking)
 
     def system(self):
-        """The cell's system as far as the config knows it (``identity.SystemKey``: model spec and
-        translation; the revision is known once the model is loaded)."""
+        """The cell's system as far as the config knows it (``identity.SystemKey``: model spec,
+        translation, second stage and K; the revisions are known once the models are loaded)."""
 
         tr = self.translation
-        return SystemKey(self.model, translation=None if tr.direction is None else (tr.direction, tr.translator))
+        rerank = None
+        if self.rerank is not None:
+            second, k = split_rerank(self.rerank)
+            rerank = (second, None, "all" if k is None else k)
+        return SystemKey(self.model, translation=None if tr.direction is None else (tr.direction, tr.translator),
+                         rerank=rerank)
 
     def label(self) -> str:
         """``bm25+qt:gold × xquad/en,zh/all/unique`` (`` (quality)`` when DT quality is scored)."""
@@ -162,6 +173,8 @@ class Cell:
         data = {"model": self.model, "entry": _plain(asdict(self.entry)),
                 "translation": asdict(self.translation), "measures": stats.measures,
                 "resamples": stats.resamples, "seed": stats.seed, **_result_options(config.run)}
+        if self.rerank is not None:  # only when set: a sweep without reranking keeps its keys
+            data["rerank"] = self.rerank
         digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
         return digest
 
@@ -173,9 +186,9 @@ def _result_options(run: RunConfig) -> dict:
 
 
 def cells(config: SweepConfig) -> list[Cell]:
-    """Every cell of the sweep, models outermost."""
-    product = itertools.product(config.models, config.tasks, config.translations)
-    return [Cell(m, t, tr, i) for i, (m, t, tr) in enumerate(product)]
+    """Every cell of the sweep, models outermost, reranks innermost."""
+    product = itertools.product(config.models, config.tasks, config.translations, config.reranks)
+    return [Cell(m, t, tr, i, rr) for i, (m, t, tr, rr) in enumerate(product)]
 
 
 def load_config(path: str | os.PathLike) -> SweepConfig:
@@ -211,6 +224,7 @@ def parse_config(data: Any, origin: str = "<config>") -> SweepConfig:
     _check_models(models, fail)
     return SweepConfig(
         models=models, tasks=_tasks(data["tasks"], fail), translations=_translations(data.get("translations"), fail),
+        reranks=_reranks(data.get("reranks"), fail),
         run=_run_config(data, fail), leaderboard=_bool(data, "leaderboard", fail, True),
         leaderboard_dir=_path(data, "leaderboard_dir", fail, "leaderboard"),
         translation_cache_dir=_path(data, "translation_cache_dir", fail, None), origin=origin)
@@ -252,6 +266,26 @@ def _translations(raw: Any, fail) -> tuple[Translation, ...]:
         if tr in translations[:i]:
             fail(f"translations[{i}]", f"duplicates translations[{translations.index(tr)}] ({_show(tr.label())})")
     return translations
+
+
+def _reranks(raw: Any, fail) -> tuple[str | None, ...]:
+    """The rerank axis: ``none`` (no reranking) or ``SECOND@K`` (``split_rerank``; SECOND's family known)."""
+    if raw is None:
+        return (None,)
+    items = _string_list(raw, "reranks", fail, nonempty=True)
+    from ..retrievers.spec import canonical_family  # lazy: numpy
+
+    out: list[str | None] = []
+    for i, item in enumerate(items):
+        if item == "none":
+            out.append(None)
+            continue
+        try:
+            canonical_family(split_rerank(item)[0])
+        except ClirbenchError as exc:
+            fail(f"reranks[{i}]", str(exc).splitlines()[0])
+        out.append(item)
+    return tuple(out)
 
 
 def _measures(raw: Any, fail) -> tuple[str, ...] | None:

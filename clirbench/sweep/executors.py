@@ -76,10 +76,11 @@ def translation_kwargs(translation: Translation, cache_dir: str | None = None) -
 
 def cell_config(cell, config, overwrite: bool = False, progress: bool = True):
     """The ``RunConfig`` of one sweep cell: the sweep's ``RunConfig`` with the cell's task entry as
-    its data, the cell's translation, and this sweep's ``overwrite`` and ``progress``."""
+    its data, the cell's translation and reranking, and this sweep's ``overwrite`` and ``progress``."""
     run = config.run
     translation = translation_kwargs(cell.translation, config.translation_cache_dir)
     return replace(run, data=cell.entry.data_options(), retrieval=replace(run.retrieval, **translation),
+                   ranking=replace(run.ranking, rerank=getattr(cell, "rerank", None)),
                    output=replace(run.output, overwrite=overwrite, progress=progress))
 
 
@@ -121,7 +122,8 @@ def _worker() -> str:
 def _write_marker(path: Path, cell: Cell, results: Sequence[str]) -> None:
     # a translator URL's key, a task option's token: never in the output folder
     data = {**redact_data({"cell": cell.label(), "model": cell.model, "task": asdict(cell.entry),
-                           "translation": asdict(cell.translation)}),
+                           "translation": asdict(cell.translation),
+                           **({"rerank": cell.rerank} if cell.rerank is not None else {})}),
             "results": list(results), "finished": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
     write_text_atomic(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
 
