@@ -198,6 +198,109 @@ def test_consistency_values_refuse_a_shallow_head_and_other_documents():
         consistency_values(a, random_head(rng, ["r"], docs, 5), k=5)
 
 
+# -- all questions at once equal the one-question functions, bit for bit ---------------------------
+
+
+def per_question(head_a: Head, head_b: Head, k: int, p: float) -> tuple[np.ndarray, np.ndarray]:
+    """``mrc`` and ``rbo_ext`` question by question (twins by shared id, a's order) on the lists by name."""
+    depth = min(k, head_a.depth, head_b.depth)
+    at_b = {q: j for j, q in enumerate(head_b.query_ids)}
+    mrcs, rbos = [], []
+    for i, q in enumerate(head_a.query_ids):
+        if q not in at_b:
+            continue
+        la, sa = head_lists(head_a, i, depth)
+        lb, sb = head_lists(head_b, at_b[q], depth)
+        mrcs.append(mrc(la, sa, lb, sb, k))
+        rbos.append(rbo_ext(la, lb, p))
+    return np.array(mrcs), np.array(rbos)
+
+
+def head_of_lists(query_ids, doc_ids, lists, depth) -> Head:
+    """A head from rows of (document indices, scores) in rank order, -1 / -inf past each row's end."""
+    docs = np.full((len(lists), depth), -1, dtype=np.int64)
+    scores = np.full((len(lists), depth), -np.inf, dtype=np.float32)
+    for r, (row, row_scores) in enumerate(lists):
+        docs[r, :len(row)], scores[r, :len(row)] = row, row_scores
+    return Head(tuple(query_ids), tuple(doc_ids), None, docs, scores)
+
+
+@st.composite
+def twin_heads(draw):
+    """Heads a and b over the same documents (b indexing them in another order, its rows in another
+    order, one question only in a): rows of 0..depth documents with scores from few values (ties),
+    b's list of a question identical to a's, a's reversed, disjoint from it, overlapping or drawn
+    alone; k up to the depth, past it when the heads hold every document."""
+    n_docs = draw(st.integers(1, 24))
+    depth = draw(st.integers(1, 20))
+    k = draw(st.integers(1, depth + (3 if depth >= n_docs else 0)))
+    n = draw(st.integers(1, 6))
+    perm = draw(st.permutations(range(n_docs)))  # b's document index j is a's perm[j]
+    b_index = {d: j for j, d in enumerate(perm)}
+    levels = draw(st.integers(1, 4))
+
+    def scored(row):
+        values = draw(st.lists(st.integers(0, levels - 1), min_size=len(row), max_size=len(row)))
+        return row, np.array(sorted(values, reverse=True), dtype=np.float32) / np.float32(3)
+
+    lists_a, lists_b = [], []
+    for _ in range(n):
+        a = draw(st.lists(st.integers(0, n_docs - 1), unique=True, max_size=min(depth, n_docs)))
+        mode = draw(st.sampled_from(["same", "reversed", "disjoint", "overlap", "any"]))
+        rest = [d for d in range(n_docs) if d not in a]
+        b = {"same": a, "reversed": a[::-1],
+             "disjoint": draw(st.permutations(rest)) if rest else [],
+             "overlap": a[:len(a) // 2] + rest[:max(0, depth - len(a) // 2)],
+             "any": draw(st.lists(st.integers(0, n_docs - 1), unique=True, max_size=min(depth, n_docs)))}[mode]
+        lists_a.append(scored(a))
+        row_b, scores_b = scored(b[:depth])
+        lists_b.append(([b_index[d] for d in row_b], lists_a[-1][1] if mode == "same" else scores_b))
+    docs = [f"d{i:02d}" for i in range(n_docs)]
+    qids = [f"q{i}" for i in range(n)]
+    head_a = head_of_lists(qids + ["only_a"], docs, lists_a + [lists_a[0]], depth)
+    head_b = head_of_lists(qids[::-1], [docs[d] for d in perm], lists_b[::-1], depth)
+    return head_a, head_b, k
+
+
+@settings(max_examples=300, deadline=None)
+@given(twin_heads(), st.sampled_from([0.5, 0.9, 0.98]))
+def test_consistency_values_equal_the_one_question_functions_bit_for_bit(heads, p):
+    head_a, head_b, k = heads
+    values = consistency_values(head_a, head_b, k=k, p=p)
+    want_mrc, want_rbo = per_question(head_a, head_b, k, p)
+    assert np.array_equal(values.mrc, want_mrc, equal_nan=True), (values.mrc, want_mrc)
+    assert np.array_equal(values.rbo, want_rbo), (values.rbo, want_rbo)
+
+
+@pytest.mark.parametrize("k", [10, 16, 40, 130])
+def test_consistency_values_equal_the_one_question_functions_on_deep_lists(k):
+    """Unions past 16 and sums past 8 and 128 terms (BLAS's and numpy's blocked sums) stay bit for bit."""
+    rng = np.random.default_rng(k)
+    docs = [f"doc{i:03d}" for i in range(300)]
+    qids = [f"q{i}" for i in range(60)]
+    a = random_head(rng, qids, docs, 150, levels=6)
+    b = random_head(rng, qids[::-1], [docs[i] for i in rng.permutation(len(docs))], 150, levels=40)
+    values = consistency_values(a, b, k=k, p=0.9)
+    want_mrc, want_rbo = per_question(a, b, k, 0.9)
+    assert np.array_equal(values.mrc, want_mrc, equal_nan=True)
+    assert np.array_equal(values.rbo, want_rbo)
+    unions = [len(set(head_lists(a, i, k)[0]) | set(head_lists(b, len(qids) - 1 - i, k)[0])) for i in range(len(qids))]
+    assert max(unions) > 16 and min(unions) < max(unions) and np.isfinite(values.mrc).sum() > 40
+
+
+def test_consistency_values_refuse_a_document_listed_twice_and_rising_scores():
+    docs = ["x", "y", "z"]
+    ok = head_of_lists(["q"], docs, [([0, 1], [2.0, 1.0])], 2)
+    twice = head_of_lists(["q"], docs, [([2, 2], [2.0, 1.0])], 2)
+    rising = head_of_lists(["q"], docs, [([0, 1], [1.0, 2.0])], 2)
+    for bad in (twice, rising):
+        for a, b in ((ok, bad), (bad, ok)):
+            with pytest.raises(ValueError, match="twice|non-increasing"):
+                consistency_values(a, b, k=2)
+    with pytest.raises(ValueError, match="p must"):
+        consistency_values(ok, ok, k=2, p=1.0)
+
+
 # -- the matrix ----------------------------------------------------------------------------------
 
 

@@ -146,21 +146,140 @@ def consistency_values(head_a: "Head", head_b: "Head", k: int = DEFAULT_K, p: fl
                        twins: Mapping[str, str] | None = None) -> TwinValues:
     """MRC@k and RBO@k (``rbo_ext`` with ``p``) of every question of ``head_a`` with a twin in
     ``head_b`` (``twin_rows``): two heads over the same documents, each holding at least k documents
-    per query (or every document of the pool)."""
+    per query (or every document of the pool). All questions at once, with the arithmetic of ``mrc``
+    and ``rbo_ext`` (the same values, bit for bit)."""
     k = int(k)
     if k < 1:
         raise ValueError(f"k must be >= 1, not {k}")
     depth = min(_cutoff(head_a, k), _cutoff(head_b, k))
     b_to_a = _doc_map(head_a.doc_ids, head_b.doc_ids)
     ia, ib = twin_rows(head_a.query_ids, head_b.query_ids, twins)
-    mrcs, rbos = np.empty(len(ia)), np.empty(len(ia))
-    for n, (i, j) in enumerate(zip(ia.tolist(), ib.tolist())):
-        a, sa = _listed(head_a, i, depth)
-        b, sb = _listed(head_b, j, depth)
-        b = b_to_a[b].tolist()
-        mrcs[n], rbos[n] = mrc(a, sa, b, sb, k), rbo_ext(a, b, p)
+    docs_a, scores_a, len_a = _rows(head_a, ia, depth)
+    docs_b, scores_b, len_b = _rows(head_b, ib, depth)
+    docs_b = np.where(docs_b >= 0, b_to_a[np.maximum(docs_b, 0)], -1)
+    at_a = _positions_in(docs_a, docs_b)
+    mrcs = _mrc_rows(_tie_ranks(scores_a, len_a), len_a, _tie_ranks(scores_b, len_b), len_b, at_a, k)
+    if not 0.0 < float(p) < 1.0:
+        raise ValueError(f"p must be in (0, 1), got {p}")
+    rbos = _rbo_rows(len_a, len_b, at_a, p)
     return TwinValues(tuple(head_a.query_ids[i] for i in ia.tolist()), tuple(head_b.query_ids[j] for j in ib.tolist()),
                       k, float(p), mrcs, rbos)
+
+
+def _rows(head: "Head", rows: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The lists of ``rows`` to ``depth``: documents (-1 past a list's end), float32 scores, lengths."""
+    docs = head.docs[rows, :depth]
+    lengths = (docs >= 0).sum(axis=1)
+    listed = np.arange(docs.shape[1]) < lengths[:, None]
+    return np.where(listed, docs, -1), np.asarray(head.scores[rows, :depth], dtype=np.float32), lengths
+
+
+def _positions_in(docs_a: np.ndarray, docs_b: np.ndarray) -> np.ndarray:
+    """Per row, the position in a's list of each of b's documents (-1: not in a's list, or past b's
+    end), from one row-wise sort; a ValueError when a list names a document twice."""
+    n, width = docs_b.shape
+    both = np.concatenate([docs_a, docs_b], axis=1)
+    both = np.where(both >= 0, both, -1 - np.arange(2 * width))  # empty slots: distinct, never matched
+    order = np.argsort(both, axis=1, kind="stable")  # a's copy of a shared document first
+    ordered = np.take_along_axis(both, order, axis=1)
+    rows, cols = np.nonzero(ordered[:, 1:] == ordered[:, :-1])
+    first, second = order[rows, cols], order[rows, cols + 1]
+    if np.any(first >= width) or np.any(second < width):
+        raise ValueError("a list names a document twice")
+    at_a = np.full((n, width), -1, dtype=np.int64)
+    at_a[rows, second - width] = first
+    return at_a
+
+
+def _tie_ranks(scores: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``_list_ranks`` of every row: positions 1..n, equal float32 scores sharing their average (NaN
+    past a row's end); a ValueError for scores that are not non-increasing numbers."""
+    n, width = scores.shape
+    at = np.arange(width)
+    listed = at < lengths[:, None]
+    rises = (scores[:, 1:] > scores[:, :-1]) & listed[:, 1:]
+    if rises.any() or (np.isnan(scores) & listed).any():
+        raise ValueError("a list's scores must be non-increasing numbers (rank order)")
+    changes = scores[:, 1:] != scores[:, :-1]
+    starts = np.concatenate([np.ones((n, 1), dtype=bool), changes], axis=1)
+    ends = np.concatenate([changes, np.ones((n, 1), dtype=bool)], axis=1) | (at == lengths[:, None] - 1)
+    first = np.maximum.accumulate(np.where(starts, at, 0), axis=1)
+    last = np.minimum.accumulate(np.where(ends, at, width)[:, ::-1], axis=1)[:, ::-1]
+    return np.where(listed, (last + 1) - (last - first) / 2.0, np.nan)
+
+
+def _mrc_rows(ranks_a: np.ndarray, len_a: np.ndarray, ranks_b: np.ndarray, len_b: np.ndarray,
+              at_a: np.ndarray, k: int) -> np.ndarray:
+    """``mrc`` of every row: the rank vectors on the union (a's list, then b's documents not in it in
+    b's order), 1 where equal, else Pearson on their average ranks."""
+    n, width = at_a.shape
+    listed_b = np.arange(width) < len_b[:, None]
+    new_b = listed_b & (at_a < 0)
+    sizes = len_a + new_b.sum(axis=1)  # the union's
+    slot = np.where(at_a >= 0, at_a, len_a[:, None] + np.cumsum(new_b, axis=1) - 1)
+    ra = np.full((n, 2 * width), k + 1.0)
+    rb = np.full((n, 2 * width), k + 1.0)
+    ra[:, :width] = np.where(np.isnan(ranks_a), k + 1.0, ranks_a)
+    rows, cols = np.nonzero(listed_b)
+    rb[rows, slot[rows, cols]] = ranks_b[rows, cols]
+    out = np.full(n, np.nan)
+    out[(sizes > 0) & (ra == rb).all(axis=1)] = 1.0  # slots past the union hold k + 1 in both
+    todo = (sizes > 0) & np.isnan(out)
+    inside = np.arange(2 * width) < sizes[:, None]
+    x, y = (_row_average_ranks(r[todo], inside[todo], k) for r in (ra, rb))
+    out[todo] = _pearson_rows(x, y, inside[todo], sizes[todo])
+    return out
+
+
+def _row_average_ranks(values: np.ndarray, inside: np.ndarray, k: int) -> np.ndarray:
+    """``average_ranks`` of each row's values inside its union (0 outside); the values are multiples of
+    1/2 in [1, k + 1], so per-row counts of each value give the ranks (count below, count up to)."""
+    n = len(values)
+    span = 2 * k + 4  # a bin per half in [0, k + 1], and one past them for the slots outside the union
+    halves = np.where(inside, (2 * values).astype(np.int64), span - 1)
+    counts = np.bincount((halves + span * np.arange(n)[:, None]).ravel(), minlength=n * span)
+    upto = np.cumsum(counts.reshape(n, span), axis=1)
+    hi = np.take_along_axis(upto, halves, axis=1)
+    lo = np.take_along_axis(upto, halves - 1, axis=1)
+    return np.where(inside, hi - (hi - lo - 1) / 2.0, 0.0)
+
+
+def _pearson_rows(x: np.ndarray, y: np.ndarray, inside: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """``_pearson`` of each row's values inside its union. Average ranks of a union of m sum to
+    m(m + 1)/2, so the means are (m + 1)/2 and every centred value, product and sum is a multiple of
+    1/4 held exactly: the sums equal ``xc @ yc``'s in any order, and so do the results."""
+    xc, yc = (np.where(inside, r - (r.sum(axis=1) / sizes)[:, None], 0.0) for r in (x, y))
+    denom = np.sqrt((xc * xc).sum(axis=1) * (yc * yc).sum(axis=1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(denom == 0, np.nan, np.clip((xc * yc).sum(axis=1) / denom, -1.0, 1.0))
+
+
+def _rbo_rows(len_a: np.ndarray, len_b: np.ndarray, at_a: np.ndarray, p: float) -> np.ndarray:
+    """``rbo_ext`` of every row. Its sums round, so rows of equal list lengths go together: numpy sums
+    each row of a C-contiguous block as it sums a 1-D array of that length (the same order, the same
+    values as ``rbo_ext``'s, bit for bit)."""
+    out = np.where((len_a == 0) & (len_b == 0), 1.0, 0.0)  # one list empty: 0, both: 1
+    pairs = np.stack([len_a, len_b], axis=1)
+    for la, lb in np.unique(pairs[(len_a > 0) & (len_b > 0)], axis=0).tolist():
+        rows = (len_a == la) & (len_b == lb)
+        out[rows] = _rbo_equal_lengths(at_a[rows, :lb], min(la, lb), max(la, lb), p)
+    return out
+
+
+def _rbo_equal_lengths(at_a: np.ndarray, s: int, l: int, p: float) -> np.ndarray:
+    """``rbo_ext``'s arithmetic on rows of lists of lengths s <= l: X[d - 1] the documents in both
+    prefixes of depth d (a shared document enters at the deeper of its two positions)."""
+    n, lb = at_a.shape
+    enters = np.where(at_a >= 0, np.maximum(at_a, np.arange(lb)) + 1, 0) + (l + 1) * np.arange(n)[:, None]
+    counts = np.bincount(enters.ravel(), minlength=n * (l + 1)).reshape(n, l + 1)[:, 1:]
+    X = np.cumsum(counts, axis=1).astype(np.float64)
+    d = np.arange(1, l + 1, dtype=np.float64)
+    weight = (1.0 - p) * p ** (d - 1)
+    xs = X[:, s - 1]
+    past = d > s
+    total = (weight * X / d).sum(axis=1) + (weight[past] * xs[:, None] * (d[past] - s) / (s * d[past])).sum(axis=1)
+    total += ((X[:, -1] - xs) / l + xs / s) * p ** l
+    return np.minimum(np.maximum(total, 0.0), 1.0)
 
 
 def _cutoff(head: "Head", k: int) -> int:
@@ -168,12 +287,6 @@ def _cutoff(head: "Head", k: int) -> int:
     if head.depth < k and head.depth < len(head.doc_ids):
         raise ValueError(f"@{k} needs each query's top {k}: the head holds {head.depth} (rank with depth >= {k})")
     return min(k, head.depth)
-
-
-def _listed(head: "Head", row: int, depth: int) -> tuple[list[int], np.ndarray]:
-    docs = head.docs[row, :depth]
-    n = int((docs >= 0).sum())
-    return docs[:n].tolist(), head.scores[row, :n]
 
 
 def _doc_map(ids_a: Sequence[str], ids_b: Sequence[str]) -> np.ndarray:
