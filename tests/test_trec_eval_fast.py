@@ -274,3 +274,14 @@ def test_select_shares_dcg_parameters_as_m_ndcg_c():
     assert got["ideal_dcg"] == (("ideal_dcg_2=3",), (("2", 3.0),))
     assert got["ndcg"] == (("ndcg_2=3",), (("2", 3.0),))
     assert got["ndcg_rel"] == (("ndcg_rel_1=9",), (("1", 9.0),))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.floats(0, 10),
+                          st.integers(0, 320000).map(lambda k: k / 32000)), max_size=50))
+def test_per_query_values_print_as_printf(values):
+    """The numpy digits of %6.4f equal C's (Python's) formatting, halves (k / 32000) and all."""
+    from clirbench.trec_eval.report import _c_float, _fixed4
+
+    got = [b.decode() for b in _fixed4(np.asarray(values, dtype=np.float64)).tolist()]
+    assert got == [_c_float(v) for v in values]
