@@ -32,7 +32,7 @@ from .rank.runs import rank_run
 from .results import Evaluation, breakdown
 from .stats.correction import describe
 from .stats.paired import corrected, paired_rows
-from .stats.preference import preference_columns
+from .stats.preference import SHARE_K, preference_columns
 from .stats.significance_tests import paired_test
 from .stats.summary import summarise
 from .util.checks import check_resamples, check_seed
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from .results import MeasureValue
 
 __all__ = ["PoolEvaluation", "evaluate_table", "evaluate_pool", "evaluate_scores", "evaluate_run",
-           "evaluate_ranked_run", "with_head", "versus_first_stage", "STANDARD_MEASURES"]
+           "evaluate_ranked_run", "with_head", "versus_first_stage", "preference_table", "STANDARD_MEASURES"]
 
 # A ready run's default measures. MaxR_norm needs |D|, which a run does not give; MaxR needs every
 # relevant document retrieved.
@@ -177,13 +177,25 @@ def versus_first_stage(rerank: Mapping, first, evaluation: PoolEvaluation, pool:
     langs = tuple(pool.doc_langs)
     if (pool.scenario == "multi" and len(langs) > 1 and np.isfinite(first.table.rank).all()
             and table.doc_lang is not None and len(table.qidx)):
-        a, b = preference_columns(table, langs), preference_columns(evaluation.table, langs)
+        a, b = preference_columns(preference_table(table), langs), preference_columns(preference_table(evaluation.table), langs)
         cells = [c for c in a if c in b and not c.startswith("tie_share")]
         rows = corrected(_paired(a, b, cells, resamples, seed), "holm")
         versus["preference"] = {c: rows[c].to_dict() for c in cells}
         versus["preference_family"] = describe("holm", len(cells), "every cell of this pool's preference row")
     out["versus_first_stage"] = versus
     return out
+
+
+def preference_table(table: "RankTable") -> "RankTable":
+    """``table`` for the preference row: without its head when the head is too shallow for the top-10
+    shares (a reranking of fewer than 10 documents keeps only its K)."""
+    if table.head is None:
+        return table
+    try:
+        table.head.check_depth(SHARE_K)
+    except ValueError:
+        return dataclasses.replace(table, head=None)
+    return table
 
 
 def _paired(a: Mapping[str, np.ndarray], b: Mapping[str, np.ndarray], names: Sequence[str], resamples: int,

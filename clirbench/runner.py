@@ -11,7 +11,7 @@ from typing import Any, Mapping, Sequence
 
 from .cache.layout import embeddings_dir
 from .collection import Pool
-from .evaluation import evaluate_pool
+from .evaluation import evaluate_pool, preference_table
 from .formats.trec import read_run
 from .identity import PoolKey, SystemKey
 from .measures import DEFAULT_MEASURES, MAIN_MEASURES, head_depth, parse
@@ -370,7 +370,7 @@ def _preference(pool: Pool, evaluation, settings: _Settings):
     run rank the documents it lacks)."""
     if settings.index is not None or isinstance(settings.retriever, Candidates):
         return None
-    return pool_preference(pool, evaluation.table, settings.resamples, settings.seed)
+    return pool_preference(pool, preference_table(evaluation.table), settings.resamples, settings.seed)
 
 
 def _cost(retriever, seen: Pool, num_queries: int, search_seconds: float, translation):

@@ -208,14 +208,15 @@ def format_reranking(records: list[dict], names: list[str]) -> list[str]:
                      f"{info['pairs']:,}{computed}", f"{info['seconds']:.1f}",
                      "-" if info.get("pairs_per_s") is None else f"{info['pairs_per_s']:,.0f}",
                      str(info.get("short_lists", "-"))])
-    lines = [f"== reranking {stages}, each query's top {first['k']}: the first stage's recall there is the ceiling; "
+    top = "whole list" if first["k"] == "all" else f"top {first['k']}"
+    lines = [f"== reranking {stages}, each query's {top}: the first stage's recall there is the ceiling; "
              f"pairs scored by the second stage, its seconds; short: queries with fewer than K candidates"]
     lines += format_table(["pool", "ceiling", "pairs", "s", "pairs/s", "short"], body, right=(2, 3, 4, 5)) + [""]
     rows = []
     for r, info in reranked:
         versus = info.get("versus_first_stage") or {}
         label = _label(r)
-        wanted = [n for n in list(names) + list(_RERANK_EXPOSURE) if n in (versus.get("measures") or {})]
+        wanted = [n for n in list(names) + list(_RERANK_EXPOSURE) if (versus.get("measures") or {}).get(n, {}).get("n")]
         for name in dict.fromkeys(wanted):
             rows.append(_versus_row(label, name, versus["measures"][name]))
             label = ""
@@ -234,9 +235,12 @@ def format_reranking(records: list[dict], names: list[str]) -> list[str]:
 
 
 def _versus_row(label: str, name: str, row: dict) -> list[str]:
+    def num(key: str, sign: str = "") -> str:
+        return "-" if row.get(key) is None else f"{row[key]:{sign}.2f}"
+
     p = row.get("p_adjusted", row.get("p_value"))
-    return [label, name, f"{row['mean_a']:.2f}", f"{row['mean_b']:.2f}",
-            f"{row['diff']:+.2f} [{row['ci_low']:+.2f},{row['ci_high']:+.2f}]", "-" if p is None else f"{p:.3g}"]
+    diff = "-" if row.get("diff") is None else f"{num('diff', '+')} [{num('ci_low', '+')},{num('ci_high', '+')}]"
+    return [label, name, num("mean_a"), num("mean_b"), diff, "-" if p is None else f"{p:.3g}"]
 
 
 def _label(record: dict) -> str:

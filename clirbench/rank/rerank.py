@@ -27,11 +27,13 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 
+from ..collection import texts_of
 from ..util.errors import ClirbenchError
 from ..util.plural import plural
 from .capabilities import ScoresPairs, name_of
 from .head import Head, head_of_run, order_codes
 from .pair_scores import pool_pair_scores, scoring_path
+from .products import exact_scores, pair_scores
 from .ranked import Ranked, RankingInfo
 from .rows import rank_blocks, run_blocks
 from .table import RankTable, as_trec_scores, finish_table, tie_keys
@@ -43,6 +45,7 @@ __all__ = ["RerankRanker", "Candidates", "rerank_head", "candidates_ranked", "WH
 
 WHOLE_POOL = 1 << 62  # the first stage's head depth for ``@all`` (a head is cut at the pool's size)
 _LAST = np.uint64(2 ** 64 - 1)  # the order code of an empty slot
+_ROWS = 256  # queries whose head pairs are scored at a time
 
 
 class Candidates:
@@ -191,7 +194,8 @@ class RerankRanker:
     its head kept ``k`` deep) or, with ``first`` None, a ``Candidates`` run. ``depth``: the head
     this ranking gives (at most ``k``; None: none). The answer carries the first stage's own
     ranking (``Ranked.first``) and, in ``RankingInfo.rerank``, the stages, K, the pairs scored,
-    their seconds and the queries whose first-stage list held fewer than K documents."""
+    their seconds and the short lists: the queries whose first-stage list held fewer than K documents
+    (fewer than the pool's, less the query's exclusions, when the pool holds fewer than K)."""
 
     def __init__(self, second, k: int | None, first=None, depth: int | None = None) -> None:
         self.second, self.k, self.first = second, k, first
@@ -258,7 +262,7 @@ class RerankRanker:
                 "second_stage": _stage(self.second, path), "k": "all" if self.k is None else self.k,
                 "depth": head.depth, "pairs": pairs, "seconds": round(t2 - t1, 6),
                 "pairs_per_s": round(pairs / (t2 - t1), 1) if t2 > t1 else None,
-                "short_lists": int((listed < (head.depth if self.k is None else self.k)).sum())}
+                "short_lists": int((listed < np.minimum(_rankable(pool), WHOLE_POOL if self.k is None else self.k)).sum())}
         if computed is not None:
             info["pairs_computed"] = computed  # scored by the model; the others read from its pair-score cache
         info["first_stage"] = {k: v for k, v in info["first_stage"].items() if v is not None}
@@ -275,10 +279,39 @@ class RerankRanker:
             if got.shape != rows.shape:
                 raise ValueError(f"{name_of(self.second)} gave {got.shape[0]} scores for {len(rows)} pairs")
             scores[r, c], path = as_trec_scores(got.astype(np.float64, copy=False)), "score_pairs"
+        elif (path := scoring_path(self.second)) == "embeddings":
+            scores[r, c] = _embedded_pairs(self.second, seen, rows, cols, head.depth)
         else:
-            path = scoring_path(self.second)
             scores[r, c] = pool_pair_scores(self.second, seen, rows, cols, path)
         return scores, path
+
+
+def _embedded_pairs(retriever, seen: "Pool", rows: np.ndarray, cols: np.ndarray, k: int) -> np.ndarray:
+    """``pair_scores.pool_pair_scores``' embedding path (the canonical ``fl32(fl64(q . d))`` of each
+    pair) for the pairs of a head (``rows`` ascending, at most ``k`` per row): each distinct text
+    embedded once, then per block of queries either every product with the block's documents
+    (``products.exact_scores``, BLAS) when they are few (at most 16 K), or the pairs one by one."""
+    qs, qat = np.unique(rows, return_inverse=True)
+    ds, dat = np.unique(cols, return_inverse=True)
+    Q = np.asarray(retriever.embed(texts_of([seen.queries[i] for i in qs.tolist()]), "query"), dtype=np.float32)
+    D = np.asarray(retriever.embed(texts_of([seen.docs[i] for i in ds.tolist()]), "document"), dtype=np.float32)
+    order = np.argsort(qat.reshape(-1), kind="stable")  # by query (a head's pairs already are)
+    qat, dat = qat.reshape(-1)[order], dat.reshape(-1)[order]
+    got = np.empty(len(rows), dtype=np.float32)
+    edges = np.searchsorted(qat, np.arange(0, len(qs) + _ROWS, _ROWS))
+    for a, b in zip(edges[:-1], edges[1:]):
+        if a == b:
+            continue
+        used = np.unique(dat[a:b])
+        if len(used) <= 16 * max(k, 1):
+            block_q = np.unique(qat[a:b])
+            S = exact_scores(Q[block_q], D[used])
+            got[a:b] = S[np.searchsorted(block_q, qat[a:b]), np.searchsorted(used, dat[a:b])]
+        else:
+            got[a:b] = pair_scores(Q[qat[a:b]], D[dat[a:b]])
+    out = np.empty_like(got)
+    out[order] = got
+    return out
 
 
 def _seen_index(seen: "Pool", head: Head, r: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -291,6 +324,13 @@ def _seen_index(seen: "Pool", head: Head, r: np.ndarray, c: np.ndarray) -> tuple
     qmap = np.fromiter((qindex[q] for q in head.query_ids), np.int64, len(head.query_ids))
     dmap = np.fromiter((dindex[d] for d in head.doc_ids), np.int64, len(head.doc_ids))
     return qmap[r], dmap[docs]
+
+
+def _rankable(pool: "Pool") -> np.ndarray:
+    """Per query of ``pool``, the documents its ranking may hold (the pool less its exclusions)."""
+    ids = {d.id for d in pool.docs}
+    return np.array([len(ids) - len(ids.intersection(pool.exclusions.get(q.id) or ())) for q in pool.queries],
+                    dtype=np.int64)
 
 
 def _model_pairs(retriever) -> int | None:
