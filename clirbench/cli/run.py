@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import textwrap
 
 from ..run_config import (
     DEFAULT_DEPTH,
@@ -26,6 +27,7 @@ def add_run_parser(subparsers) -> argparse.ArgumentParser:
     """Add ``run`` to the ``clirbench`` subparsers; returns its parser."""
     p = subparsers.add_parser("run", help="evaluate a retriever on a task's pools")
     p.epilog_from = _run_epilog
+    p.formatter_class = _Formatter
     p.add_argument("--model", default=None, help="retriever spec (families listed below); required unless --candidates")
     p.add_argument("--task", default="xquad", help="task id (listed below; default: xquad)")
     p.add_argument("--langs", default=None, help="parallel tasks: en,zh | en+all | en+de,zh (pairs) | en,zh,ar | all (one pool of k languages) (default: pivot+all); others: see the task")
@@ -78,6 +80,17 @@ def add_run_parser(subparsers) -> argparse.ArgumentParser:
 
     p.set_defaults(handler=cmd_run)
     return p
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help, wrapped without breaking a line inside a hyphenated name (``cross-encoder:``)."""
+
+    def _split_lines(self, text, width):
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+    def _fill_text(self, text, width, indent):
+        return textwrap.fill(" ".join(text.split()), width, initial_indent=indent, subsequent_indent=indent,
+                             break_on_hyphens=False)
 
 
 def _run_epilog() -> str:
