@@ -6,7 +6,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from clirbench.measures import (AP, DEFAULT_MEASURES, MAIN_MEASURES, MRR, RR, Complete, MaxR, MaxR_norm,
+from clirbench.measures import (AP, DEFAULT_MEASURES, EXPOSURE_MEASURES, MAIN_MEASURES, RANK_MEASURES, MRR, RR, Complete, MaxR, MaxR_norm,
                                 MaxR_norm_of_mean, P, R, SameLangFirst, Success, compute, maxr_norm_of_mean,
                                 nDCG, parse)
 from clirbench.rank.table import RankTable
@@ -125,7 +125,7 @@ def test_trec_measures_by_hand_with_grades():
 
 def test_query_without_relevant_doc():
     t = table([[], [2]], [5, 5])
-    v = compute(DEFAULT_MEASURES, t)
+    v = compute(RANK_MEASURES, t)
     for name in ("nDCG@1", "nDCG@10", "RR", "AP@1000", "R@100"):
         assert v[name][0] == 0.0, name  # as trec_eval / pytrec_eval
     for name in ("MaxR", "MaxR_norm", "Complete@10", "SameLangFirst"):
@@ -135,14 +135,18 @@ def test_query_without_relevant_doc():
 def test_unsorted_rows_within_query_give_same_values():
     a = table([[1, 5, 2], [7, 3]], [10, 10], grades=[[1, 3, 2], [2, 1]])
     b = table([[1, 2, 5], [3, 7]], [10, 10], grades=[[1, 2, 3], [1, 2]])
-    va, vb = compute(DEFAULT_MEASURES, a), compute(DEFAULT_MEASURES, b)
+    va, vb = compute(RANK_MEASURES, a), compute(RANK_MEASURES, b)
     for k in va:
         np.testing.assert_array_equal(va[k], vb[k], err_msg=k)
 
 
 def test_default_and_main_measures():
-    assert [str(m) for m in DEFAULT_MEASURES] == ["MaxR", "MaxR_norm", "MaxR_norm_of_mean", "Complete@10", "nDCG@1",
-                                                  "nDCG@10", "RR", "AP@1000", "R@100", "SameLangFirst"]
+    assert [str(m) for m in RANK_MEASURES] == ["MaxR", "MaxR_norm", "MaxR_norm_of_mean", "Complete@10", "nDCG@1",
+                                               "nDCG@10", "RR", "AP@1000", "R@100", "SameLangFirst"]
+    assert [str(m) for m in EXPOSURE_MEASURES] == ["Share@10", "AWRF@10", "alpha_nDCG@20", "Top1_rel_qlang",
+                                                   "Top1_rel_other", "Top1_nonrel_qlang", "Top1_nonrel_other"]
+    assert DEFAULT_MEASURES == RANK_MEASURES + EXPOSURE_MEASURES
+    assert not any(m.record.needs_head for m in RANK_MEASURES) and all(m.record.needs_head for m in EXPOSURE_MEASURES)
     assert set(MAIN_MEASURES) == {"multi", "multi-1", "mono-same", "mono-cross"}
     assert [str(m) for m in MAIN_MEASURES["multi"]] == ["MaxR", "MaxR_norm", "MaxR_norm_of_mean", "Complete@10",
                                                        "SameLangFirst"]

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import clirbench.rank.rows as rows
 import clirbench.rank.runs as runs
-from clirbench.measures import DEFAULT_MEASURES, compute
+from clirbench.measures import RANK_MEASURES, compute
 from clirbench.rank.rows import rank_relevant
 from clirbench.rank.runs import rank_run, rank_run_arrays
 from clirbench.rank.table import RankTable, tie_keys
@@ -75,12 +75,12 @@ def _docs_in_table(t, qrels, docs, scores, qids):
 @pytest.mark.parametrize("seed", range(20))
 def test_permuting_docs_and_queries_changes_nothing(seed):
     docs, qids, scores, qrels, langs = random_pool(seed)
-    base = compute(DEFAULT_MEASURES, rank_relevant([(0, scores)], docs, qids, qrels, doc_langs=langs, query_lang="en"))
+    base = compute(RANK_MEASURES, rank_relevant([(0, scores)], docs, qids, qrels, doc_langs=langs, query_lang="en"))
     rng = np.random.default_rng(seed)
     dp, qp = rng.permutation(len(docs)), rng.permutation(len(qids))
     t = rank_relevant([(0, scores[qp][:, dp])], [docs[i] for i in dp], [qids[i] for i in qp], qrels,
                       doc_langs=[langs[i] for i in dp], query_lang="en")
-    perm = compute(DEFAULT_MEASURES, t)
+    perm = compute(RANK_MEASURES, t)
     base_order = [q for q in qids if q in qrels]
     where = [t.query_ids.index(q) for q in base_order]
     for name, v in base.items():

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from clirbench.collection import Pool, Text
-from clirbench.measures import PEER, DEFAULT_MEASURES, compute, parse
+from clirbench.measures import PEER, RANK_MEASURES, compute, parse
 from clirbench.rank.counting import rank_relevant_sharded
 from clirbench.rank.pairs import judged_pairs
 from clirbench.rank.rows import rank_relevant
@@ -156,7 +156,7 @@ def test_dense_document_shards_equal_the_full_rows(tmp_path, shards, device):
     got = rank_pool_sharded(retriever, pool, pool, shards, device=device)
     assert got.path == "dense document shards" and got.exact
     assert_same_table(got.table, want)
-    for name, values in compute(DEFAULT_MEASURES + (PEER @ 10,), want).items():
+    for name, values in compute(RANK_MEASURES + (PEER @ 10,), want).items():
         assert np.array_equal(compute([parse(name)], got.table)[name], values, equal_nan=True)
 
 
@@ -309,7 +309,7 @@ def test_every_measure_on_real_xquad_with_bm25():
 
     collection = get_task("xquad").load(["en", "zh"], data_dir=XQUAD)
     pools = build_pools(collection, [("en", "zh")])
-    measures = DEFAULT_MEASURES + (PEER @ 10, parse("P@5"), parse("Success@3"))
+    measures = RANK_MEASURES + (PEER @ 10, parse("P@5"), parse("Success@3"))
     checked = 0
     for pool in pools:
         if pool.scenario not in ("multi", "multi-1"):

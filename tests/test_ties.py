@@ -20,7 +20,7 @@ from clirbench.collection import Pool, Text
 from clirbench.display.report import format_outcomes, format_preference
 from clirbench.evaluation import evaluate_pool
 from clirbench.leaderboard.preference import preference_section
-from clirbench.measures import DEFAULT_MEASURES, PEER, SameLangFirst, compute, parse
+from clirbench.measures import PEER, RANK_MEASURES, SameLangFirst, compute, parse
 from clirbench.rank.counting import rank_relevant_sharded
 from clirbench.rank.exact import ExactRanker
 from clirbench.rank.rows import rank_blocks, rank_relevant, run_blocks
@@ -324,7 +324,7 @@ def test_bm25_on_xquad_no_longer_orders_untouched_languages_by_document_id(tmp_p
     assert np.array_equal(cols["mean_rank:en"][both], cols["mean_rank:zh"][both])
     assert np.all(trec["mean_rank:zh"][both] < trec["mean_rank:en"][both])  # the doc-id order, gone
     # the standard measures are trec_eval's, exactly
-    for name, values in compute([m for m in DEFAULT_MEASURES if not m.record.needs_head], untied(table)).items():
+    for name, values in compute(RANK_MEASURES, untied(table)).items():
         if name != "SameLangFirst":
             assert np.array_equal(compute([parse(name)], table)[name], values, equal_nan=True), name
 

@@ -37,10 +37,12 @@ MLRS = Measure("MLRS")  # re-scores passages with the retriever: `clirbench run`
 # which languages fill the top of each ranking, printed by `run` for pools of two or more document languages
 EXPOSURE_MEASURES: tuple[Measure, ...] = (Share @ 10, AWRF @ 10, alpha_nDCG @ 20, *TOP1_SPLIT)
 
-DEFAULT_MEASURES: tuple[Measure, ...] = (
+# the default set's measures read from the ranks of the relevant documents (a RankTable without a head)
+RANK_MEASURES: tuple[Measure, ...] = (
     MaxR, MaxR_norm, MaxR_norm_of_mean, Complete @ 10, nDCG @ 1, nDCG @ 10, RR, AP @ 1000, R @ 100, SameLangFirst,
-    *EXPOSURE_MEASURES,
 )
+# what `clirbench run` and the MTEB plugin measure unless told otherwise
+DEFAULT_MEASURES: tuple[Measure, ...] = (*RANK_MEASURES, *EXPOSURE_MEASURES)
 # the parallel scenarios' main measures, declared in scenarios.py
 MAIN_MEASURES: dict[str, tuple[Measure, ...]] = {s: tuple(map(parse, _MAIN_NAMES[s])) for s in SCENARIOS}
 
@@ -50,5 +52,5 @@ __all__ = [
     "MaxR", "MaxR_norm", "MaxR_norm_of_mean", "SameLangFirst", "PEER", "peer", "DEFAULT_MEASURES", "MAIN_MEASURES",
     "Share", "AWRF", "AWRF_uniform", "AWRF_geo", "AWRF_geo_uniform", "alpha_nDCG", "Top1_rel_qlang",
     "Top1_rel_other", "Top1_nonrel_qlang", "Top1_nonrel_other", "TOP1_SPLIT", "share_matrix",
-    "MLRS", "EXPOSURE_MEASURES", "head_depth",
+    "MLRS", "EXPOSURE_MEASURES", "RANK_MEASURES", "head_depth",
 ]
