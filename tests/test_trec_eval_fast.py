@@ -1,4 +1,4 @@
-"""``clirbench trec_eval`` on the pyarrow reader with measures over all queries at once (issue 34):
+"""``clirbench trec_eval`` on the pyarrow reader with measures over all queries at once:
 against outputs the real trec_eval 10.0 printed (wide_cases.jsonl.gz: parameters, larger rankings,
 double-only ties, files for either reader), the strict reader against the fast one, the per-query
 sums in C's order, and the helpers against plain loops."""
