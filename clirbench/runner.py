@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -36,7 +37,7 @@ from .retrievers import make_retriever
 from .retrievers.encoders import check_device
 from .run_config import RunConfig, split_rerank
 from .stats.paired import BILINGUAL_SCENARIOS, correct_gaps, query_language_gap, write_gap
-from .stats.consistency import run_consistency
+from .stats.consistency import consistency_path, run_consistency
 from .stats.preference import pool_preference
 from .tasks import get_task
 from .translate import TranslationPlan
@@ -95,7 +96,7 @@ def run(model, task="xquad", config: RunConfig | None = None, *, ranker=None, **
     done.sort(key=lambda o: order[o.name])
     gaps = write_gaps(done, resamples=c.statistics.resamples, seed=c.statistics.seed,
                       correction=c.statistics.correction)
-    heads.update(_saved_heads(done, heads, pools))
+    heads.update(_saved_heads(done, heads, pools, settings))
     consistency = run_consistency(done, heads, resamples=c.statistics.resamples, seed=c.statistics.seed)
     main = task_obj.card.main_measures if task_obj is not None else _main_measures(pools)
     return RunResult(pools=tuple(done), gaps=tuple(g for _, g in gaps), main_measures=dict(main),
@@ -225,22 +226,35 @@ def _ranker(given, c: RunConfig, pools: Sequence[Pool], measures, retriever, sec
     return given
 
 
-def _saved_heads(done, heads: Mapping, pools: Sequence[Pool]) -> dict:
-    """The heads of reused ``multi`` pools from their saved runs (``--save-run``), for the consistency
-    across query languages of a set of documents of which this run ranked another pool (a resumed
-    run); a set whose pools were all reused keeps the consistency file written before."""
+def _saved_heads(done, heads: Mapping, pools: Sequence[Pool], settings: "_Settings") -> dict:
+    """The heads of reused ``multi`` pools, for the consistency across query languages of a set of
+    documents of which this run ranked another pool (a resumed run): from their saved runs
+    (``--save-run``), else ranked again (the head only; the records stay as they are). A set whose
+    pools were all reused keeps the consistency file written before (one a run killed before writing
+    it lacks is made)."""
     ranked = {PoolKey.of(o.record).documents for o in done if o.name in heads}
+    if head_depth(settings.measures) is not None:  # the records' measures read heads: a missing file is made
+        sizes = Counter(PoolKey.of(o.record).documents for o in done if o.record.scenario == "multi")
+        ranked |= {PoolKey.of(o.record).documents for o in done if o.path is not None and o.record.scenario == "multi"
+                   and len(o.record.doc_langs) >= 2 and sizes[PoolKey.of(o.record).documents] >= 2
+                   and not consistency_path(o.path).exists()}
     by_name = {p.name: p for p in pools}
     out = {}
     for o in done:
         r = o.record
-        if o.name in heads or r.run is None or o.path is None or PoolKey.of(r).documents not in ranked:
+        if o.name in heads or PoolKey.of(r).documents not in ranked:
             continue
         pool = by_name[o.name]
-        run = read_run(o.path.parent / r.run.file)
-        out[o.name] = head_of_run(run, [q.id for q in pool.queries], [d.id for d in pool.docs],
-                                  [d.lang for d in pool.docs], pool.exclusions, r.run.depth)
-    return out
+        if r.run is not None and o.path is not None:
+            run = read_run(o.path.parent / r.run.file)
+            out[o.name] = head_of_run(run, [q.id for q in pool.queries], [d.id for d in pool.docs],
+                                      [d.lang for d in pool.docs], pool.exclusions, r.run.depth)
+        else:
+            seen = pool if settings.translation is None else settings.translation.apply(pool)[0]
+            if hasattr(settings.retriever, "prepare"):
+                settings.retriever.prepare(seen.queries, seen.docs)
+            out[o.name] = settings.ranker.rank(settings.retriever, seen, pool).head
+    return {name: head for name, head in out.items() if head is not None}
 
 
 def _plan(pools: Sequence[Pool], store: ResultStore, settings: _Settings):

@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 
 
+from clirbench.results.files import is_record_file
 from clirbench import cli
 from clirbench.util.atomic import write_text_atomic
 from clirbench.identity import NAME_LIMIT, NAME_MAX, PoolKey, SystemKey, fit_name, slug
@@ -89,8 +90,8 @@ def test_thirty_language_pool_runs_writes_and_is_reused(tmp_path, capsys):
     assert cli.main(argv) == 0, capsys.readouterr().err
     first = capsys.readouterr().out
     assert "2 pools (0 reused)" in first
-    results = sorted((tmp_path / "out").rglob("*.json"))
-    assert len(results) == 2
+    results = sorted(p for p in (tmp_path / "out").rglob("*.json") if is_record_file(p))
+    assert len(results) == 2 and len(list((tmp_path / "out").rglob("*.consistency.json"))) == 1
     assert all(len(n.encode()) <= NAME_LIMIT for n in _names(tmp_path / "out"))
     record = json.loads(results[0].read_text(encoding="utf-8"))
     assert record["doc_langs"] == LANGS and record["query_lang"] == "akp_Latn"  # the full list, in the record
@@ -100,7 +101,7 @@ def test_thirty_language_pool_runs_writes_and_is_reused(tmp_path, capsys):
     assert cli.main(argv) == 0
     assert "2 pools (2 reused)" in capsys.readouterr().out
     assert [p.stat().st_mtime_ns for p in results] == stamps
-    assert sorted((tmp_path / "out").rglob("*.json")) == results
+    assert sorted(p for p in (tmp_path / "out").rglob("*.json") if is_record_file(p)) == results
 
 
 def test_long_task_file_and_long_model_folder(tmp_path, capsys, tiny_bert_dir):
