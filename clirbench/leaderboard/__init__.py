@@ -12,6 +12,7 @@ from ..util.errors import UnknownNameError
 from ..util.table import format_table
 from .costs import cost_text, system_costs
 from .page import write_site
+from .reranking import comparisons, first_stages, format_text as format_reranking
 from .significance import DEFAULT_CORRECTION, Board, boards, gaps, headlines, main_measures, overall_table
 from .store import SCHEMA_VERSION, load, path_for, reproductions
 from .submit import build, submit
@@ -28,11 +29,13 @@ def _value(mv: dict) -> str:
     return "–" if v is None else f"{v:.4f}" if abs(v) < 10 else f"{v:.2f}"
 
 
-def format_boards(items: list[Board], costs: dict | None = None) -> str:
+def format_boards(items: list[Board], costs: dict | None = None, first: dict | None = None) -> str:
     """Plain-text ranked tables, one per board (group letters: same letter = not significantly apart);
-    a cost column when ``costs`` (``costs.system_costs``) has some of a board's systems."""
+    a cost column when ``costs`` (``costs.system_costs``) has some of a board's systems; a reranked
+    system named with its first stage on the board (``first``: ``reranking.first_stages``)."""
 
     costs = costs or {}
+    named = {s: f"{s} (first stage: {f})" for s, f in (first or {}).items() if f is not None}
     blocks = []
     for board in items:
         arrow = board.direction_label
@@ -42,7 +45,7 @@ def format_boards(items: list[Board], costs: dict | None = None) -> str:
         table = [("rank", "95% rank", "group", "system", f"{board.measure} {board.arrow}", "95% CI", "pools")
                  + (("cost (docs/s, ms/query, index MB)",) if with_cost else ())]
         for r in board.rows:
-            table.append((str(r.rank) if r.rank else "-", r.rank_interval or "-", r.group or "-", r.system,
+            table.append((str(r.rank) if r.rank else "-", r.rank_interval or "-", r.group or "-", named.get(r.system, r.system),
                           _num(r.value), f"[{_num(r.ci_low)}, {_num(r.ci_high)}]" if r.rank else "(incomplete)",
                           f"{r.pools}/{len(board.pools)}")
                          + ((cost_text(costs.get(r.system)) or "-",) if with_cost else ()))
@@ -83,7 +86,9 @@ def show(task: str, leaderboard_dir: str | os.PathLike | None = None, scenario: 
     if not items:
         return f"{task}: no ranked results" + (" for that scenario/measure" if scenario or measure else "")
     tops = headlines(items, main_measures(task)) if measure is None else items
-    text = format_boards(items, system_costs(data)) + "\n\n" + format_overall(tops)
+    text = format_boards(items, system_costs(data), first_stages(data)) + "\n\n" + format_overall(tops)
+    reranked = format_reranking(data, comparisons(data, scenario)) if measure is None else ""
+    text += "\n\n" + reranked if reranked else ""
     shown = {p for b in items for p in b.pools}
     reproduced = format_reproductions(data, shown, [b.measure for b in tops])
     return text + ("\n\n" + reproduced if reproduced else "")

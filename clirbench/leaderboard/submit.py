@@ -17,6 +17,7 @@ from ..util.errors import ClirbenchError
 from ..util.redact import redact_command
 from ..util.strict import json_kind
 from . import store
+from .rerank_parts import description_of
 
 __all__ = ["merge", "submit", "build", "identity_diff", "within_intervals", "added", "describe_changes",
            "result_files"]
@@ -24,6 +25,7 @@ __all__ = ["merge", "submit", "build", "identity_diff", "within_intervals", "add
 from .validate import MAX_RESULT_BYTES, TOLERANCE, Submission, refuse, validate_result
 
 _IDENTITY = ("spec", "model_id", "revision", "prompts")
+_DESCRIPTION = {"first_stage", "second_stage", "k", "depth"}  # a reranking's description (rerank_parts.split)
 _VALUES = ("measures", "per_query", "bootstrap", "breakdown", "preference")
 # a revision made of library versions (``bm25s==0.3.16,regex==…``): what records written before
 # retrievers were fingerprinted carry; it says nothing about what the retriever does
@@ -100,6 +102,8 @@ def added(old: Mapping, new: Mapping) -> list[tuple[str, Any, Any]]:
     out = [(name, None, (nm[name] or {}).get("value")) for name in sorted(set(nm) - set(om))]
     before, after = old.get("preference") or {}, new.get("preference") or {}
     out += [(f"preference.{part}", None, "…") for part in sorted(set(after) - set(before)) if before]
+    if "rerank" in new and "rerank" not in old:  # a reranking's pool numbers, kept per result since
+        out.append(("rerank", None, "…"))
     return out
 
 
@@ -239,6 +243,10 @@ def _merged_system(system: Mapping | None, sub: Submission, key, replace: bool) 
         raise refuse(sub.path, f"system {store._show(sub.system)} is on the leaderboard with another "
                               f"{', '.join(diff)}; pass --replace to replace its entry on pool {sub.pool_id} "
                               f"(its other pools are kept)")
+    described = description_of(system["retriever"])
+    if not diff and described is not None and set(described) - _DESCRIPTION and description_of(sub.retriever):
+        # a board written when the system kept one pool's reranking numbers: the description only
+        system["retriever"] = {**system["retriever"], "ranking": sub.retriever["ranking"]}
     if diff:  # the other pools keep their results, each marked with the revision that made it
         previous = system["retriever"].get("revision")
         for pid, res in system["results"].items():

@@ -20,7 +20,7 @@ from ..results import SCHEMA_VERSION, Result, read_per_query
 from ..tasks import get_task
 from ..util.errors import ClirbenchError, MalformedDataError, UnknownNameError
 from ..util.strict import json_kind
-from . import store
+from . import rerank_parts, store
 
 __all__ = ["MAX_RESULT_BYTES", "MAX_PER_QUERY_BYTES", "Submission", "validate_result", "value_range", "refuse",
            "TOLERANCE", "EXPOSURE_COLUMNS"]
@@ -192,8 +192,23 @@ def validate_result(path: str | os.PathLike, leaderboard: Mapping, data_dir=None
             "doc_langs": list(result.doc_langs), "query_lang": result.query_lang, "pool_size": result.pool_size,
             "num_queries": result.num_queries, "qrels_sha256": result.qrels_sha256, "query_ids_sha256": ids_hash}
     record = _board_record(result, measures, vectors, breakdown)
+    retriever = _reranking_apart(result, record, path)
     key = result.system_key
-    return Submission(path, leaderboard["task"], key.id, pid, pool, result.retriever.to_dict(), record, {}, key)
+    return Submission(path, leaderboard["task"], key.id, pid, pool, retriever, record, {}, key)
+
+
+def _reranking_apart(result, record: dict, path) -> dict:
+    """The retriever as the board's system keeps it: a reranking's description only, its pool's
+    numbers (recall ceiling, pairs, seconds) moved into ``record["rerank"]``; both checked."""
+    retriever, part = rerank_parts.split(result.retriever.to_dict())
+    if part is not None:
+        try:
+            rerank_parts.check_description(rerank_parts.description_of(retriever), "retriever.ranking.rerank")
+            rerank_parts.check_part(part, result.num_queries, result.pool_size, "retriever.ranking.rerank")
+        except MalformedDataError as exc:
+            raise refuse(path, str(exc)) from None
+        record["rerank"] = part
+    return retriever
 
 
 def _read_result(path: Path):
