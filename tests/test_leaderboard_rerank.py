@@ -161,6 +161,11 @@ def test_the_reranking_section_against_the_runs_per_query_files(work, capsys):
             line = next(x for x in section.splitlines() if f" {d.measure} {d.arrow} " in f" {x} " and
                         fmt(d.diff, d.places, sign=True) in x)
             assert fmt(d.first, d.places) in line and fmt(d.reranked, d.places) in line
+    # --scenario and --measure narrow the section as they narrow the tables
+    assert main(["leaderboard", "show", "xquad", "--dir", str(work / "lb"), "--measure", "RR"]) == 0
+    section = capsys.readouterr().out.split("\nreranking: ")[1]
+    assert [x.split()[0] for x in section.splitlines() if " RR ↑ " in x] == ["multi-1", "mono-same", "mono-cross"]
+    assert "MaxR" not in section and "\nmulti " not in section
 
 
 class _Page(HTMLParser):

@@ -87,7 +87,7 @@ def show(task: str, leaderboard_dir: str | os.PathLike | None = None, scenario: 
         return f"{task}: no ranked results" + (" for that scenario/measure" if scenario or measure else "")
     tops = headlines(items, main_measures(task)) if measure is None else items
     text = format_boards(items, system_costs(data), first_stages(data)) + "\n\n" + format_overall(tops)
-    reranked = format_reranking(data, comparisons(data, scenario)) if measure is None else ""
+    reranked = format_reranking(data, comparisons(data, scenario, measure))
     text += "\n\n" + reranked if reranked else ""
     shown = {p for b in items for p in b.pools}
     reproduced = format_reproductions(data, shown, [b.measure for b in tops])

@@ -154,7 +154,8 @@ def _ceiling_and_cost(results: Mapping, pids: Sequence[str]) -> dict:
     return out
 
 
-def _scenario(data: Mapping, first: str, system: str, key: tuple, pids: list[str]) -> ScenarioComparison | None:
+def _scenario(data: Mapping, first: str, system: str, key: tuple, pids: list[str],
+              measure: str | None = None) -> ScenarioComparison | None:
     subset, scenario, mode, langs = key
     res_a, res_b = data["systems"][first]["results"], data["systems"][system]["results"]
     common = [p for p in pids if p in res_a and p in res_b]
@@ -163,20 +164,25 @@ def _scenario(data: Mapping, first: str, system: str, key: tuple, pids: list[str
     sig = data["significance"]
     num_langs = [len(data["pools"][p]["doc_langs"]) for p in common]
     diffs = []
-    for measure in _measures(data, [first, system], common, scenario):
-        point, boots, _ = macro_means(data, [first, system], common, measure, sig["resamples"], sig["seed"])
+    for name in _measures(data, [first, system], common, scenario):
+        if measure is not None and name != measure:
+            continue
+        point, boots, _ = macro_means(data, [first, system], common, name, sig["resamples"], sig["seed"])
         if np.isnan(point).any():
             continue  # undefined on these pools (SameLangFirst of a one-language pool)
         low, high = percentile_interval(boots[:, 1] - boots[:, 0], sig["confidence"])
-        diffs.append(Difference(measure, _arrow(measure, num_langs), float(point[0]), float(point[1]),
+        diffs.append(Difference(name, _arrow(name, num_langs), float(point[0]), float(point[1]),
                                 float(point[1] - point[0]), float(low), float(high)))
+    if measure is not None and not diffs:
+        return None  # --measure names another scenario's measure
     return ScenarioComparison(where_title(subset, scenario, mode, langs), len(common), len(pids), tuple(diffs),
                               **_ceiling_and_cost(res_b, common))
 
 
-def comparisons(data: Mapping, scenario: str | None = None) -> list[Comparison]:
+def comparisons(data: Mapping, scenario: str | None = None, measure: str | None = None) -> list[Comparison]:
     """Every reranked system of the board (a parsed leaderboard) against its first stage, per scenario
-    (``scenario``: that one only); a first stage not on the board gives a comparison without scenarios."""
+    (``scenario``, ``measure``: that one only); a first stage not on the board gives a comparison
+    without scenarios."""
     out = []
     groups = _groups(data)
     for system, first in first_stages(data).items():
@@ -186,7 +192,7 @@ def comparisons(data: Mapping, scenario: str | None = None) -> list[Comparison]:
         if first is not None:
             for group, pids in groups:
                 if scenario is None or group[1] == scenario:
-                    item = _scenario(data, first, system, group, pids)
+                    item = _scenario(data, first, system, group, pids, measure)
                     if item is not None:
                         items.append(item)
         first_name = SystemKey(key.retriever, key.revision, key.translation).label
