@@ -211,13 +211,39 @@ def _numpy(arr, dtype, missing=None) -> np.ndarray:
     return out
 
 
-def _take(arr, positions: np.ndarray):
-    """``arr.take(positions)`` with the positions handed over as an Arrow buffer (a numpy array
-    would go through ``pa.array``, which imports pandas)."""
-    import pyarrow as pa
+class _Compute:
+    """The pyarrow compute functions the reader calls, through ``call_function``: importing
+    ``pyarrow.compute`` (also done by ``Array.take``) builds a Python wrapper for every function,
+    0.04 s of CPU per process."""
 
-    idx = np.ascontiguousarray(positions, dtype=np.int64)
-    return arr.take(pa.Array.from_buffers(pa.int64(), len(idx), [None, pa.py_buffer(idx)]))
+    def __init__(self, pa) -> None:
+        try:
+            from pyarrow._compute import SetLookupOptions, call_function
+        except ImportError:  # another pyarrow's layout: the public module
+            from pyarrow.compute import SetLookupOptions, call_function
+        self.pa, self.call, self.set_lookup = pa, call_function, SetLookupOptions
+
+    def indices_nonzero(self, arr):
+        return self.call("indices_nonzero", [arr])
+
+    def equal(self, a, b):
+        return self.call("equal", [a, b])
+
+    def not_equal(self, a, b):
+        return self.call("not_equal", [a, b])
+
+    def greater(self, a, b):
+        return self.call("greater", [a, b])
+
+    def index_in(self, arr, value_set):
+        return self.call("index_in", [arr], self.set_lookup(value_set))
+
+    def take(self, arr, positions: np.ndarray):
+        """``arr.take(positions)``, the positions handed over as an Arrow buffer (a numpy array
+        would go through ``pa.array``, which imports pandas)."""
+        pa = self.pa
+        idx = np.ascontiguousarray(positions, dtype=np.int64)
+        return self.call("take", [arr, pa.Array.from_buffers(pa.int64(), len(idx), [None, pa.py_buffer(idx)])])
 
 
 def _string_array(pa, strings: list[str]):
@@ -232,10 +258,12 @@ class _Ranker:
     """Ranks the relevant entries of each complete query of a chunk."""
 
     def __init__(self, qrels: Mapping[str, Mapping[str, int]], exact_scores: bool = False,
-                 lengths: list | None = None) -> None:
-        import pyarrow as pa
+                 lengths: list | None = None, pc: _Compute | None = None) -> None:
+        if pc is None:
+            import pyarrow as pa
 
-        self.pa = pa
+            pc = _Compute(pa)
+        self.pa, self.pc = pc.pa, pc
         self.qrels = qrels
         self.exact_scores, self.lengths = exact_scores, lengths
         self.run_queries: list[str] = []
@@ -244,9 +272,8 @@ class _Ranker:
         self.evaluated: list[str] = []
 
     def add(self, q, d, score: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> None:
-        import pyarrow.compute as pc
-
-        qids = _take(q, starts).to_pylist()
+        pc = self.pc
+        qids = pc.take(q, starts).to_pylist()
         for qid in qids:
             if qid in self.seen:  # not grouped by query: the strict reader decides
                 raise _NotCanonical("ungrouped")
@@ -288,7 +315,7 @@ class _Ranker:
         if len(entry):
             def doc_before(a, b):
                 before = np.zeros(len(a), dtype=bool)  # byte-wise
-                before[_numpy(pc.indices_nonzero(pc.greater(_take(d, a), _take(d, b))), np.uint64)] = True
+                before[_numpy(pc.indices_nonzero(pc.greater(pc.take(d, a), pc.take(d, b))), np.uint64)] = True
                 return before
             got = rank_in_segments(score, starts, ends, entry, seg[entry], doc_before)
             rank[row], tied[row], tied_before[row] = got, got.tied, got.tied_before
@@ -323,7 +350,7 @@ class _Ranker:
         keep = np.flatnonzero(seg[entry] == rel_seg[row])
         entry, row = entry[keep], row[keep]
         if len(entry):
-            same = _numpy(pc.indices_nonzero(pc.equal(_take(d, entry), _take(rel_docs, row))), np.uint64).astype(np.int64)
+            same = _numpy(pc.indices_nonzero(pc.equal(pc.take(d, entry), pc.take(rel_docs, row))), np.uint64).astype(np.int64)
             entry, row = entry[same], row[same]
         return entry, row
 
@@ -343,13 +370,12 @@ class _Ranker:
         hit = row_key[order][pos] == cand_key
         return cand[hit], order[pos[hit]]
 
-    @staticmethod
-    def _check_duplicates(d, seg: np.ndarray, fp: np.ndarray, same: np.ndarray) -> None:
+    def _check_duplicates(self, d, seg: np.ndarray, fp: np.ndarray, same: np.ndarray) -> None:
         where = np.flatnonzero(np.isin(fp, same))
         if len(where) > 100_000:
             raise _NotCanonical("fingerprints")
         pairs = set()
-        for s, doc in zip(seg[where].tolist(), _take(d, where).to_pylist()):
+        for s, doc in zip(seg[where].tolist(), self.pc.take(d, where).to_pylist()):
             if (s, doc) in pairs:
                 raise _NotCanonical("duplicate")  # the strict reader names the line
             pairs.add((s, doc))
@@ -378,10 +404,10 @@ def rank_run_file(path: str | os.PathLike, qrels: Mapping[str, Mapping[str, int]
     """
     try:
         import pyarrow as pa
-        import pyarrow.compute as pc
         import pyarrow.csv as pcsv
     except ImportError:
         return None
+    pc = _Compute(pa)
     if is_stream(path):
         return None
     try:
@@ -416,7 +442,7 @@ def _read(pa, pcsv, pc, source: _CheckedBytes, delim: bytes, qrels, exact_scores
     workers = 2 if source.size >= _TWO_AT_ONCE else 1
     chunks = _prefetched(_parsed(pa, pcsv, source, options, workers), depth=1)
     try:
-        ranker = _Ranker(qrels() if callable(qrels) else qrels, exact_scores, lengths)
+        ranker = _Ranker(qrels() if callable(qrels) else qrels, exact_scores, lengths, pc)
         carry = None
         for batches in chunks:
             for batch in batches:
