@@ -162,19 +162,35 @@ _MASKS = np.array([(1 << (8 * n)) - 1 for n in range(8)] + [(1 << 64) - 1], dtyp
 
 def _fingerprints(arr, seg: np.ndarray) -> np.ndarray:
     """uint64 per string of a pyarrow string array, mixed with its segment: equal (segment, string)
-    pairs give equal fingerprints (the converse is checked on the strings)."""
+    pairs give equal fingerprints (the converse is checked on the strings).
+
+    Words are read in place from the array's data (no padded copy): a string's head word and its
+    tail word (the same for strings under 8 bytes, masked to their own bytes), its middle word when
+    over 16 bytes. Only a short string in the data's last 7 bytes would read past its end: those
+    (a suffix of the array) are read from a padded copy of the last 16 bytes."""
     bufs = arr.buffers()
     wide = np.int64 if str(arr.type) == "large_string" else np.int32
     off = np.frombuffer(bufs[1], dtype=wide, count=len(arr) + 1, offset=arr.offset * np.dtype(wide).itemsize)
     data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
-    pad = np.zeros(int(off[-1]) + 16, dtype=np.uint8)
-    pad[8:8 + int(off[-1]) - int(off[0])] = data[int(off[0]):int(off[-1])]
-    words = np.ndarray((len(pad) - 7,), dtype=np.uint64, buffer=pad, strides=(1,))  # any byte offset
-    start = off[:-1].astype(np.int64) - int(off[0]) + 8
-    length = np.diff(off).astype(np.int64)
-    mask = _MASKS[np.minimum(length, 8)]  # the string's own bytes of a word, for strings under 8 bytes
-    head = words[start] & mask
-    fp = words[start + np.maximum(length - 8, 0)] & mask  # the tail: = head under 8 bytes
+    data = data[:int(off[-1])]
+    n = len(data)
+    start = off[:-1].astype(np.int64)
+    length = np.diff(off)
+    head = np.empty(len(start), dtype=np.uint64)
+    safe = int(np.searchsorted(start, n - 8, side="right")) if n >= 8 else 0  # start <= n - 8: in place
+    words = _words(data) if n >= 8 else np.zeros(1, np.uint64)
+    head[:safe] = words[start[:safe]]
+    if safe < len(start):  # the last strings: from the last 16 bytes, zero-padded
+        k = min(16, n)
+        tail = np.zeros(k + 16, dtype=np.uint8)
+        tail[:k] = data[n - k:]
+        head[safe:] = _words(tail)[start[safe:] - (n - k)]
+    short = np.flatnonzero(length < 8)
+    head[short] &= _MASKS[length[short]]  # the string's own bytes of its word
+    # the tail word ends where the string does (in the data for strings of 8 bytes or more; a
+    # shorter one's is replaced by its head)
+    fp = words[np.maximum(off[1:] - np.int64(8), 0)] if n >= 8 else np.empty_like(head)
+    fp[short] = head[short]
     with np.errstate(over="ignore"):
         # ids differ mostly in their last bytes, the high bytes of a little-endian word, and a
         # product carries differences upward only: words are mixed (xor-shift-multiply) before
@@ -189,6 +205,44 @@ def _fingerprints(arr, seg: np.ndarray) -> np.ndarray:
         fp ^= head
         fp ^= seg.astype(np.uint64) * np.uint64(0xC2B2AE3D27D4EB4F)
     return fp
+
+
+def _words(data: np.ndarray) -> np.ndarray:
+    """The little-endian uint64 word at every byte offset of ``data`` (a view: ``len(data) - 7`` words)."""
+    return np.ndarray((len(data) - 7,), dtype=np.uint64, buffer=data, offset=0, strides=(1,))
+
+
+_TOP_PAD = np.uint32(0xFFFFFFFF)  # an empty cell of the padded rows (real top halves are clamped below it)
+
+
+def _repeated(fp: np.ndarray, seg: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The fingerprints that occur twice or more in one segment (and, rarely, some that occur in two:
+    the strings decide). The top 32 bits are sorted within each segment, a uint32 row sort (3x
+    faster than the uint64 one; rows padded when segments differ in length, within twice the
+    entries); only segments where two top halves are equal (1 in 10,000 of 1,000 distinct
+    documents) are sorted in full."""
+    widths = ends - starts
+    width = int(widths.max())
+    padded = not np.all(widths == width)
+    if padded and len(widths) * width > 2 * len(fp):  # very uneven segments: one flat sort
+        by = np.sort(fp)
+        return by[1:][by[1:] == by[:-1]]
+    top = (fp >> np.uint64(32)).astype(np.uint32)
+    if padded:
+        cells = np.full((len(widths), width), _TOP_PAD, dtype=np.uint32)
+        cells[seg, np.arange(len(fp)) - starts[seg]] = np.minimum(top, _TOP_PAD - np.uint32(1))
+        top = cells
+    else:
+        top = top.reshape(-1, width)
+    top.sort(axis=1)
+    same = top[:, 1:] == top[:, :-1]
+    if padded:
+        same &= top[:, 1:] != _TOP_PAD
+    rows = same.any(axis=1)
+    if not rows.any():
+        return fp[:0]
+    by = np.sort(fp[np.repeat(rows, widths)])
+    return by[1:][by[1:] == by[:-1]]
 
 
 def _mix(x: np.ndarray) -> None:
@@ -283,13 +337,7 @@ class _Ranker:
             self.lengths.append(ends - starts)
         seg = np.repeat(np.arange(len(starts)), ends - starts)
         fp = _fingerprints(d, seg)
-        width = int((ends - starts).max())
-        if np.all(ends - starts == width):  # the usual run: every query at the same depth
-            by_row = np.sort(fp.reshape(-1, width), axis=1)
-            dup = by_row[:, 1:][by_row[:, 1:] == by_row[:, :-1]]
-        else:
-            by_row = np.sort(fp)
-            dup = by_row[1:][by_row[1:] == by_row[:-1]]
+        dup = _repeated(fp, seg, starts, ends)
         if len(dup):
             self._check_duplicates(d, seg, fp, dup)
         # relevant judgements of the evaluated queries, in qrels order (as rank_run_arrays): this

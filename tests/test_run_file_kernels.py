@@ -1,0 +1,110 @@
+"""The TREC run reader's vectorised kernels (rank/run_file.py) against plain-Python oracles: the
+document fingerprints (read in place from pyarrow's buffers) and the duplicate candidates (a
+uint32 row sort first)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pa = pytest.importorskip("pyarrow")
+
+from clirbench.rank.run_file import _fingerprints, _repeated  # noqa: E402
+
+_M = (1 << 64) - 1
+
+
+def _mix(x: int) -> int:
+    x ^= x >> 33
+    x = (x * 0xFF51AFD7ED558CCD) & _M
+    return x ^ (x >> 29)
+
+
+def _word(b: bytes) -> int:
+    return int.from_bytes(b[:8].ljust(8, b"\0"), "little")
+
+
+def _reference(s: str, seg: int) -> int:
+    """The fingerprint's formula, one string at a time with Python integers."""
+    b = s.encode("utf-8")
+    n = len(b)
+    head = _word(b) & ((1 << (8 * min(n, 8))) - 1)
+    fp = (_word(b[n - 8:]) if n >= 8 else head) ^ ((n * 0x27D4EB2F165667C5) & _M)
+    fp = _mix(fp)
+    if n > 16:
+        fp = _mix(fp ^ _word(b[n // 2 - 4:n // 2 + 4]))
+    return fp ^ head ^ ((seg * 0xC2B2AE3D27D4EB4F) & _M)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_fingerprints_equal_the_formula_for_every_string(seed):
+    """Short and long strings, at the data's very end (read from a padded copy), sliced arrays,
+    large_string, empty strings, arrays under 8 bytes of data."""
+    rng = np.random.default_rng(seed)
+    alphabet = list("ab1_-é中xyz09")
+    for trial in range(60):
+        m = int(rng.integers(0, 40))
+        longest = int(rng.choice([1, 3, 9, 17, 40]))
+        strings = ["".join(rng.choice(alphabet, int(k))) for k in rng.integers(0, longest, m)]
+        arr = pa.array(strings, type=pa.large_string() if trial % 3 == 0 else pa.string())
+        if m > 2 and trial % 2:
+            a = int(rng.integers(0, m))
+            arr = arr.slice(a, int(rng.integers(0, m - a + 1)))
+        seg = rng.integers(0, 1000, len(arr))
+        got = _fingerprints(arr, seg).tolist()
+        assert got == [_reference(s, int(g)) for s, g in zip(arr.to_pylist(), seg.tolist())]
+
+
+def _brute_repeated(fp: np.ndarray, widths: np.ndarray) -> set[int]:
+    out, at = set(), 0
+    for w in widths.tolist():
+        values = fp[at:at + w].tolist()
+        out |= {v for v in values if values.count(v) > 1}
+        at += w
+    return out
+
+
+@pytest.mark.parametrize("layout", ["equal", "uneven", "very uneven"])
+@pytest.mark.parametrize("seed", range(4))
+def test_repeated_finds_every_duplicate_in_a_segment(layout, seed):
+    """Every value twice in one segment is returned; every value returned occurs twice somewhere.
+    Values share their top 32 bits often (candidates sorted in full) and take the padding's value."""
+    rng = np.random.default_rng(seed)
+    for _ in range(40):
+        segments = int(rng.integers(1, 30))
+        if layout == "equal":
+            widths = np.full(segments, int(rng.integers(1, 50)))
+        elif layout == "uneven":
+            widths = rng.integers(20, 41, segments)
+        else:
+            widths = np.r_[rng.integers(1, 3, segments), 400]
+        segments, n = len(widths), int(widths.sum())
+        top = rng.choice(np.array([0, 7, 0xFFFFFFFE, 0xFFFFFFFF], dtype=np.uint64), n)
+        fp = (top << np.uint64(32)) | rng.integers(0, 4, n).astype(np.uint64)  # many equal top halves
+        if rng.random() < 0.5:
+            fp = rng.integers(0, 1 << 63, n, dtype=np.uint64) * np.uint64(2)  # mostly distinct
+            if n > 1:
+                i, j = sorted(rng.choice(n, 2, replace=False))
+                fp[j] = fp[i]  # one duplicate, maybe across segments
+        starts = np.r_[0, np.cumsum(widths)[:-1]]
+        seg = np.repeat(np.arange(segments), widths)
+        got = set(_repeated(fp, seg, starts, starts + widths).tolist())
+        want = _brute_repeated(fp, widths)
+        assert want <= got
+        counts = {v: c for v, c in zip(*np.unique(fp, return_counts=True))}
+        assert all(counts[v] > 1 for v in got)
+
+
+def test_a_duplicate_whose_top_half_is_the_padding_value_is_found():
+    """Uneven segments are padded with 0xFFFFFFFF: a real pair with that top half, alone in its
+    segment, is still a duplicate."""
+    rng = np.random.default_rng(5)
+    widths = np.array([30, 25, 40, 33])
+    n = int(widths.sum())
+    fp = rng.integers(0, 1 << 62, n, dtype=np.uint64)  # distinct top halves, none 0xFFFFFFFF
+    dup = np.uint64(0xFFFFFFFF_00000123)
+    fp[[31, 50]] = dup  # both in the second segment (30..54)
+    starts = np.r_[0, np.cumsum(widths)[:-1]]
+    seg = np.repeat(np.arange(len(widths)), widths)
+    assert _repeated(fp, seg, starts, starts + widths).tolist() == [int(dup)]
+    fp[50] = dup + np.uint64(1)  # the same top half, different fingerprints: not a duplicate
+    assert _repeated(fp, seg, starts, starts + widths).tolist() == []
