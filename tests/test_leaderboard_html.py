@@ -29,9 +29,10 @@ def _open(driver, page: Path) -> None:
 
 
 def _first_column(driver, table_id: str) -> list[str]:
+    """The system of each row (its first cell's sort key: the name, without a reranked row's first stage)."""
     return driver.execute_script(
-        "return Array.from(document.getElementById(arguments[0]).tBodies[0].rows).map(r => r.cells[0].textContent)",
-        table_id)
+        "return Array.from(document.getElementById(arguments[0]).tBodies[0].rows)"
+        ".map(r => r.cells[0].getAttribute('data-v'))", table_id)
 
 
 def test_seeded_report_loads_sorts_and_plots(browser, tmp_path):
