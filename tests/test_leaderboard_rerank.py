@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from clirbench.cli import main
 from clirbench.display.precision import fmt
@@ -385,3 +387,21 @@ def test_split_keeps_the_description_only():
     assert part == {"recall_ceiling": {"measure": "R@240", "value": 1.0, "ci_low": 1.0, "ci_high": 1.0, "n": 3},
                     "pairs": 5, "seconds": 0.2, "pairs_per_s": 25.0, "short_lists": 0, "depth": 240}
     assert split({"spec": "bm25"}) == ({"spec": "bm25"}, None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(pairs=st.integers(-3, 2500), short=st.integers(-2, 12), n=st.integers(-1, 12),
+       seconds=st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True)),
+       value=st.floats(-0.5, 1.5), low=st.floats(-0.5, 1.5), high=st.floats(-0.5, 1.5))
+def test_a_pool_part_is_accepted_exactly_when_it_is_in_range(pairs, short, n, seconds, value, low, high):
+    part = {"recall_ceiling": {"measure": "R@100", "value": value, "ci_low": low, "ci_high": high, "n": n},
+            "pairs": pairs, "seconds": seconds, "short_lists": short}
+    fine = (0 <= pairs <= 10 * 240 and 0 <= short <= 10 and 0 <= n <= 10
+            and (seconds is None or (math.isfinite(seconds) and seconds >= 0))
+            and all(0 <= x <= 1 + 1e-9 for x in (value, low, high)) and low <= high + 1e-9)
+    try:
+        check_part(part, 10, 240, "r")
+        accepted = True
+    except MalformedDataError:
+        accepted = False
+    assert accepted == fine
