@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -273,18 +274,30 @@ def setup(backend: str, work: Path, corpus: list[str], tiny: bool) -> dict:
             "tokens": tokens}
 
 
-def timed(cmd: list[str], env: dict) -> tuple[float, str]:
+def timed(cmd: list[str], env: dict) -> tuple[float, float, str]:
+    """Wall seconds, CPU seconds (user + system of the process and its children) and stdout of ``cmd``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd[:4])} ... failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    return wall, proc.stdout
+    return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, proc.stdout
 
 
 def clirbench_cmd(spec: str, task: list[str], out: Path, batch_size: int) -> list[str]:
     return [sys.executable, "-m", "clirbench.cli", "run", "--model", spec, *task, "--output", str(out),
             "--batch-size", str(batch_size), "--no-progress", "--device", "cpu"]
+
+
+def stage_seconds(out: Path) -> dict:
+    """The run's record ``timings_s`` (encode, search, measure, total: the runner's stages)."""
+    for path in sorted(out.rglob("*.json")):
+        record = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(record, dict) and "timings_s" in record:
+            return record["timings_s"]
+    return {}
 
 
 def cached_vectors(backend: str, spec: str, cache: Path, texts: dict) -> dict:
@@ -344,28 +357,34 @@ def bench(backend: str, args, work: Path, passages, questions, task: list[str]) 
     script = work / f"raw_{backend}.py"
     script.write_text(RAW[backend], encoding="utf-8")
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
-    runs = {"clirbench": [], "raw": []}
-    raw_inner, diff = [], None
+    runs, cpu = {"clirbench": [], "raw": []}, {"clirbench": [], "raw": []}
+    raw_inner, stages, diff = [], [], None
     for rep in range(args.reps):
         cache, out = work / f"{backend}-cache-{rep}", work / f"{backend}-out-{rep}"
-        wall, _ = timed(clirbench_cmd(info["spec"], task, out, args.batch_size), dict(env, CLIRBENCH_CACHE_DIR=str(cache)))
+        wall, used, _ = timed(clirbench_cmd(info["spec"], task, out, args.batch_size),
+                              dict(env, CLIRBENCH_CACHE_DIR=str(cache)))
         runs["clirbench"].append(wall)
+        cpu["clirbench"].append(used)
+        stages.append(stage_seconds(out))
         save = work / f"{backend}-raw.npz" if rep == 0 else "-"
-        wall, stdout = timed([sys.executable, str(script), str(texts_file), str(args.batch_size), str(save), info["arg"]], env)
+        wall, used, stdout = timed([sys.executable, str(script), str(texts_file), str(args.batch_size), str(save),
+                                    info["arg"]], env)
         runs["raw"].append(wall)
+        cpu["raw"].append(used)
         raw_inner.append(json.loads(stdout.strip().splitlines()[-1])["load_encode_s"])
         if rep == 0:
             diff = max_difference(cached_vectors(backend, info["spec"], cache, texts), raw_vectors(backend, Path(save)))
         shutil.rmtree(out, ignore_errors=True)
         shutil.rmtree(cache, ignore_errors=True)
-        print(f"  {backend} rep {rep + 1}: clirbench {runs['clirbench'][-1]:.2f} s, raw {runs['raw'][-1]:.2f} s, "
-              f"load {os.getloadavg()[0]:.2f}", flush=True)
+        print(f"  {backend} rep {rep + 1}: clirbench {runs['clirbench'][-1]:.2f} s ({cpu['clirbench'][-1]:.1f} s CPU), "
+              f"raw {runs['raw'][-1]:.2f} s ({cpu['raw'][-1]:.1f} s CPU), load {os.getloadavg()[0]:.2f}", flush=True)
     n_texts = len(texts["document"]) + len(texts["query"])
     med = {tool: statistics.median(v) for tool, v in runs.items()}
     return {"backend": backend, "spec": info["spec"], "texts": n_texts, "passages": len(texts["document"]),
             "queries": len(texts["query"]), "tokens": n_tokens, "runs": runs, "median_s": med,
             "texts_per_s": {t: n_texts / s for t, s in med.items()}, "tokens_per_s": {t: n_tokens / s for t, s in med.items()},
-            "raw_load_encode_s": statistics.median(raw_inner), "ratio": med["clirbench"] / med["raw"],
+            "cpu_s": cpu, "median_cpu_s": {tool: statistics.median(v) for tool, v in cpu.items()},
+            "raw_load_encode_s": statistics.median(raw_inner), "clirbench_stages_s": stages, "ratio": med["clirbench"] / med["raw"],
             "max_abs_difference": diff}
 
 
@@ -397,12 +416,13 @@ def main(argv=None) -> int:
         for backend in backends:
             results.append(bench(backend, args, work, passages, questions, task))
     print(f"\n{'backend':8} {'texts':>6} {'tokens':>8} {'clirbench s':>11} {'raw s':>7} {'texts/s':>15} "
-          f"{'tokens/s':>17} {'ratio':>6} {'max |diff|':>10}")
+          f"{'tokens/s':>17} {'ratio':>6} {'CPU ratio':>9} {'max |diff|':>10}")
     for r in results:
         m, tx, tk = r["median_s"], r["texts_per_s"], r["tokens_per_s"]
         print(f"{r['backend']:8} {r['texts']:>6} {r['tokens']:>8} {m['clirbench']:>11.2f} {m['raw']:>7.2f} "
               f"{tx['clirbench']:>7.1f}/{tx['raw']:<7.1f} {tk['clirbench']:>8.0f}/{tk['raw']:<8.0f} "
-              f"{r['ratio']:>6.3f} {r['max_abs_difference']:>10.2e}")
+              f"{r['ratio']:>6.3f} {r['median_cpu_s']['clirbench'] / r['median_cpu_s']['raw']:>9.3f} "
+              f"{r['max_abs_difference']:>10.2e}")
     print(f"(medians of {args.reps}; texts/s and tokens/s: clirbench/raw; load average {os.getloadavg()[0]:.2f} at the end)")
     if args.out:
         args.out.write_text(json.dumps({"cpu": cpu, "reps": args.reps, "batch_size": args.batch_size,
