@@ -1,6 +1,6 @@
 """The TREC run reader's vectorised kernels (rank/run_file.py) against plain-Python oracles: the
 document fingerprints (read in place from pyarrow's buffers) and the duplicate candidates (a
-uint32 row sort first)."""
+uint32 row sort first); and evaluate's one BLAS thread."""
 from __future__ import annotations
 
 import numpy as np
@@ -108,3 +108,26 @@ def test_a_duplicate_whose_top_half_is_the_padding_value_is_found():
     assert _repeated(fp, seg, starts, starts + widths).tolist() == [int(dup)]
     fp[50] = dup + np.uint64(1)  # the same top half, different fingerprints: not a duplicate
     assert _repeated(fp, seg, starts, starts + widths).tolist() == []
+
+
+@pytest.mark.parametrize("user", [None, "2"])
+def test_evaluate_runs_openblas_on_one_thread_unless_the_user_says(tmp_path, user):
+    """``clirbench evaluate`` sets OPENBLAS_NUM_THREADS=1 before numpy loads (its pool's threads
+    spin at start-up); a user's own value is kept."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "qrels").write_text("q1 0 d1 1\nq1 0 d2 0\n")
+    (tmp_path / "run").write_text("q1 Q0 d2 1 2.0 t\nq1 Q0 d1 2 1.0 t\n")
+    code = ("import os, sys, json; from clirbench.cli import main; "
+            f"main(['evaluate', '--qrels', {str(tmp_path / 'qrels')!r}, '--run', {str(tmp_path / 'run')!r}, "
+            "'--resamples', '10', '--json']); "
+            "print(json.dumps(os.environ.get('OPENBLAS_NUM_THREADS')))")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if user is not None:
+        env["OPENBLAS_NUM_THREADS"] = user
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert json.loads(out.splitlines()[-1]) == (user or "1")
+    assert '"RR"' in out

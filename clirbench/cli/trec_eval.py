@@ -11,6 +11,7 @@ from ..formats.trec import check_inputs
 from ..util import checks
 from ..util.errors import ClirbenchError
 from ..util.strict import MAX_GRADE
+from .evaluate import one_blas_thread
 
 __all__ = ["add_trec_eval_parser", "cmd_trec_eval"]
 
@@ -52,6 +53,7 @@ def add_trec_eval_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def cmd_trec_eval(args) -> int:
+    one_blas_thread()
     from ..trec_eval import Options, evaluate_files, intervals  # lazy: numpy
     from ..trec_eval.report import write
 
