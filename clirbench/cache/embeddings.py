@@ -180,7 +180,8 @@ class EmbeddingCache(SpaceCache):
         """``(vectors, rows)``: text i's embedding is ``vectors[rows[i]]`` (a shared, read-only array).
 
         Equal texts get the same row, hence bit-identical vectors. Missing texts are encoded in
-        chunks of ``batch_size`` (default 8 x the encoder's batch size), longest first, each
+        chunks of ``batch_size`` (default 8 x the encoder's batch size), longest first (in the encoder's
+        tokens when it has ``token_lengths(texts)``, else characters), each
         chunk written to disk before the next starts. With ``progress``, a line on stderr names
         what is encoded (how many texts, of which languages: ``langs``, one per text) and where it
         is cached, then a bar follows the encoding: it names the model batch in flight
@@ -202,7 +203,7 @@ class EmbeddingCache(SpaceCache):
 
         fill(self, space, keys, distinct, chunk,
              lambda part, b: self._encode(encoder, space, role, [distinct[i] for i in part], [keys[i] for i in part], b),
-             bar if progress else None)
+             bar if progress else None, length=getattr(encoder, "token_lengths", None))
         memo = space.memo
         rows = np.fromiter((memo[k] for k in keys), dtype=np.int64, count=len(keys))[rows_of_text]
         return space.view(), rows

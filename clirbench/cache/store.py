@@ -137,17 +137,20 @@ def claim(counters, space, keys: Sequence[bytes], part: list[int]) -> list[int]:
     return [i for i in part if keys[i] not in found]
 
 
-def fill(counters, space, keys: Sequence[bytes], texts: Sequence[str], chunk: int, encode, progress=None) -> None:
+def fill(counters, space, keys: Sequence[bytes], texts: Sequence[str], chunk: int, encode, progress=None,
+         length: Callable[[list[str]], Sequence[int]] | None = None) -> None:
     """Encode the ``keys`` ``space`` lacks, longest text first, ``chunk`` at a time under the writer lock.
 
     ``encode(part, bar)`` encodes, writes and adds the texts at indices ``part``; ``progress(todo)``,
     when given, makes a bar for the missing texts (indices ``todo``; advanced here for texts another
-    process wrote meanwhile, closed at the end).
+    process wrote meanwhile, closed at the end). ``length(texts)``: each text's length, in the
+    encoder's tokens (its batches are then padded least), ties by characters; characters when None.
     """
     todo = find_missing(counters, space, keys)
     if not todo:
         return
-    todo.sort(key=lambda i: -len(texts[i]))
+    sizes = length([texts[i] for i in todo]) if length is not None else [len(texts[i]) for i in todo]
+    todo = [todo[j] for j in sorted(range(len(todo)), key=lambda j: (-sizes[j], -len(texts[todo[j]])))]
     bar = progress(todo) if progress is not None else None
     try:
         for a in range(0, len(todo), chunk):

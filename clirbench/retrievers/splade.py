@@ -25,7 +25,7 @@ from ..cache.store import ShardStore, SpaceCache, distinct_rows, fill, text_dige
 from ..collection import Text, check_role, texts_of
 from ..util.errors import ClirbenchError
 from ..util.optional import require
-from .encoders import batches, default_device, locate_model, saved_prompts
+from .encoders import batches, default_device, locate_model, saved_prompts, token_lengths
 
 __all__ = ["SparseEncoderModel", "SparseVectorCache", "SpladeRetriever", "from_spec"]
 
@@ -135,6 +135,11 @@ class SparseEncoderModel:
         out = sp.vstack(parts, format="csr") if len(parts) > 1 else parts[0]
         out.sort_indices()
         return out
+
+    def token_lengths(self, texts: Sequence[str]) -> list[int]:
+        """Tokens per text, up to ``max_seq_length``: the cache batches texts by them (less padding)."""
+        model = self._load()
+        return token_lengths(getattr(model, "tokenizer", None), texts, model.max_seq_length)
 
     def settings_key(self) -> str:
         """What, besides model, revision, prompt and role, changes the vectors."""
@@ -248,7 +253,8 @@ class SparseVectorCache(SpaceCache):
         distinct, rows = distinct_rows(texts)
         keys = [text_digest(t) for t in distinct]
         fill(self, space, keys, distinct, chunk,
-             lambda part, _: self._encode(encoder, space, role, [distinct[i] for i in part], [keys[i] for i in part]))
+             lambda part, _: self._encode(encoder, space, role, [distinct[i] for i in part], [keys[i] for i in part]),
+             length=getattr(encoder, "token_lengths", None))
         return space.gather(keys), rows
 
     def _encode(self, encoder, space: _Space, role: str, texts: list[str], keys: list[bytes]) -> None:
