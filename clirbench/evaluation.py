@@ -69,6 +69,7 @@ class PoolEvaluation:
     ranking: Mapping | None = None  # how the ranks were obtained (Ranked.info in the record's form)
     seconds: Mapping[str, float] | None = None  # {"search": ranking, "measure": values and bootstrap}
     head: "Head | None" = None  # each query's top-K documents (Ranked.head); None where the ranker gave none
+    encode: object | None = None  # the ranker's own encoding cost (Ranked.encode: a reranking's second stage)
 
     @property
     def query_ids(self) -> tuple[str, ...]:
@@ -148,7 +149,7 @@ def evaluate_pool(retriever, pool: "Pool", measures: Sequence, resamples: int = 
     info = ranked.info.to_dict() if isinstance(ranked.info, RankingInfo) else ranked.info  # the record's form
     if ranked.first is not None and info is not None and "rerank" in info:
         info = {**info, "rerank": versus_first_stage(info["rerank"], ranked.first, evaluation, pool, resamples, seed)}
-    return dataclasses.replace(evaluation, ranking=info, head=ranked.head,
+    return dataclasses.replace(evaluation, ranking=info, head=ranked.head, encode=ranked.encode,
                                seconds={"search": t1 - t0, "measure": time.perf_counter() - t1})
 
 

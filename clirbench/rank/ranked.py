@@ -54,6 +54,9 @@ class Ranked:
     info: RankingInfo | None = None
     head: "Head | None" = None
     first: "Ranked | None" = None
+    # what the ranker's own model encoded for the pool beyond the retriever (a reranking's second
+    # stage: the texts it scored), a ``cache.cost.EncodeReport``; None where there is none or it is unknown
+    encode: object | None = None
 
 
 @runtime_checkable

@@ -267,7 +267,18 @@ class RerankRanker:
             info["pairs_computed"] = computed  # scored by the model; the others read from its pair-score cache
         info["first_stage"] = {k: v for k, v in info["first_stage"].items() if v is not None}
         out = reranked.top(self.depth) if self.depth else None
-        return Ranked(table, RankingInfo("reranked", rerank=info), out, first=first)
+        return Ranked(table, RankingInfo("reranked", rerank=info), out, first=first,
+                      encode=self._second_cost(seen, head))
+
+    def _second_cost(self, seen: "Pool", head: Head):
+        """The second stage's encoding cost of the texts it scored (its ``cost``: what its cache
+        recorded when they were encoded), None when it reports none (a cross-encoder scores pairs)."""
+        if not callable(getattr(self.second, "cost", None)):
+            return None
+        r, c = np.nonzero(head.docs >= 0)
+        rows, cols = _seen_index(seen, head, r, c)
+        return self.second.cost([seen.queries[i] for i in np.unique(rows).tolist()],
+                                [seen.docs[i] for i in np.unique(cols).tolist()])
 
     def _pair_scores(self, seen: "Pool", head: Head) -> tuple[np.ndarray, str]:
         """(n, K) second-stage scores of the head's entries (-inf past the end), and how they were got."""
