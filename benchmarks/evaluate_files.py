@@ -24,6 +24,9 @@ column types, nothing else: its 3 GB table at 50,000 queries makes its system ti
 time, swing with the kernel's page handling, 1 to 7 s of system time between consecutive runs);
 and the values of each tool side by side (they must agree to 1e-9).
 ``--baselines`` picks which of cat, parse and reader run beside the tools (default all three; ``none``).
+``--base-commit REV`` adds the tool ``clirbench-base``: the same ``evaluate`` command run on the
+``clirbench`` package of commit REV of this repository (``git archive``, on ``PYTHONPATH``), so a
+change is timed before and after in one run; its values must equal clirbench's.
 The temp folder is deleted at the end (``--data DIR`` keeps the files there, and reuses them).
 """
 from __future__ import annotations
@@ -121,7 +124,7 @@ def trec_eval_binary(path: str | None, source: str | None) -> str:
 TIME = "/usr/bin/time"
 
 
-def run_child(cmd: list[str], folder: Path, stdout: Path) -> tuple[float, float, float, float]:
+def run_child(cmd: list[str], folder: Path, stdout: Path, env: dict | None = None) -> tuple[float, float, float, float]:
     """(wall seconds, peak RSS in GB of this child alone, its user and system CPU seconds); its output
     goes to ``stdout``. Peak RSS, user and system time come from GNU time (``/usr/bin/time``) where
     there is one: a child's own ru_maxrss counts the RSS of the process it was forked from (this
@@ -131,7 +134,7 @@ def run_child(cmd: list[str], folder: Path, stdout: Path) -> tuple[float, float,
     full = [TIME, "-f", "%M %U %S", "-o", str(report), *cmd] if timed else cmd
     with open(stdout, "w") as out, open(folder / "stderr", "w+") as err:
         t = time.perf_counter()
-        proc = subprocess.Popen(full, stdout=out, stderr=err)
+        proc = subprocess.Popen(full, stdout=out, stderr=err, env=env)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -157,6 +160,8 @@ def main() -> None:
     ap.add_argument("--trec-eval-src", default=None, metavar="DIR", help="trec_eval's sources or git repository")
     ap.add_argument("--trec-eval-args", default="-m all_trec", help="options of both trec_evals (default -m all_trec)")
     ap.add_argument("--baselines", default="cat,parse,reader", help="which of cat, parse, reader run too (or none)")
+    ap.add_argument("--base-commit", default=None, metavar="REV",
+                    help="also time clirbench evaluate at commit REV of this repository (tool clirbench-base)")
     args = ap.parse_args()
     tools = args.tools.split(",")
     baselines = [] if args.baselines in ("", "none") else args.baselines.split(",")
@@ -170,9 +175,12 @@ def main() -> None:
         qrels, run = str(folder / "qrels.txt"), str(folder / "run.txt")
         (folder / "pytrec.py").write_text(PYTREC)
         (folder / "ranx_eval.py").write_text(RANX)
+        evaluate = ["-m", "clirbench.cli", "evaluate", "--qrels", qrels, "--run", run,
+                    "--measures", ",".join(m for m, _, _ in MEASURES), "--output"]
+        envs = {"clirbench-base": _base_env(args.base_commit, folder)} if args.base_commit else {}
         commands = {
-            "clirbench": [sys.executable, "-m", "clirbench.cli", "evaluate", "--qrels", qrels, "--run", run,
-                          "--measures", ",".join(m for m, _, _ in MEASURES), "--output", str(folder / "out.json")],
+            "clirbench": [sys.executable, *evaluate, str(folder / "out.json")],
+            "clirbench-base": [sys.executable, *evaluate, str(folder / "out-base.json")],
             "pytrec_eval": [sys.executable, str(folder / "pytrec.py"), qrels, run],
             "ranx": [sys.executable, str(folder / "ranx_eval.py"), qrels, run],
             "reader": [sys.executable, "-c", "import sys; from clirbench.formats.trec import read_qrels; "
@@ -189,12 +197,12 @@ def main() -> None:
         for rep in range(args.reps):
             for tool in baselines + tools:  # one at a time, interleaved
                 out_path = folder / f"stdout.{tool}"
-                wall, peak, user, system = run_child(commands[tool], folder, out_path)
+                wall, peak, user, system = run_child(commands[tool], folder, out_path, envs.get(tool))
                 rows[tool].append({"wall_s": round(wall, 3), "peak_rss_gb": round(peak, 3), "cpu_s": round(user + system, 3),
                                    "user_s": round(user, 3), "sys_s": round(system, 3),
                                    "load_avg_1min": round(os.getloadavg()[0], 2)})
-                if tool == "clirbench":
-                    report = json.loads((folder / "out.json").read_text())
+                if tool in ("clirbench", "clirbench-base"):
+                    report = json.loads((folder / ("out.json" if tool == "clirbench" else "out-base.json")).read_text())
                     values[tool] = {m: report["measures"][m]["value"] for m, _, _ in MEASURES}
                 elif tool in ("pytrec_eval", "ranx"):
                     values[tool] = json.loads(out_path.read_text())
@@ -216,6 +224,9 @@ def main() -> None:
         }
         if "trec_eval" in tools:
             summary["trec_eval"] = {"binary": te_binary, "args": te_args}
+        if {"clirbench", "clirbench-base"} <= set(values):
+            summary["base_commit"] = args.base_commit
+            summary["base_reports_identical"] = (folder / "out.json").read_bytes() == (folder / "out-base.json").read_bytes()
         if len(outputs) == 2:
             summary["trec_eval_output"] = _compare_outputs(outputs["clirbench-trec_eval"], outputs["trec_eval"])
             for key in ("median_wall_s", "median_cpu_s", "median_peak_rss_gb"):
@@ -227,6 +238,17 @@ def main() -> None:
     finally:
         if not args.data:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def _base_env(rev: str, folder: Path) -> dict:
+    """The environment of ``clirbench-base``: the clirbench package of commit ``rev`` of this
+    repository, extracted under ``folder``, first on PYTHONPATH."""
+    repo = Path(__file__).resolve().parent.parent
+    base = folder / "base-src"
+    base.mkdir(exist_ok=True)
+    tree = subprocess.run(["git", "-C", str(repo), "archive", rev, "clirbench"], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(base)], input=tree, check=True)
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(base), *filter(None, [os.environ.get("PYTHONPATH")])])}
 
 
 def _compare_outputs(ours: Path, theirs: Path) -> dict:
