@@ -131,3 +131,34 @@ def test_evaluate_runs_openblas_on_one_thread_unless_the_user_says(tmp_path, use
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     assert json.loads(out.splitlines()[-1]) == (user or "1")
     assert '"RR"' in out
+
+
+@pytest.mark.parametrize("bom", [False, True])
+@pytest.mark.parametrize("buffers", [1, 2, 3])
+def test_whole_lines_cover_the_file_and_leave_held_buffers_alone(tmp_path, monkeypatch, buffers, bom):
+    """The reused buffers: every byte of the file (a leading BOM dropped) is in exactly one
+    ``buffer[:length]``, lines whole, lines longer than a chunk included; a buffer's lines are
+    intact until the caller has taken ``buffers - 1`` more."""
+    from collections import deque
+
+    from clirbench.rank import run_file as rf
+
+    monkeypatch.setattr(rf, "_CHUNK", 64)
+    rng = np.random.default_rng(buffers)
+    data = b"".join(b"x" * int(n) + b"\n" for n in rng.integers(0, 150, 300)) + b"tail without newline"
+    path = tmp_path / "run"
+    path.write_bytes((b"\xef\xbb\xbf" if bom else b"") + data)
+    source = rf._CheckedBytes(path, b" ")
+    held: deque = deque()
+    pieces = []
+    for buf, cut in rf._whole_lines(source, buffers):
+        piece = bytes(buf[:cut])
+        assert piece == b"" or piece.endswith(b"\n") or piece.endswith(b"tail without newline")
+        for earlier, length, copy in held:
+            assert bytes(earlier[:length]) == copy
+        held.append((buf, cut, piece))
+        while len(held) > buffers - 1:
+            held.popleft()
+        pieces.append(piece)
+    source.close()
+    assert b"".join(pieces) == data

@@ -75,36 +75,44 @@ class _CheckedBytes:
         # and the characters above ASCII it refuses (a BOM past the first, C1 controls, U+2028...)
         self.bad_text = re.compile(f"[{_BAD_NON_ASCII}]")
 
-    def read(self, n: int) -> bytes:
-        """The next ``n`` bytes, unchecked (``check`` every line)."""
+    def read_into(self, buf: bytearray, start: int, stop: int) -> int:
+        """Fill ``buf[start:stop]`` with the next bytes, unchecked (``check`` every line); returns how
+        many were read (fewer at the file's end only)."""
+        got = start
         try:
-            block = self.raw.read(n)
+            with memoryview(buf) as view:
+                while got < stop:
+                    n = self.raw.readinto(view[got:stop])
+                    if not n:
+                        break
+                    got += n
         except Exception as exc:  # zlib.error, EOFError, BadGzipFile...: the strict reader names them
             raise _NotCanonical(str(exc)) from None
-        if self.first:
+        if self.first and got > start:
             self.first = False
-            if block.startswith(b"\xef\xbb\xbf"):
-                block = block[3:]
-        return block
+            if buf.startswith(b"\xef\xbb\xbf", start, got):
+                buf[start:got - 3] = buf[start + 3:got]
+                got -= 3
+        return got - start
 
     def check(self, buf: bytes, cut: int, rows: int) -> None:
         """Raise _NotCanonical unless the whole lines ``buf[:cut]`` are clean; pyarrow parsed them
         into ``rows`` rows of six fields (so, without a \r, they hold 5 * rows delimiters)."""
         if not cut:
             return
-        if not buf.isascii():
+        if not buf.isascii():  # past cut: earlier bytes of the file (a reused buffer), decoded if not ASCII
             try:
                 text = str(memoryview(buf)[:cut], "utf-8")  # whole lines: no character is cut
             except UnicodeDecodeError:
                 raise _NotCanonical("utf-8") from None
             if self.bad_text.search(text):
                 raise _NotCanonical("whitespace")
-        if b"\x7f" in buf or self.other in buf:  # bytes past cut are the next lines': refused there too
+        if buf.find(b"\x7f", 0, cut) >= 0 or buf.find(self.other, 0, cut) >= 0:
             raise _NotCanonical("whitespace")
         first_hash = buf.find(b"#", 0, cut)  # memchr: most runs have none, and "\n#" alone is slow to find
         if first_hash >= 0 and (buf[:1] == b"#" or buf.find(b"\n#", first_hash - 1, cut) >= 0):
             raise _NotCanonical("comment")  # a comment line (no blank before it here)
-        if b"\r" not in buf and self._only_fields(buf, cut, rows):
+        if buf.find(b"\r", 0, cut) < 0 and self._only_fields(buf, cut, rows):
             return
         if buf.count(b"\r", 0, cut) != buf.count(b"\r\n", 0, cut):  # pyarrow ends a line at a lone \r
             raise _NotCanonical("carriage return")
@@ -529,7 +537,7 @@ def _parsed(pa, pcsv, source: _CheckedBytes, options: dict, workers: int = 2):
     with ThreadPoolExecutor(workers, thread_name_prefix="clirbench-trec-reader") as pool:
         pending: deque = deque()
         try:
-            for buf, cut in _whole_lines(source):
+            for buf, cut in _whole_lines(source, workers + 1):
                 pending.append(pool.submit(parse, buf, cut))
                 if len(pending) >= workers:
                     yield pending.popleft().result()
@@ -540,24 +548,34 @@ def _parsed(pa, pcsv, source: _CheckedBytes, options: dict, workers: int = 2):
                 future.cancel()
 
 
-def _whole_lines(source: _CheckedBytes):
+def _whole_lines(source: _CheckedBytes, buffers: int = 1):
     """``(buffer, length of its whole lines)`` for each ``_CHUNK`` bytes of the file: every byte of
-    the file is in exactly one ``buffer[:length]``."""
-    rest = b""
+    the file is in exactly one ``buffer[:length]``. The ``buffers`` buffers are reused in turn (a
+    fresh 8 MB buffer per chunk was fresh pages each time, zeroed by the kernel): the caller is done
+    with a buffer once it has taken the next ``buffers - 1``. Bytes past a buffer's length are the
+    partial line that starts the next, then earlier bytes of the file or zeros."""
+    ring: list[bytearray] = []
+    rest, turn = b"", 0
     while True:
-        block = source.read(_CHUNK)
-        end = not block
-        buf = rest + block if rest else block
-        del block  # one copy of the bytes alive, not two
-        cut = len(buf)
+        need = len(rest) + _CHUNK
+        if turn == len(ring):
+            ring.append(bytearray(need))
+        elif len(ring[turn]) < need:  # a line longer than a chunk was carried
+            ring[turn] = bytearray(need)
+        buf = ring[turn]
+        buf[:len(rest)] = rest
+        size = len(rest) + source.read_into(buf, len(rest), need)
+        end = size == len(rest)
+        cut = size
         if not end:
-            cut = buf.rfind(b"\n") + 1
+            cut = buf.rfind(b"\n", 0, size) + 1
             if cut == 0:
-                if len(buf) > MAX_LINE_BYTES:  # the strict reader names the line (an endless file: /dev/zero)
+                if size > MAX_LINE_BYTES:  # the strict reader names the line (an endless file: /dev/zero)
                     raise _NotCanonical("long line")
-                rest = buf
+                rest = bytes(buf[:size])
                 continue
-        rest = buf[cut:] if not end else b""
+        rest = bytes(buf[cut:size]) if not end else b""
+        turn = (turn + 1) % buffers
         yield buf, cut
         if end:
             return
