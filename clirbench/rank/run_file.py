@@ -502,10 +502,11 @@ def _read(pa, pcsv, pc, source: _CheckedBytes, delim: bytes, qrels, exact_scores
         carry = None
         for batches in chunks:
             for batch in batches:
-                q, d, s = (batch.column(name) for name in ("q", "d", "s"))
+                rows = tuple(batch.column(name) for name in ("q", "d", "s"))
                 if carry is not None:
-                    q, d, s = (pa.concat_arrays([a, b]) for a, b in zip(carry, (q, d, s)))
-                carry = _rank_complete(ranker, pc, q, d, s, final=False)
+                    carry, rows = _continued(ranker, pa, pc, carry, rows)
+                if rows is not None:
+                    carry = _rank_complete(ranker, pc, *rows, final=False)
         if carry is not None:
             _rank_complete(ranker, pc, *carry, final=True)
         if not ranker.run_queries:  # no result line: the strict reader says so
@@ -653,6 +654,40 @@ class _prefetched:
         close = getattr(self._items, "close", None)
         if close is not None:  # a generator: its ``finally`` runs now (it may own a _prefetched too)
             close()
+
+
+def _continued(ranker: _Ranker, pa, pc, carry: tuple, rows: tuple) -> tuple:
+    """``(carry, rows)``: the carried query (the previous batch's last) joined to its rest at the head
+    of this batch's ``rows`` (q, d, s), and ranked when it ends here; then the batch's other rows (None
+    when the query runs on past them). Only the query's own rows are copied: joining the carry to
+    the whole batch copied every id of every batch (0.07 s of CPU at 5,000 x 1,000)."""
+    q = rows[0]
+    n = len(q)
+    if n == 0:
+        return carry, None
+    head = 0
+    if q.slice(0, 1).to_pylist() == carry[0].slice(0, 1).to_pylist():  # the carried query goes on
+        head = _query_end(pc, q, len(carry[0]))
+    if head:
+        carry = tuple(pa.concat_arrays([a, b.slice(0, head)]) for a, b in zip(carry, rows))
+    if head == n:
+        return carry, None
+    _rank_complete(ranker, pc, *carry, final=True)
+    return None, tuple(a.slice(head) for a in rows)
+
+
+def _query_end(pc, q, expect: int) -> int:
+    """The row where ``q``'s first query ends (``len(q)`` if it does not): ids compared in windows
+    from twice ``expect`` rows (the query's rows so far), not the whole batch."""
+    n, width = len(q), max(2 * expect, 64)
+    start = 0
+    while start < n - 1:
+        stop = min(n, start + width + 1)
+        changes = pc.indices_nonzero(pc.not_equal(q.slice(start + 1, stop - start - 1), q.slice(start, stop - start - 1)))
+        if len(changes):
+            return start + int(changes[0].as_py()) + 1
+        start, width = stop - 1, 4 * width
+    return n
 
 
 def _rank_complete(ranker: _Ranker, pc, q, d, s, final: bool):
