@@ -140,7 +140,9 @@ def run_child(cmd: list[str], folder: Path, stdout: Path, env: dict | None = Non
     full = [TIME, "-f", "%M %U %S", "-o", str(report), *cmd] if timed else cmd
     with open(stdout, "w") as out, open(folder / "stderr", "w+") as err:
         t = time.perf_counter()
-        proc = subprocess.Popen(full, stdout=out, stderr=err, env=env)
+        # in the data folder: ``python -m`` puts the working directory first on sys.path, ahead of
+        # PYTHONPATH, so run from a checkout, clirbench-base imported the checkout's package
+        proc = subprocess.Popen(full, stdout=out, stderr=err, env=env, cwd=folder)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -173,7 +175,7 @@ def main() -> None:
     baselines = [] if args.baselines in ("", "none") else args.baselines.split(",")
     te_args = shlex.split(args.trec_eval_args)
     te_binary = trec_eval_binary(args.trec_eval, args.trec_eval_src) if "trec_eval" in tools else None
-    folder = Path(args.data) if args.data else Path(tempfile.mkdtemp(prefix="clirbench-eval-bench-"))
+    folder = Path(args.data).resolve() if args.data else Path(tempfile.mkdtemp(prefix="clirbench-eval-bench-"))
     try:
         if not (folder / "run.txt").is_file():
             folder.mkdir(parents=True, exist_ok=True)
