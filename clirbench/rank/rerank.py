@@ -251,11 +251,13 @@ class RerankRanker:
         head = first.head
         t1 = time.perf_counter()
         computed = _model_pairs(self.second)
-        scores, path = self._pair_scores(seen, head)
+        r, c = np.nonzero(head.docs >= 0)  # the head's entries, and the same pairs in ``seen``
+        rows, cols = _seen_index(seen, head, r, c)
+        scores, path = self._pair_scores(seen, head, (r, c), (rows, cols))
         t2 = time.perf_counter()
         computed = None if computed is None else _model_pairs(self.second) - computed
         table, reranked = rerank_head(first.table, head, scores)
-        pairs = int((head.docs >= 0).sum())
+        pairs = len(r)
         listed = (head.docs >= 0).sum(axis=1)
         info = {"first_stage": {"spec": retriever.spec, "ranking": first.info.to_dict() if first.info else None,
                                 "seconds": round(t1 - t0, 6)},
@@ -268,22 +270,22 @@ class RerankRanker:
         info["first_stage"] = {k: v for k, v in info["first_stage"].items() if v is not None}
         out = reranked.top(self.depth) if self.depth else None
         return Ranked(table, RankingInfo("reranked", rerank=info), out, first=first,
-                      encode=self._second_cost(seen, head))
+                      encode=self._second_cost(seen, rows, cols))
 
-    def _second_cost(self, seen: "Pool", head: Head):
-        """The second stage's encoding cost of the texts it scored (its ``cost``: what its cache
-        recorded when they were encoded), None when it reports none (a cross-encoder scores pairs)."""
+    def _second_cost(self, seen: "Pool", rows: np.ndarray, cols: np.ndarray):
+        """The second stage's encoding cost of the texts it scored (``seen``'s queries ``rows`` and
+        documents ``cols``; its ``cost``: what its cache recorded when they were encoded), None when it
+        reports none (a cross-encoder scores pairs)."""
         if not callable(getattr(self.second, "cost", None)):
             return None
-        r, c = np.nonzero(head.docs >= 0)
-        rows, cols = _seen_index(seen, head, r, c)
         return self.second.cost([seen.queries[i] for i in np.unique(rows).tolist()],
                                 [seen.docs[i] for i in np.unique(cols).tolist()])
 
-    def _pair_scores(self, seen: "Pool", head: Head) -> tuple[np.ndarray, str]:
-        """(n, K) second-stage scores of the head's entries (-inf past the end), and how they were got."""
-        r, c = np.nonzero(head.docs >= 0)
-        rows, cols = _seen_index(seen, head, r, c)
+    def _pair_scores(self, seen: "Pool", head: Head, entries: tuple, pairs: tuple) -> tuple[np.ndarray, str]:
+        """(n, K) second-stage scores of the head's ``entries`` (its (row, slot) indices; -inf past the
+        end), ``pairs`` the same as ``seen``'s (query, document) indices, and how they were got."""
+        r, c = entries
+        rows, cols = pairs
         scores = np.full(head.docs.shape, -np.inf, dtype=np.float32)
         if isinstance(self.second, ScoresPairs):
             got = np.asarray(self.second.score_pairs(seen.queries, seen.docs, np.stack([rows, cols], axis=1)))
