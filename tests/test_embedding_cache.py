@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 
 import numpy as np
 import pytest
@@ -280,3 +281,41 @@ def test_batches_a_killed_merge_left_are_skipped_then_removed_by_the_next_writer
     again = EmbeddingCache(tmp_path)
     again.embed(enc, texts + ["new text"], "document")
     assert again.loaded == 9 and len(enc.sent) == 1
+
+
+class SlowEncoder(FakeEncoder):
+    """FakeEncoder that spends a measurable while per call (so recorded seconds are > 0)."""
+
+    def encode(self, texts, role):
+        time.sleep(0.002 * len(texts))
+        return super().encode(texts, role)
+
+
+def test_cost_reads_texts_another_process_cached(tmp_path):
+    """A fresh cache on the same folder answers ``cost`` for texts only on disk (not yet in its memo)
+    with the first process's count, seconds and CPU; a text never embedded still gives None."""
+    texts = [f"equal length {i:02d}" for i in range(10)]  # chunks in this order: [0:4], [4:8], [8:10]
+    first_enc, first = SlowEncoder(), EmbeddingCache(tmp_path)
+    first.embed(first_enc, texts, "document", batch_size=4)  # three chunks: three shards
+    first_cost = first.cost(first_enc, texts, "document")
+    assert first_cost is not None and first_cost.cold and first_cost.seconds > 0
+    # independent oracle: the seconds the shard manifests on disk record
+    on_disk = sum(json.loads(p.read_text())["encode"]["seconds"] for p in tmp_path.rglob("*.shard.json"))
+    assert first_cost.seconds == pytest.approx(on_disk, rel=1e-12)
+
+    enc, fresh = SlowEncoder(), EmbeddingCache(tmp_path)
+    cost = fresh.cost(enc, texts + texts[:3], "document")  # before any embed, duplicates counted once
+    assert cost is not None
+    assert (cost.texts, cost.cpu) == (first_cost.texts, first_cost.cpu)
+    assert cost.seconds == pytest.approx(first_cost.seconds, rel=1e-12)
+    assert cost.cold is False  # read, not encoded, by this process
+    part = fresh.cost(enc, texts[4:8], "document")  # the middle chunk's 4 texts: its shard's seconds
+    assert part is not None and part.texts == 4
+    middle = [json.loads(p.read_text())["encode"]["seconds"] for p in tmp_path.rglob("*.shard.json")]
+    assert any(part.seconds == pytest.approx(s, rel=1e-12) for s in middle)
+    assert fresh.cost(enc, ["never embedded"], "document") is None
+    assert fresh.cost(enc, texts[:2] + ["never embedded"], "document") is None
+    assert fresh.cost(enc, texts, "query") is None  # another role's space holds nothing
+    assert enc.calls == []
+    np.testing.assert_array_equal(fresh.embed(enc, texts, "document"), first.embed(first_enc, texts, "document"))
+    assert enc.calls == []

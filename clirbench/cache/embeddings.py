@@ -253,10 +253,14 @@ class EmbeddingCache(SpaceCache):
         """The encoding cost of ``texts`` (already embedded): how many distinct texts, the model seconds
         that encoded them (recorded when encoded, by this process or the one that wrote the cache;
         None if unknown for any), whether this process encoded them all, and on which CPU(s).
-        None when some text was never embedded here."""
+        None when some text was never embedded here (texts on disk but not yet in memory are read first)."""
         space = self._space(encoder, check_role(role))
         keys = list(dict.fromkeys(text_digest(t) for t in texts))
         memo = space.memo
+        absent = [k for k in keys if k not in memo]
+        if absent:
+            space.refresh()
+            self.loaded += len(space.read(absent))
         if not all(k in memo for k in keys):
             return None
         rows = np.fromiter((memo[k] for k in keys), dtype=np.int64, count=len(keys))
