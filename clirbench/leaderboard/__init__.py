@@ -12,7 +12,8 @@ from ..util.errors import UnknownNameError
 from ..util.table import format_table
 from .costs import cost_text, system_costs
 from .page import write_site
-from .reranking import comparisons, first_stages, format_text as format_reranking
+from .reranking import comparisons, first_stages, stage_names
+from .reranking import format_text as format_reranking
 from .significance import DEFAULT_CORRECTION, Board, boards, gaps, headlines, main_measures, overall_table
 from .store import SCHEMA_VERSION, load, path_for, reproductions
 from .submit import build, submit
@@ -35,7 +36,7 @@ def format_boards(items: list[Board], costs: dict | None = None, first: dict | N
     system named with its first stage on the board (``first``: ``reranking.first_stages``)."""
 
     costs = costs or {}
-    named = {s: f"{s} (first stage: {f})" for s, f in (first or {}).items() if f is not None}
+    named = stage_names(first)
     blocks = []
     for board in items:
         arrow = board.direction_label

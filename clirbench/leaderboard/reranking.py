@@ -24,7 +24,7 @@ from ..util.table import format_table
 from .significance import board_target, correction_family, macro_means, main_measures, where_title
 from .submit import identity_diff
 
-__all__ = ["Difference", "ScenarioComparison", "Comparison", "first_stages", "comparisons", "format_text",
+__all__ = ["Difference", "ScenarioComparison", "Comparison", "first_stages", "stage_names", "comparisons", "format_text",
            "reranking_html"]
 
 _ORDER = ("multi", "multi-1", "mono-same", "mono-cross", "retrieval")
@@ -177,6 +177,12 @@ def _scenario(data: Mapping, first: str, system: str, key: tuple, pids: list[str
         return None  # --measure names another scenario's measure
     return ScenarioComparison(where_title(subset, scenario, mode, langs), len(common), len(pids), tuple(diffs),
                               **_ceiling_and_cost(res_b, common))
+
+
+def stage_names(first: Mapping[str, str | None] | None) -> dict[str, str]:
+    """``{reranked system: "<system> (first stage: <its first stage>)"}``, the name the ranked tables
+    show (``first``: ``first_stages``; a system whose first stage is not on the board keeps its name)."""
+    return {s: f"{s} (first stage: {f})" for s, f in (first or {}).items() if f is not None}
 
 
 def comparisons(data: Mapping, scenario: str | None = None, measure: str | None = None) -> list[Comparison]:

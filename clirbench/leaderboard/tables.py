@@ -58,7 +58,7 @@ from ..stats.significance_tests import paired_test
 from ..util.checks import check_correction
 from ..util.errors import ClirbenchError, UnknownNameError
 from . import store
-from .reranking import Comparison, ScenarioComparison, comparisons, first_stages
+from .reranking import Comparison, ScenarioComparison, comparisons, first_stages, stage_names
 from .significance import Board, boards, per_query_vector, where_title
 
 __all__ = ["FORMATS", "PERMUTATIONS", "CSV_COLUMNS", "select", "baseline_tests", "render"]
@@ -316,7 +316,7 @@ def render(task: str, leaderboard_dir: str | os.PathLike | None = None, scenario
         return _csv(task, items, baseline, tests, first, reranked, _wheres(leaderboard))
     if not items:
         return f"{task}: no ranked results"
-    named = {s: f"{s} (first stage: {f})" for s, f in first.items() if f is not None}  # as the text table
+    named = stage_names(first)  # as the text table
     places = [board_decimals(b) for b in items]
     best = [max((float(b.goodness(x.value)) for x in b.rows if x.rank is not None), default=None) for b in items]
     rows = []
